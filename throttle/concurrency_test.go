@@ -1,0 +1,391 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	. "github.com/pace-cli/pace/throttle"
+)
+
+// These tests run inside synctest bubbles: time.Now and timers are fake
+// and time moves only when every goroutine in the bubble is blocked, so
+// they never sleep and their instants are exact.
+
+// violations counts, by brute force, the calls that found their rule's
+// window (t-W, t] already holding N calls.
+func violations(rules []Rule, times []time.Time) int {
+	ts := slices.Clone(times)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	bad := 0
+	for _, r := range rules {
+		for i := range ts {
+			in := 0
+			for j := 0; j <= i; j++ {
+				if ts[j].After(ts[i].Add(-r.Window)) {
+					in++
+				}
+			}
+			if in > r.N {
+				bad++
+			}
+		}
+	}
+	return bad
+}
+
+// runJobs has workers goroutines take items and call admit for each, then
+// hold the slot for runtime; it returns the admission instants.
+func runJobs(items, workers int, runtime time.Duration, admit func(context.Context) (func(), error)) []time.Time {
+	var (
+		mu    sync.Mutex
+		times []time.Time
+		wg    sync.WaitGroup
+	)
+	next := make(chan int, items)
+	for i := range items {
+		next <- i
+	}
+	close(next)
+	for range workers {
+		wg.Go(func() {
+			for range next {
+				release, err := admit(context.Background())
+				if err != nil {
+					panic(err)
+				}
+				mu.Lock()
+				times = append(times, time.Now())
+				mu.Unlock()
+				time.Sleep(runtime)
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	return times
+}
+
+// The seed scenario: 30 calls under 5/1s AND 12/3s with 4 in flight.
+func TestSeedScenario(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules, _ := ParseRules("5/s,12/3s")
+		l, err := New(rules, WithMaxInFlight(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		times := runJobs(30, 8, 10*time.Millisecond, l.Acquire)
+		if n := violations(rules, times); n != 0 {
+			t.Errorf("%d violations, want 0", n)
+		}
+		if last := times[len(times)-1].Sub(start); last != 7*time.Second {
+			t.Errorf("last admission at %v, want exactly 7s (the fastest legal schedule)", last)
+		}
+		s := l.Stats()
+		if s.PeakInFlight > 4 || s.InFlight != 0 || s.Admitted != 30 {
+			t.Errorf("peak in flight %d (cap 4), in flight %d, admitted %d", s.PeakInFlight, s.InFlight, s.Admitted)
+		}
+		if s.PeakBinding < 0 || s.Rules[s.PeakBinding].PeakUsage != 1 {
+			t.Errorf("PeakBinding = %d in %+v; want a rule at 100%% peak usage", s.PeakBinding, s.Rules)
+		}
+	})
+}
+
+// Stacking one limiter per rule records the call in the first limiter when
+// it alone admits it, but the call goes out only when the last one admits
+// it. Any time between the stages (here a few milliseconds, as a goroutine
+// takes to reach the next limiter) lets the first rule be broken. The
+// combined limiter, given the same latencies, breaks nothing.
+func TestStackedLimitersBreakRules(t *testing.T) {
+	rules, _ := ParseRules("5/s,12/3s")
+	var stackedBad, combinedBad int
+	// latency returns 0..9ms in a fixed sequence, shared by the callers.
+	latency := func() func() time.Duration {
+		var mu sync.Mutex
+		k := 0
+		return func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			k++
+			return time.Duration(k*7%10) * time.Millisecond
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		lat := latency()
+		var stack []*Limiter
+		for _, r := range rules {
+			l, _ := New([]Rule{r})
+			stack = append(stack, l)
+		}
+		times := runJobs(30, 4, 0, func(ctx context.Context) (func(), error) {
+			for i, l := range stack {
+				if i > 0 {
+					time.Sleep(lat()) // on the way from one limiter to the next
+				}
+				if err := l.Wait(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return func() {}, nil
+		})
+		stackedBad = violations(rules, times)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		lat := latency()
+		l, _ := New(rules)
+		combinedBad = violations(rules, runJobs(30, 4, 0, func(ctx context.Context) (func(), error) {
+			time.Sleep(lat()) // on the way to the limiter
+			return l.Acquire(ctx)
+		}))
+	})
+	if stackedBad == 0 {
+		t.Errorf("stacked per-rule limiters: 0 violations; the regression scenario no longer shows the flaw")
+	}
+	if combinedBad != 0 {
+		t.Errorf("combined limiter: %d violations, want 0", combinedBad)
+	}
+	t.Logf("violations over 30 calls: stacked %d, combined %d", stackedBad, combinedBad)
+}
+
+// greedy returns the admission instants of the fastest FIFO schedule: each
+// arrival (sorted) goes at the earliest instant no rule forbids.
+func greedy(rules []Rule, arrivals []time.Time) []time.Time {
+	var out []time.Time
+	for i, a := range arrivals {
+		at := a
+		if i > 0 && out[i-1].After(at) {
+			at = out[i-1]
+		}
+		for _, r := range rules {
+			if i >= r.N {
+				if free := out[i-r.N].Add(r.Window); free.After(at) {
+					at = free
+				}
+			}
+		}
+		out = append(out, at)
+	}
+	return out
+}
+
+// Random rule sets and random arrivals from many goroutines: no violation,
+// and every admission at the earliest legal instant (the greedy optimum).
+func TestLimiterProperty(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var rules []Rule
+		for range 1 + rng.IntN(3) {
+			rules = append(rules, Rule{N: 1 + rng.IntN(8), Window: time.Duration(1+rng.IntN(200)) * 10 * time.Millisecond})
+		}
+		margin := time.Duration(rng.IntN(3)) * 5 * time.Millisecond
+		callers := 2 + rng.IntN(30)
+		delays := make([][]time.Duration, callers)
+		for c := range delays {
+			for range 1 + rng.IntN(4) {
+				delays[c] = append(delays[c], time.Duration(rng.IntN(3000))*time.Millisecond)
+			}
+		}
+		synctest.Test(t, func(t *testing.T) {
+			l, err := New(rules, WithMargin(margin))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu                sync.Mutex
+				arrivals, admits []time.Time
+				wg                sync.WaitGroup
+			)
+			for c := range callers {
+				wg.Go(func() {
+					for _, d := range delays[c] {
+						time.Sleep(d)
+						mu.Lock()
+						arrivals = append(arrivals, time.Now())
+						mu.Unlock()
+						if err := l.Wait(context.Background()); err != nil {
+							panic(err)
+						}
+						mu.Lock()
+						admits = append(admits, time.Now())
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			cmp := func(a, b time.Time) int { return a.Compare(b) }
+			slices.SortFunc(arrivals, cmp)
+			slices.SortFunc(admits, cmp)
+			strict := make([]Rule, len(rules))
+			for i, r := range rules {
+				strict[i] = Rule{N: r.N, Window: r.Window + margin}
+			}
+			if n := violations(strict, admits); n != 0 {
+				t.Fatalf("seed %d rules %v margin %v: %d violations", seed, rules, margin, n)
+			}
+			want := greedy(strict, arrivals)
+			for i := range want {
+				if !admits[i].Equal(want[i]) {
+					t.Fatalf("seed %d rules %v margin %v: admission %d at %v, greedy optimum %v",
+						seed, rules, margin, i, admits[i].Sub(arrivals[0]), want[i].Sub(arrivals[0]))
+				}
+			}
+		})
+	}
+}
+
+func TestLimiterFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := New([]Rule{{N: 1, Window: time.Second}})
+		l.Allow()
+		var (
+			mu    sync.Mutex
+			order []int
+			wg    sync.WaitGroup
+		)
+		for i := range 10 {
+			wg.Go(func() {
+				if err := l.Wait(context.Background()); err != nil {
+					panic(err)
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			})
+			synctest.Wait() // caller i is queued before i+1 starts
+			time.Sleep(time.Millisecond)
+		}
+		wg.Wait()
+		if !slices.IsSorted(order) {
+			t.Errorf("admission order %v, want arrival order", order)
+		}
+	})
+}
+
+func TestLimiterCancelConsumesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := New([]Rule{{N: 1, Window: time.Second}}, WithMaxInFlight(1))
+		start := time.Now()
+		release, err := l.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		// A caller that gives up after 300ms, while it waits for the rate...
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := l.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire with a short deadline = %v, want DeadlineExceeded", err)
+		}
+		// ...leaves no slot held and no call recorded: the next goes at 1s.
+		if s := l.Stats(); s.InFlight != 0 || s.Admitted != 1 {
+			t.Fatalf("after cancel: in flight %d, admitted %d; want 0, 1", s.InFlight, s.Admitted)
+		}
+		release, err = l.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != time.Second {
+			t.Errorf("next admission at %v, want 1s", got)
+		}
+		release()
+		release() // idempotent: must not free a second slot
+		if s := l.Stats(); s.InFlight != 0 {
+			t.Errorf("in flight %d after double release, want 0", s.InFlight)
+		}
+	})
+}
+
+func TestLimiterCancelledHeadDelaysNobody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := New([]Rule{{N: 1, Window: time.Second}})
+		start := time.Now()
+		l.Allow()
+		ctx, cancel := context.WithCancel(context.Background())
+		headErr := make(chan error, 1)
+		go func() { headErr <- l.Wait(ctx) }()
+		synctest.Wait()
+		done := make(chan time.Duration, 1)
+		go func() {
+			if err := l.Wait(context.Background()); err != nil {
+				panic(err)
+			}
+			done <- time.Since(start)
+		}()
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		if err := <-headErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled head: Wait = %v", err)
+		}
+		if got := <-done; got != time.Second {
+			t.Errorf("second waiter admitted at %v, want 1s", got)
+		}
+	})
+}
+
+func TestSlotsFIFOAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := New(nil, WithMaxInFlight(2))
+		r1, _ := l.Acquire(context.Background())
+		r2, _ := l.Acquire(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelled := make(chan error, 1)
+		go func() { _, err := l.Acquire(ctx); cancelled <- err }()
+		synctest.Wait()
+		got := make(chan int, 2)
+		for i := range 2 {
+			go func() {
+				r, err := l.Acquire(context.Background())
+				if err != nil {
+					panic(err)
+				}
+				got <- i
+				time.Sleep(time.Second)
+				r()
+			}()
+			synctest.Wait()
+		}
+		cancel()
+		if err := <-cancelled; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Acquire = %v", err)
+		}
+		if s := l.Stats(); s.InFlight != 2 {
+			t.Fatalf("in flight %d, want 2", s.InFlight)
+		}
+		r1()
+		if first := <-got; first != 0 {
+			t.Errorf("slot went to waiter %d, want 0 (FIFO)", first)
+		}
+		r2()
+		<-got
+		time.Sleep(2 * time.Second)
+		if s := l.Stats(); s.InFlight != 0 || s.PeakInFlight != 2 || s.SlotWaits != 2 {
+			t.Errorf("stats: in flight %d, peak %d, slot waits %d; want 0, 2, 2", s.InFlight, s.PeakInFlight, s.SlotWaits)
+		}
+	})
+}
+
+func TestDoRunsUnderTheGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := New([]Rule{{N: 2, Window: time.Second}}, WithMaxInFlight(1))
+		boom := errors.New("boom")
+		if err := l.Do(context.Background(), func(context.Context) error {
+			if s := l.Stats(); s.InFlight != 1 {
+				t.Errorf("in flight inside Do = %d, want 1", s.InFlight)
+			}
+			return boom
+		}); err != boom {
+			t.Errorf("Do = %v, want fn's error", err)
+		}
+		if s := l.Stats(); s.InFlight != 0 {
+			t.Errorf("in flight after Do = %d", s.InFlight)
+		}
+	})
+}

@@ -1,0 +1,130 @@
+package throttle
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Rule
+	}{
+		{"10/s", Rule{10, time.Second}},
+		{"500/m", Rule{500, time.Minute}},
+		{"500/min", Rule{500, time.Minute}},
+		{"3/h", Rule{3, time.Hour}},
+		{"10000/d", Rule{10000, 24 * time.Hour}},
+		{"10000/day", Rule{10000, 24 * time.Hour}},
+		{"12/3s", Rule{12, 3 * time.Second}},
+		{"5/500ms", Rule{5, 500 * time.Millisecond}},
+		{"100/1m30s", Rule{100, 90 * time.Second}},
+		{" 7 / sec ", Rule{7, time.Second}},
+		{"1/2d12h", Rule{1, 60 * time.Hour}},
+		{"2/hours", Rule{2, time.Hour}},
+	}
+	for _, tt := range tests {
+		got, err := ParseRule(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseRule(%q) = %v, %v; want %v, nil", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseRuleErrors(t *testing.T) {
+	tests := []struct {
+		in, wantMsg string
+	}{
+		{"0/s", "at least 1"},
+		{"-1/s", "at least 1"},
+		{"5/0s", "longer than zero"},
+		{"abc", "separated by '/'"},
+		{"5/", "a period after '/'"},
+		{"/s", "a limit before '/'"},
+		{"10/fortnight", "a period such as"},
+		{"99999999999999999999/s", "at most"},
+		{"2000000000000/s", "at most"},
+		{"1/99999999999d", "shorter than 100 years"},
+		{"1.5/s", "whole number"},
+		{"5/s/s", "a period such as"},
+	}
+	for _, tt := range tests {
+		_, err := ParseRule(tt.in)
+		if err == nil {
+			t.Errorf("ParseRule(%q) succeeded, want error", tt.in)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidRule) {
+			t.Errorf("ParseRule(%q) error %v does not wrap ErrInvalidRule", tt.in, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, `"`+tt.in+`"`) || !strings.Contains(msg, tt.wantMsg) {
+			t.Errorf("ParseRule(%q) error = %q; want it to quote the input and say %q", tt.in, msg, tt.wantMsg)
+		}
+	}
+}
+
+func TestParseRules(t *testing.T) {
+	got, err := ParseRules("10/s,500/m,10000/d")
+	want := []Rule{{10, time.Second}, {500, time.Minute}, {10000, 24 * time.Hour}}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ParseRules = %v, %v; want %v", got, err, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("rule %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if s := FormatRules(got); s != "10/s,500/m,10000/d" {
+		t.Errorf("FormatRules = %q", s)
+	}
+	if r, err := ParseRules(""); err != nil || r != nil {
+		t.Errorf(`ParseRules("") = %v, %v; want nil, nil`, r, err)
+	}
+	if _, err := ParseRules("10/s,,5/m"); err == nil {
+		t.Errorf("ParseRules with an empty element succeeded")
+	}
+}
+
+func TestRuleString(t *testing.T) {
+	tests := []struct {
+		r    Rule
+		want string
+	}{
+		{Rule{10, time.Second}, "10/s"},
+		{Rule{5, 500 * time.Millisecond}, "5/500ms"},
+		{Rule{100, 90 * time.Second}, "100/1m30s"},
+		{Rule{1, 36 * time.Hour}, "1/1d12h"},
+		{Rule{3, 1500 * time.Microsecond}, "3/1ms500us"},
+		{Rule{1, time.Millisecond}, "1/ms"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{"10/s", "500/min", "12/3s", "100/1m30s", "10000/day", "5/500ms", "0/s", "abc", "1/1d2h3m4s5ms6us7ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRule(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRule) {
+				t.Fatalf("ParseRule(%q) error %v does not wrap ErrInvalidRule", s, err)
+			}
+			return
+		}
+		if !r.Valid() {
+			t.Fatalf("ParseRule(%q) = %v, which is not Valid", s, r)
+		}
+		back, err := ParseRule(r.String())
+		if err != nil || back != r {
+			t.Fatalf("ParseRule(%q) = %v, but ParseRule(%q) = %v, %v", s, r, r.String(), back, err)
+		}
+	})
+}
