@@ -156,5 +156,5 @@ func fillRule(b *testing.B, rule Rule) uint64 {
 // the fake clock's timer machinery.
 type stepClock struct{ t time.Time }
 
-func (c *stepClock) Now() time.Time                  { return c.t }
+func (c *stepClock) Now() time.Time                 { return c.t }
 func (c *stepClock) NewTimer(d time.Duration) Timer { panic("stepClock: no timers") }

@@ -198,9 +198,9 @@ func TestLimiterProperty(t *testing.T) {
 				t.Fatal(err)
 			}
 			var (
-				mu                sync.Mutex
+				mu               sync.Mutex
 				arrivals, admits []time.Time
-				wg                sync.WaitGroup
+				wg               sync.WaitGroup
 			)
 			for c := range callers {
 				wg.Go(func() {
