@@ -1,0 +1,8 @@
+//go:build !linux
+
+package redistest
+
+import "os/exec"
+
+// setPdeathsig does nothing where the kernel has no parent-death signal.
+func setPdeathsig(*exec.Cmd) {}
