@@ -1,0 +1,62 @@
+package cmd
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/cli and the expectations in testdata/script")
+
+// docsDir holds the generated command reference.
+const docsDir = "../docs/cli"
+
+// TestDocsCurrent checks that docs/cli matches the commands; run
+// `go test ./cmd -run TestDocsCurrent -update` to regenerate it.
+func TestDocsCurrent(t *testing.T) {
+	ios, _, _, _ := Test()
+	root := NewCmdRoot(&Factory{IOStreams: ios, Clock: throttle.SystemClock()})
+	tmp := t.TempDir()
+	names, err := GenMarkdownTree(root, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pace.md", "pace_run.md", "pace_version.md", "pace_completion.md", "pace_completion_bash.md"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("generated %q, want it to include %s", names, want)
+		}
+	}
+	if *update {
+		if err := os.MkdirAll(docsDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := filepath.Glob(filepath.Join(docsDir, "pace*.md"))
+		for _, f := range old {
+			os.Remove(f)
+		}
+		for _, n := range names {
+			b, _ := os.ReadFile(filepath.Join(tmp, n))
+			if err := os.WriteFile(filepath.Join(docsDir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	for _, n := range names {
+		want, _ := os.ReadFile(filepath.Join(tmp, n))
+		got, err := os.ReadFile(filepath.Join(docsDir, n))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("docs/cli/%s is out of date; run: go test ./cmd -run TestDocsCurrent -update", n)
+		}
+	}
+	existing, _ := filepath.Glob(filepath.Join(docsDir, "pace*.md"))
+	for _, f := range existing {
+		if !slices.Contains(names, filepath.Base(f)) {
+			t.Errorf("docs/cli/%s documents no command; run: go test ./cmd -run TestDocsCurrent -update", filepath.Base(f))
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// FlagError is a usage error: a bad flag, flag value or argument. Main
+// prints it with the command's usage and exits with ExitUsage.
+type FlagError struct {
+	err error
+}
+
+// flagErrorf returns a FlagError with a formatted message.
+func flagErrorf(format string, args ...any) *FlagError {
+	return &FlagError{err: fmt.Errorf(format, args...)}
+}
+
+// Error returns the message.
+func (e *FlagError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *FlagError) Unwrap() error { return e.err }
+
+// errSilent means the failure has already been reported; Main only exits.
+var errSilent = errors.New("silent error")
+
+// ExitError ends pace with Code; the problem has already been reported.
+type ExitError struct {
+	Code int
+}
+
+// Error returns "exit status N".
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// Is makes errors.Is(err, errSilent) true: nothing more is to be printed.
+func (e *ExitError) Is(target error) bool { return target == errSilent }

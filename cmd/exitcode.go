@@ -1,0 +1,28 @@
+package cmd
+
+// Exit codes of pace. The README and `pace run --help` document them.
+const (
+	// ExitOK: every job succeeded.
+	ExitOK = 0
+	// ExitFailed: one or more jobs failed (after their retries).
+	ExitFailed = 1
+	// ExitUsage: a usage, rule or input error found before anything ran,
+	// such as a bad -r, an unknown flag or an unreadable input file.
+	ExitUsage = 2
+	// ExitBackend: the limiter's backend failed (throttle.ErrBackend).
+	ExitBackend = 3
+	// ExitInterrupted: stopped by SIGINT (128 + 2).
+	ExitInterrupted = 130
+	// ExitTerminated: stopped by SIGTERM (128 + 15).
+	ExitTerminated = 143
+)
+
+// exitCodesHelp is the exit code table shown in --help.
+const exitCodesHelp = `Exit codes:
+  0    every job succeeded
+  1    one or more jobs failed (after retries)
+  2    usage, rule or input error found before anything ran
+       (bad -r, unknown flag, unreadable input file, command not found)
+  3    the limiter's backend failed
+  130  interrupted by SIGINT (Ctrl-C)
+  143  terminated by SIGTERM`

@@ -1,0 +1,124 @@
+//go:build unix
+
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// TestMain registers the programs the scripts run: pace itself, and pace
+// with a limiter whose backend fails.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"pace": func() { exitShowing(Main()) },
+		"pace-failing-backend": func() {
+			// Admits $PACE_TEST_ADMIT calls, then fails like a dead Redis.
+			n, _ := strconv.Atoi(os.Getenv("PACE_TEST_ADMIT"))
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			f := NewFactory(sigs)
+			f.NewLimiter = func(*CommonOptions) (Limiter, error) { return &failingLimiter{n: n}, nil }
+			exitShowing(Execute(f, os.Args[1:]))
+		},
+	})
+}
+
+// exitShowing exits with code, first printing it on stderr when
+// $PACE_TEST_SHOW_EXIT is set, so that scripts can check exact codes.
+func exitShowing(code int) {
+	if os.Getenv("PACE_TEST_SHOW_EXIT") != "" {
+		fmt.Fprintf(os.Stderr, "[exit %d]\n", code)
+	}
+	os.Exit(code)
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PACE_TEST_SHOW_EXIT", "1")
+			examples, err := filepath.Abs("../examples")
+			env.Setenv("EXAMPLES", examples)
+			return err
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile":     cmdWaitfile,
+			"checkrate":    cmdCheckrate,
+			"sigterm":      cmdSigterm,
+			"strictserver": cmdStrictserver, // fetch_test.go
+			"serverstats":  cmdServerstats,
+		},
+	})
+}
+
+// waitfile FILE... waits (up to 20s) until every file exists.
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: waitfile file...")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range args {
+		for {
+			if _, err := os.Stat(ts.MkAbs(a)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("%s did not appear", a)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// checkrate RULES FILE N checks that FILE holds N instants (Unix
+// nanoseconds, one a line, as date +%s%N writes them) that keep every rule. Jobs stamp a little after their admission, and
+// the delay varies, so each window is shortened by 150ms: the check
+// catches a limiter that lets bursts through, not scheduling jitter.
+func cmdCheckrate(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: checkrate rules file count")
+	}
+	rules, err := throttle.ParseRules(args[0])
+	ts.Check(err)
+	var times []time.Time
+	for _, l := range strings.Fields(ts.ReadFile(args[1])) {
+		ns, err := strconv.ParseInt(l, 10, 64)
+		ts.Check(err)
+		times = append(times, time.Unix(0, ns))
+	}
+	if want, _ := strconv.Atoi(args[2]); len(times) != want {
+		ts.Fatalf("%d starts, want %d", len(times), want)
+	}
+	for i := range rules {
+		rules[i].Window -= 150 * time.Millisecond
+	}
+	for _, r := range throttle.Check(rules, times) {
+		if r.Violations > 0 {
+			ts.Fatalf("rule %d/%v broken %d times (peak %d in a window)", r.Rule.N, r.Rule.Window, r.Violations, r.Peak)
+		}
+	}
+}
+
+// sigterm PIDFILE sends SIGTERM to the process whose pid is in PIDFILE.
+func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sigterm pidfile")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+}

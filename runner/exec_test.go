@@ -1,0 +1,261 @@
+//go:build unix
+
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the child process: with PACE_RUNNER_HELPER
+// set it behaves as that says and exits.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("PACE_RUNNER_HELPER"); mode != "" {
+		helper(mode, os.Args[len(os.Args)-1])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func helper(mode, arg string) {
+	switch mode {
+	case "exit":
+		n, _ := strconv.Atoi(arg)
+		fmt.Print("about to exit")
+		fmt.Fprint(os.Stderr, "on stderr")
+		os.Exit(n)
+	case "bytes":
+		n, _ := strconv.Atoi(arg)
+		line := strings.Repeat("x", 99) + "\n"
+		for i := 0; i < n/100; i++ {
+			os.Stdout.WriteString(line)
+		}
+	case "stdin":
+		b, err := io.ReadAll(os.Stdin)
+		fmt.Printf("read %d bytes, err %v", len(b), err)
+	case "pgid":
+		pgid, _ := syscall.Getpgid(0)
+		fmt.Printf("pid %d pgid %d", os.Getpid(), pgid)
+	case "hang", "ignore-term":
+		if mode == "ignore-term" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		// A grandchild in the same process group records its pid.
+		gc := exec.Command("sleep", "1000")
+		if err := gc.Start(); err != nil {
+			os.Exit(99)
+		}
+		os.WriteFile(arg, []byte(strconv.Itoa(gc.Process.Pid)), 0o644)
+		select {}
+	}
+}
+
+// helperArgv returns the argv that runs this binary in mode.
+func helperArgv(t *testing.T, mode, arg string) (*CommandExecutor, *Job) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &CommandExecutor{
+		Builder: LineBuilder{},
+		Env:     append(os.Environ(), "PACE_RUNNER_HELPER="+mode),
+	}
+	return e, &Job{Seq: 1, Attempt: 1, Slot: 1, Argv: []string{exe, "-test.run=^$", arg}}
+}
+
+func TestExecuteExitCodeAndOutput(t *testing.T) {
+	e, job := helperArgv(t, "exit", "3")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if res.ExitCode != 3 || res.Signal != 0 || res.Err != nil || res.OK() {
+		t.Errorf("exit 3: got exit %d signal %d err %v ok %v", res.ExitCode, res.Signal, res.Err, res.OK())
+	}
+	if got := string(res.Stdout.Bytes()); got != "about to exit" {
+		t.Errorf("stdout = %q", got)
+	}
+	if got := string(res.Stderr.Bytes()); got != "on stderr" {
+		t.Errorf("stderr = %q", got)
+	}
+	if res.Status() != "exit status 3" {
+		t.Errorf("Status() = %q", res.Status())
+	}
+
+	e, job = helperArgv(t, "exit", "0")
+	if res := e.Execute(context.Background(), job); !res.OK() {
+		t.Errorf("exit 0: %s, want ok", res.Status())
+	}
+}
+
+func TestExecuteStdinIsNull(t *testing.T) {
+	e, job := helperArgv(t, "stdin", "")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if got := string(res.Stdout.Bytes()); got != "read 0 bytes, err <nil>" {
+		t.Errorf("child read stdin: %q, want 0 bytes at once", got)
+	}
+}
+
+func TestExecuteOwnProcessGroup(t *testing.T) {
+	e, job := helperArgv(t, "pgid", "")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	var pid, pgid int
+	fmt.Sscanf(string(res.Stdout.Bytes()), "pid %d pgid %d", &pid, &pgid)
+	if pid == 0 || pgid != pid {
+		t.Errorf("child pid %d pgid %d, want a group of its own", pid, pgid)
+	}
+}
+
+func TestExecuteSpillsLargeOutput(t *testing.T) {
+	dir := t.TempDir()
+	e, job := helperArgv(t, "bytes", "300000")
+	e.SpillLimit, e.TempDir = 64<<10, dir
+	res := e.Execute(context.Background(), job)
+	if !res.OK() || res.Stdout.Len() != 300000 || !res.Stdout.Spilled() {
+		t.Fatalf("got %s, %d bytes, spilled %v; want ok, 300000, true", res.Status(), res.Stdout.Len(), res.Stdout.Spilled())
+	}
+	res.Close()
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("spill files left after Close: %d", len(files))
+	}
+}
+
+// alive reports whether the process with the pid in file is running.
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// A zombie is dead, whenever its new parent gets round to reaping it.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// waitGone waits (bounded) for the process in file to be reaped by init.
+func waitGone(t *testing.T, file string) bool {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if !alive(t, file) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func TestExecuteTimeoutKillsProcessGroup(t *testing.T) {
+	for _, mode := range []string{"hang", "ignore-term"} {
+		t.Run(mode, func(t *testing.T) {
+			pidFile := t.TempDir() + "/gc"
+			e, job := helperArgv(t, mode, pidFile)
+			e.Timeout, e.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+			start := time.Now()
+			res := e.Execute(context.Background(), job)
+			res.Close()
+			if !res.TimedOut || res.OK() || res.Signal == 0 {
+				t.Errorf("got %s (timed out %v, signal %d), want a timeout and a signal", res.Status(), res.TimedOut, res.Signal)
+			}
+			if !strings.HasPrefix(res.Status(), "timed out after 300ms") {
+				t.Errorf("Status() = %q", res.Status())
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Execute took %v after a 300ms timeout", d)
+			}
+			if !waitGone(t, pidFile) {
+				t.Error("grandchild survived the timeout: process group not killed")
+			}
+		})
+	}
+}
+
+func TestExecuteKillNow(t *testing.T) {
+	pidFile := t.TempDir() + "/gc"
+	e, job := helperArgv(t, "ignore-term", pidFile)
+	e.KillGrace = time.Hour // only SIGKILL at once can end this quickly
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan *Result)
+	go func() { done <- e.Execute(ctx, job) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for { // wait until the child is up
+		if _, err := os.Stat(pidFile); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel(ErrKillNow)
+	select {
+	case res := <-done:
+		res.Close()
+		if res.Signal != int(syscall.SIGKILL) {
+			t.Errorf("signal %d, want SIGKILL", res.Signal)
+		}
+		if res.Status() != "killed by SIGKILL" {
+			t.Errorf("Status() = %q", res.Status())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Execute did not return after ErrKillNow")
+	}
+	if !waitGone(t, pidFile) {
+		t.Error("grandchild survived ErrKillNow")
+	}
+}
+
+func TestExecuteNotFoundIsPermanent(t *testing.T) {
+	e := &CommandExecutor{Builder: LineBuilder{}}
+	res := e.Execute(context.Background(), &Job{Seq: 4, Argv: []string{"pace-no-such-program"}})
+	if !errors.Is(res.Err, ErrPermanent) || !errors.Is(res.Err, exec.ErrNotFound) || res.OK() {
+		t.Errorf("Err = %v, want ErrPermanent and exec.ErrNotFound", res.Err)
+	}
+	if !strings.Contains(res.Status(), "job 4: start pace-no-such-program") {
+		t.Errorf("Status() = %q", res.Status())
+	}
+}
+
+func TestPrepareRejectsBadLines(t *testing.T) {
+	e := &CommandExecutor{Builder: LineBuilder{}}
+	job := &Job{Seq: 2, Item: "echo 'oops"}
+	err := e.Prepare(job)
+	if !errors.Is(err, ErrBadLine) || !strings.HasPrefix(err.Error(), "job 2: bad command line") {
+		t.Errorf("Prepare(%q) = %v, want job 2: bad command line...", job.Item, err)
+	}
+	job = &Job{Seq: 3, Item: "echo 'x; rm -rf ~'"}
+	if err := e.Prepare(job); err != nil || job.CommandLine() != "echo 'x; rm -rf ~'" {
+		t.Errorf("Prepare = %v, argv %q", err, job.Argv)
+	}
+}
+
+func TestPoolWithRealProcesses(t *testing.T) {
+	// Three real jobs through the pool; the output of each is kept whole.
+	tmpl, _ := NewTemplate([]string{"sh", "-c", "printf '%s-a\\n' {}; printf '%s-b\\n' {}; exit {#}"}, false)
+	e := &CommandExecutor{Builder: tmpl}
+	var got []string
+	p, _ := NewPool(Options{Jobs: 3, Executor: e, KeepOrder: true, OnEvent: func(ev Event) {
+		if ev.Kind == JobDone {
+			got = append(got, fmt.Sprintf("%s|%d", ev.Result.Stdout.Bytes(), ev.Result.ExitCode))
+		}
+	}})
+	if err := p.Run(context.Background(), feed("x", "y", "z")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x-a\nx-b\n|1", "y-a\ny-b\n|2", "z-a\nz-b\n|3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("results %q, want %q", got, want)
+	}
+}
