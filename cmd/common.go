@@ -42,6 +42,10 @@ type CommonOptions struct {
 	Progress  string
 	Summary   string
 	Grace     time.Duration
+	JobLogOptions
+	// Redis, when it names a Redis, shares the rules with other
+	// processes (redis.go).
+	Redis RedisOptions
 }
 
 // addCommonFlags binds the shared flags of cmd to o and sets o's defaults.
@@ -65,6 +69,8 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions) {
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
 	fl.DurationVar(&o.Grace, "grace", defaultGrace, "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
+	addJobLogFlags(cmd, &o.JobLogOptions)
+	addRedisFlags(cmd, &o.Redis)
 
 	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
 		[]string{progressAuto, progressAlways, progressNever}, cobra.ShellCompDirectiveNoFileComp))
@@ -88,6 +94,12 @@ func (o *CommonOptions) check() error {
 		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", o.Margin)
 	case o.Grace < 0:
 		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", o.Grace)
+	}
+	if err := o.JobLogOptions.check(); err != nil {
+		return err
+	}
+	if err := o.Redis.check(len(o.Rules) > 0); err != nil {
+		return err
 	}
 	if o.Jobs == 0 {
 		o.Jobs = runtime.NumCPU()

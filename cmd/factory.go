@@ -3,7 +3,9 @@ package cmd
 import (
 	"context"
 	"os"
+	"time"
 
+	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -27,6 +29,16 @@ type Factory struct {
 type Limiter interface {
 	Acquire(ctx context.Context) (release func(), err error)
 	Stats() throttle.Stats
+}
+
+// admit admits through l, with the admission instant when l reports one
+// (see runner.Admitter), else a zero time.
+func admit(ctx context.Context, l Limiter) (time.Time, func(), error) {
+	if a, ok := l.(runner.Admitter); ok {
+		return a.Admit(ctx)
+	}
+	release, err := l.Acquire(ctx)
+	return time.Time{}, release, err
 }
 
 // NewFactory returns the factory for a real run: system streams and

@@ -16,7 +16,8 @@ const rootLong = `pace runs jobs (pace run) while keeping several rate rules at 
 as 10/s AND 500/min AND 10000/day, plus a cap on jobs in flight.
 
 "pace [flags] -- COMMAND..." is short for "pace run [flags] -- COMMAND...".
-See "pace run --help" for rules, placeholders and interrupts.
+See "pace run --help" for rules, placeholders and interrupts, and
+"pace audit --help" to check a job log against rules.
 
 ` + exitCodesHelp
 
@@ -59,7 +60,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.Flags().SetInterspersed(false)
 	addRunFlags(root, opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
-	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), newCmdVersion(f))
+	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), newCmdVersion(f))
 	root.InitDefaultCompletionCmd()
 	return root
 }

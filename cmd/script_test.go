@@ -61,6 +61,7 @@ func TestScripts(t *testing.T) {
 			"sigterm":      cmdSigterm,
 			"strictserver": cmdStrictserver, // fetch_test.go
 			"serverstats":  cmdServerstats,
+			"redis":        cmdRedis, // redis_test.go
 		},
 	})
 }

@@ -31,6 +31,9 @@ type session struct {
 	printResult func(out, errOut io.Writer, r *runner.Result)
 	// extendSummary, if set, adds to the summary before it is written.
 	extendSummary func(*Summary)
+	// logCommand, if set, makes the job log's Command column; nil means
+	// the command line.
+	logCommand func(*runner.Job) string
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
@@ -45,13 +48,31 @@ func (s *session) run(ctx context.Context) error {
 		}
 		return reportf(ios, code, "%v", err)
 	}
+	defer stopLimiter(lim)
 
 	disp := &display{}
+	// A Redis limiter checks the rules stored in Redis before anything
+	// runs, and reports Redis outages from then on (redis.go).
+	if err := startLimiter(ctx, lim, displayWriter{disp, ios.ErrOut}, s.f.Signals); err != nil {
+		return reportf(ios, limiterExitCode(err, ExitBackend), "%v", err)
+	}
 	if o.Progress == progressAlways || o.Progress == progressAuto && ios.IsStderrTTY() {
 		disp.bar = newBar(ios.ErrOut, -1)
 	}
 	defer disp.close()
 	errOut := displayWriter{disp, ios.ErrOut}
+
+	// The job log: earlier rows count against the rules (joblog.go).
+	jl, err := openJobLog(&o.JobLogOptions, s.executor.Prepare, s.logCommand)
+	if err != nil {
+		return reportf(ios, ExitUsage, "%v", err)
+	}
+	defer jl.close()
+	recent, err := jl.seed(lim, o.Rules, clock.Now())
+	if err != nil {
+		return reportf(ios, ExitUsage, "%v", err)
+	}
+	jl.announce(errOut, recent, o.Verbose)
 
 	var log *slog.Logger
 	var limiter runner.Limiter = lim
@@ -74,6 +95,7 @@ func (s *session) run(ctx context.Context) error {
 					"waited", ev.Waited.Round(time.Microsecond), "cmd", ev.Job.CommandLine())
 			}
 		case runner.JobFinished:
+			jl.record(ev.Result, errOut)
 			if log != nil {
 				r := ev.Result
 				level := slog.LevelInfo
@@ -111,9 +133,9 @@ func (s *session) run(ctx context.Context) error {
 	readDone := make(chan struct{})
 	var readErr error
 	go func() {
-		defer close(readDone)
 		defer close(items)
-		readErr = runner.ReadItems(readCtx, s.input.r, s.readOpts, items)
+		defer close(readDone) // first: once items is closed, readErr is known
+		readErr = jl.readItems(readCtx, s.input.r, s.readOpts, items)
 	}()
 	if ios.IsStdinTTY() && s.input.r == ios.In {
 		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
@@ -125,7 +147,7 @@ func (s *session) run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { // count a regular file's items for the bar's total
 			defer wg.Done()
-			if n := s.input.count(readCtx, s.readOpts); n >= 0 {
+			if n := jl.toRun(s.input.count(readCtx, s.readOpts)); n >= 0 {
 				total.Store(n)
 				disp.setTotal(n)
 			}
@@ -185,7 +207,7 @@ func (s *session) run(ctx context.Context) error {
 	readFailed := false
 	select {
 	case <-readDone:
-		readFailed = readErr != nil && readCtx.Err() == nil
+		readFailed = readErr != nil && !errors.Is(readErr, context.Canceled)
 	default:
 	}
 
@@ -198,7 +220,7 @@ func (s *session) run(ctx context.Context) error {
 	switch {
 	case runErr != nil:
 		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %v\n", runErr)
-		code = ExitBackend
+		code = limiterExitCode(runErr, ExitBackend) // 2 for rules that differ from the fleet's
 	case sigs.first != nil:
 		sum.Interrupted = signalName(sigs.first)
 		code, _ = sigs.exitCode()
@@ -231,6 +253,9 @@ func (s *session) limiter() (Limiter, error) {
 		return s.f.NewLimiter(s.opts)
 	}
 	o := s.opts
+	if o.Redis.URL != "" {
+		return newRedisLimiter(&o.Redis, o.Rules, o.Margin, o.Verbose, s.f.Clock) // redis.go
+	}
 	return throttle.New(o.Rules, throttle.WithMaxInFlight(o.Jobs), throttle.WithMargin(o.Margin),
 		throttle.WithClock(s.f.Clock))
 }

@@ -32,16 +32,23 @@ type loggingLimiter struct {
 
 // Acquire acquires from the wrapped limiter and logs the wait.
 func (l *loggingLimiter) Acquire(ctx context.Context) (func(), error) {
+	_, release, err := l.Admit(ctx)
+	return release, err
+}
+
+// Admit admits through the wrapped limiter, logs the wait, and passes on
+// the admission instant.
+func (l *loggingLimiter) Admit(ctx context.Context) (time.Time, func(), error) {
 	before := l.Stats()
 	t0 := l.clock.Now()
-	release, err := l.Limiter.Acquire(ctx)
+	at, release, err := admit(ctx, l.Limiter)
 	if err != nil {
-		return release, err
+		return at, release, err
 	}
 	if waited := l.clock.Now().Sub(t0); waited > 0 {
 		l.log.Info("waited", "rule", waitedOn(before, l.Stats()), "wait", waited.Round(time.Microsecond))
 	}
-	return release, nil
+	return at, release, nil
 }
 
 // waitedOn names what an admission waited on, from the statistics before

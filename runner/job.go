@@ -50,6 +50,9 @@ var ErrKillNow = errors.New("runner: kill now")
 type Item struct {
 	Text string
 	Err  error
+	// Skip marks an item that takes its Seq but does not run and has no
+	// events, such as one that a resumed run finds done in its job log.
+	Skip bool
 }
 
 // Job is one attempt at running an item.

@@ -15,6 +15,15 @@ type Limiter interface {
 	Acquire(ctx context.Context) (release func(), err error)
 }
 
+// Admitter is a Limiter that also reports the instant at which it
+// admitted a call, as throttle's limiters do. The pool then stamps the
+// result with that instant (Result.Start): a job log must show when the
+// rules counted the call, and the pool's clock, read a moment later, could
+// make two calls admitted exactly one window apart look closer than that.
+type Admitter interface {
+	Admit(ctx context.Context) (admitted time.Time, release func(), err error)
+}
+
 // Executor prepares and runs jobs.
 type Executor interface {
 	// Prepare fills in job.Argv before the job is admitted. An error means
@@ -115,7 +124,8 @@ type admission struct {
 	job     Job
 	release func()
 	err     error
-	at      time.Time
+	at      time.Time // when the admitter got the answer, by the pool's clock
+	stamp   time.Time // when the limiter admitted the call (at if it does not say)
 	waited  time.Duration
 }
 
@@ -143,15 +153,23 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 		for job := range requests {
 			t0 := p.opts.Clock.Now()
 			var release func()
+			var stamp time.Time
 			var err error
-			if p.opts.Limiter != nil {
-				release, err = p.opts.Limiter.Acquire(admitCtx)
+			switch l := p.opts.Limiter.(type) {
+			case nil:
+			case Admitter:
+				stamp, release, err = l.Admit(admitCtx)
+			default:
+				release, err = l.Acquire(admitCtx)
 			}
 			if release == nil {
 				release = func() {}
 			}
 			at := p.opts.Clock.Now()
-			admissions <- admission{job: job, release: release, err: err, at: at, waited: at.Sub(t0)}
+			if stamp.IsZero() {
+				stamp = at
+			}
+			admissions <- admission{job: job, release: release, err: err, at: at, stamp: stamp, waited: at.Sub(t0)}
 		}
 	}()
 
@@ -199,6 +217,10 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			}
 			job := Job{Seq: s.next, Item: it.Text, Attempt: 1}
 			s.next++
+			if it.Skip {
+				s.skip(job.Seq)
+				continue
+			}
 			if it.Err != nil {
 				s.final(&Result{Job: job, ExitCode: -1, Err: fmt.Errorf("job %d: %w", job.Seq, it.Err)})
 				continue
@@ -323,14 +345,14 @@ func (s *state) admitted(a admission, admitCtx, ctx context.Context, results cha
 		last.Close()
 	}
 	s.inFlight++
-	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admitted: a.at, Waited: a.waited, InFlight: s.inFlight})
+	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admitted: a.stamp, Waited: a.waited, InFlight: s.inFlight})
 	wg.Add(1)
 	go func(job Job) {
 		defer wg.Done()
 		res := s.pool.opts.Executor.Execute(ctx, &job)
 		end := s.pool.opts.Clock.Now()
 		a.release()
-		res.Job, res.Start, res.Waited, res.Runtime = job, a.at, a.waited, end.Sub(a.at)
+		res.Job, res.Start, res.Waited, res.Runtime = job, a.stamp, a.waited, end.Sub(a.at)
 		results <- res
 	}(a.job)
 }

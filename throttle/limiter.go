@@ -163,16 +163,23 @@ func (l *Limiter) admitLocked(now, arrived int64) {
 // Wait blocks until every rule admits one more call and records it, or
 // until ctx is done. It does not take an in-flight slot.
 func (l *Limiter) Wait(ctx context.Context) error {
+	_, err := l.wait(ctx)
+	return err
+}
+
+// wait is Wait returning the instant the call was recorded at.
+func (l *Limiter) wait(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	l.mu.Lock()
 	now := l.internalLocked(l.clock.Now())
 	if len(l.queue) == 0 {
 		if d, _ := l.delayLocked(now); d == 0 {
 			l.admitLocked(now, now)
+			at := l.toTime(now)
 			l.mu.Unlock()
-			return nil
+			return at, nil
 		}
 	}
 	w := &waiter{ready: make(chan struct{}), arrived: now}
@@ -187,14 +194,15 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			l.mu.Lock()
 			l.leaveLocked(w)
 			l.mu.Unlock()
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
 		}
 	}
 	return l.waitAsHead(ctx, w)
 }
 
-// waitAsHead sleeps on the rules until they admit w, the head of the queue.
-func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) error {
+// waitAsHead sleeps on the rules until they admit w, the head of the
+// queue, and returns the instant the call was recorded at.
+func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) (time.Time, error) {
 	for {
 		l.mu.Lock()
 		now := l.internalLocked(l.clock.Now())
@@ -202,8 +210,9 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) error {
 		if d == 0 {
 			l.admitLocked(now, w.arrived)
 			l.leaveLocked(w)
+			at := l.toTime(now)
 			l.mu.Unlock()
-			return nil
+			return at, nil
 		}
 		l.stats.blockedOn(why)
 		l.mu.Unlock()
@@ -216,7 +225,7 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) error {
 			l.mu.Lock()
 			l.leaveLocked(w)
 			l.mu.Unlock()
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
 		}
 	}
 }
@@ -244,15 +253,24 @@ func (l *Limiter) leaveLocked(w *waiter) {
 // once has no further effect. If ctx ends first, Acquire returns ctx's
 // error and holds nothing.
 func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
+	_, release, err = l.Admit(ctx)
+	return release, err
+}
+
+// Admit is Acquire that also returns the instant at which every rule
+// recorded the call: the admission instant a job log should show, exact
+// however late the caller gets to read its own clock.
+func (l *Limiter) Admit(ctx context.Context) (admitted time.Time, release func(), err error) {
 	if err := l.slots.acquire(ctx, l.clock); err != nil {
-		return nil, err
+		return time.Time{}, nil, err
 	}
-	if err := l.Wait(ctx); err != nil {
+	at, err := l.wait(ctx)
+	if err != nil {
 		l.slots.release()
-		return nil, err
+		return time.Time{}, nil, err
 	}
 	var once sync.Once
-	return func() { once.Do(l.slots.release) }, nil
+	return at, func() { once.Do(l.slots.release) }, nil
 }
 
 // Do acquires a slot and the rates, runs fn, and releases the slot when fn

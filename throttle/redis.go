@@ -450,24 +450,33 @@ func (l *RedisLimiter) PauseUntil(t time.Time, reason string) {
 // fails it holds nothing: a slot taken before the rate wait failed is
 // given back.
 func (l *RedisLimiter) Acquire(ctx context.Context) (release func(), err error) {
+	_, release, err = l.Admit(ctx)
+	return release, err
+}
+
+// Admit is Acquire that also returns the admission instant by the Redis
+// server's clock (by this process's clock under the fallback for servers
+// that refuse TIME in scripts; zero with no rules).
+func (l *RedisLimiter) Admit(ctx context.Context) (admitted time.Time, release func(), err error) {
 	var lease *redisLease
 	if l.cf.globalJobs > 0 {
 		if lease, err = l.takeSlot(ctx); err != nil {
-			return nil, err
+			return time.Time{}, nil, err
 		}
 	}
-	if _, err := l.wait(ctx); err != nil {
+	at, err := l.wait(ctx)
+	if err != nil {
 		if lease != nil {
 			l.release(lease)
 		}
-		return nil, err
+		return time.Time{}, nil, err
 	}
 	l.mu.Lock()
 	l.inFlight++
 	l.peak = max(l.peak, l.inFlight)
 	l.mu.Unlock()
 	var once sync.Once
-	return func() {
+	return at, func() {
 		once.Do(func() {
 			l.mu.Lock()
 			l.inFlight--

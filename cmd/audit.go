@@ -1,0 +1,411 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// AuditOptions are the inputs of pace audit.
+type AuditOptions struct {
+	IO *IOStreams
+	// Rules are the rules to check; at least one is required.
+	Rules []throttle.Rule
+	// Jobs is the cap on calls in flight assumed for the fastest legal
+	// makespan; 0 means no cap.
+	Jobs int
+	// JSON writes the report as one JSON object.
+	JSON bool
+	// File is the job log or timestamp file; "-" or "" means stdin.
+	File string
+}
+
+const auditLong = `Check a record of calls against rate rules: did it keep them, how close
+did it come, and how fast could it have gone?
+
+The input is a job log (pace's --joblog or GNU parallel's --joblog, one
+row per call: the Starttime column is the admission instant) or plain
+timestamps, one per line, as epoch seconds with an optional fraction
+(1700000000.25) or RFC 3339 (2023-11-14T22:13:20.25Z). The format is
+detected from the first non-blank line: a line with tabs is a job log.
+Every row counts as a call, failed and killed jobs included (they were
+admitted), and so does every retry (one row per attempt).
+
+For each rule the report gives the peak number of calls in any window
+(t-PERIOD, t], as a count and as a share of N, the number of calls that
+broke it, and the first of them (its Seq in a job log, its position among
+the timestamps otherwise). Overall it gives the calls, the makespan (first
+to last call), the fastest makespan the rules allow for as many calls
+(with --jobs N also at most N in flight, each lasting the log's median
+job runtime) and the efficiency: fastest / makespan. An efficiency near
+100% means the run went as fast as the rules let it; above 100% means it
+went faster, which only a broken rule allows.
+
+Exit codes:
+  0  every rule was kept
+  1  some rule was broken
+  2  bad flags, or input that cannot be read (the bad line is quoted)`
+
+const auditExample = `  # did yesterday's run keep the API's limits?
+  pace audit -r 10/s,500/min,10000/day run.joblog
+
+  # check GNU parallel's log the same way, with its -j 8
+  pace audit -r 5/s -j 8 parallel.log
+
+  # check when requests reached a server, from its access log
+  awk '{print $1}' arrivals.txt | pace audit -r 100/min --json -`
+
+// NewCmdAudit returns the pace audit command. runF, if not nil, replaces
+// the real run (tests capture the options with it).
+func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
+	opts := &AuditOptions{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "audit -r <rules> [-j <n>] [--json] [<file> | -]",
+		Short:   "Check a job log or timestamps against rate rules",
+		Long:    auditLong,
+		Example: auditExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.File = args[0]
+			}
+			if len(opts.Rules) == 0 {
+				return flagErrorf("pace audit needs the rules to check: -r N/PERIOD")
+			}
+			if opts.Jobs < 0 {
+				return flagErrorf("invalid argument %d for \"-j, --jobs\": want at least 0", opts.Jobs)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runAudit(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.VarP(rulesValue{&opts.Rules}, "rate", "r",
+		"rule `N/PERIOD` to check, e.g. 10/s, 500/min, 10000/day; repeat or comma-separate")
+	fl.IntVarP(&opts.Jobs, "jobs", "j", 0, "assume at most `N` calls in flight for the fastest makespan (0: no cap)")
+	fl.BoolVar(&opts.JSON, "json", false, "write the report as one JSON object")
+	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
+	cmd.RegisterFlagCompletionFunc("jobs", cobra.NoFileCompletions)
+	return cmd
+}
+
+// runAudit reads the input, audits it and writes the report on stdout.
+func runAudit(_ context.Context, opts *AuditOptions) error {
+	ios := opts.IO
+	name := opts.File
+	var r io.Reader = ios.In
+	if name == "" || name == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return reportf(ios, ExitUsage, "audit: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	calls, err := readCalls(r)
+	if err != nil {
+		return reportf(ios, ExitUsage, "audit: %s: %v", name, err)
+	}
+	rep := newAuditReport(opts.Rules, opts.Jobs, calls)
+	rep.Input = name
+	if opts.JSON {
+		err = rep.writeJSON(ios.Out)
+	} else {
+		err = rep.writeText(ios.Out)
+	}
+	if err != nil {
+		return reportf(ios, ExitFailed, "audit: write report: %v", err)
+	}
+	if !rep.OK {
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+// Input formats that pace audit reads.
+const (
+	formatJobLog     = "joblog"
+	formatTimestamps = "timestamps"
+)
+
+// calls is what pace audit knows about the calls of a run.
+type calls struct {
+	format string
+	times  []time.Time
+	// seqs[i] names times[i] in the report: the job log's Seq, or the
+	// position among the timestamps (from 1).
+	seqs []int64
+	// runtimes of the jobs; empty for timestamps.
+	runtimes []time.Duration
+	failed   int // rows with a non-zero Exitval or a Signal
+}
+
+// readCalls reads a job log or a timestamp file, telling them apart by
+// the first non-blank line: a job log's lines have tabs. Errors are
+// *runner.LineError values quoting the bad line, or read errors.
+func readCalls(r io.Reader) (*calls, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	c := &calls{format: formatTimestamps}
+	for line := range strings.Lines(string(data)) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if strings.Contains(strings.TrimRight(line, " \t\r\n"), "\t") {
+			c.format = formatJobLog
+		}
+		break
+	}
+	if c.format == formatTimestamps {
+		c.times, err = runner.ReadTimestamps(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		for i := range c.times {
+			c.seqs = append(c.seqs, int64(i+1))
+		}
+		return c, nil
+	}
+	entries, err := runner.ReadJobLog(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		c.times = append(c.times, e.Start)
+		c.seqs = append(c.seqs, int64(e.Seq))
+		c.runtimes = append(c.runtimes, e.Runtime)
+		if e.Exit != 0 || e.Signal != 0 {
+			c.failed++
+		}
+	}
+	return c, nil
+}
+
+// auditReport is the result of pace audit.
+type auditReport struct {
+	Input  string
+	Format string
+	Calls  int
+	Failed int // job log rows that failed; 0 for timestamps
+	// First and Last are the earliest and latest call; zero without calls.
+	First, Last time.Time
+	Makespan    time.Duration
+	// Fastest is the makespan of the fastest legal schedule for Calls
+	// calls under the rules, with at most Jobs in flight (0: no cap) each
+	// lasting MedianRuntime.
+	Fastest       time.Duration
+	Jobs          int
+	MedianRuntime time.Duration
+	// Efficiency is Fastest / Makespan; HasEfficiency is false when that
+	// is undefined (a zero makespan that the rules do not allow).
+	Efficiency    float64
+	HasEfficiency bool
+	Rules         []auditRule
+	OK            bool // no rule was broken
+}
+
+// auditRule is one rule's line of the report.
+type auditRule struct {
+	Rule       throttle.Rule
+	Peak       int
+	PeakUsage  float64
+	Violations int
+	// FirstSeq names the earliest call that broke the rule (see
+	// calls.seqs), and FirstAt is when it came; zero without violations.
+	FirstSeq int64
+	FirstAt  time.Time
+}
+
+// newAuditReport audits c against rules.
+func newAuditReport(rules []throttle.Rule, jobs int, c *calls) *auditReport {
+	rep := &auditReport{Format: c.format, Calls: len(c.times), Failed: c.failed, Jobs: jobs, OK: true}
+	if n := len(c.times); n > 0 {
+		rep.First, rep.Last = slices.MinFunc(c.times, time.Time.Compare), slices.MaxFunc(c.times, time.Time.Compare)
+		rep.Makespan = rep.Last.Sub(rep.First)
+	}
+	rep.MedianRuntime = median(c.runtimes)
+	rep.Fastest = throttle.Fastest(rules, len(c.times), jobs, rep.MedianRuntime)
+	switch {
+	case rep.Makespan > 0:
+		rep.Efficiency, rep.HasEfficiency = rep.Fastest.Seconds()/rep.Makespan.Seconds(), true
+	case rep.Fastest == 0:
+		rep.Efficiency, rep.HasEfficiency = 1, true
+	}
+	for _, res := range throttle.Check(rules, c.times) {
+		ar := auditRule{Rule: res.Rule, Peak: res.Peak, PeakUsage: res.PeakUsage, Violations: res.Violations}
+		if res.First >= 0 {
+			ar.FirstSeq, ar.FirstAt = c.seqs[res.First], c.times[res.First]
+			rep.OK = false
+		}
+		rep.Rules = append(rep.Rules, ar)
+	}
+	return rep
+}
+
+// median returns the median of ds (the mean of the middle two for an even
+// count), or 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return s[m-1] + (s[m]-s[m-1])/2
+}
+
+// writeText writes the report as a small table for people.
+func (rep *auditReport) writeText(w io.Writer) error {
+	var b strings.Builder
+	kind := "job log"
+	seqHead := "FIRST SEQ"
+	if rep.Format == formatTimestamps {
+		kind, seqHead = "timestamps", "FIRST CALL"
+	}
+	fmt.Fprintf(&b, "%s %s: %d calls", kind, rep.Input, rep.Calls)
+	if rep.Format == formatJobLog {
+		fmt.Fprintf(&b, " (%d failed)", rep.Failed)
+	}
+	if rep.Calls > 0 {
+		fmt.Fprintf(&b, ", %s to %s", formatInstant(rep.First), formatInstant(rep.Last))
+	}
+	b.WriteString("\n\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "RULE\tPEAK\tUSAGE\tVIOLATIONS\t%s\n", seqHead)
+	for _, r := range rep.Rules {
+		first := "-"
+		if r.Violations > 0 {
+			first = fmt.Sprint(r.FirstSeq)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f%%\t%d\t%s\n", r.Rule, r.Peak, r.PeakUsage*100, r.Violations, first)
+	}
+	tw.Flush()
+	b.WriteString("\n")
+
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "makespan\t%s\n", roundDuration(rep.Makespan))
+	model := "the rules alone"
+	if rep.Jobs > 0 {
+		model = fmt.Sprintf("the rules, -j %d, median job runtime %s", rep.Jobs, roundDuration(rep.MedianRuntime))
+	}
+	fmt.Fprintf(tw, "fastest\t%s\t(%s)\n", roundDuration(rep.Fastest), model)
+	eff := "n/a"
+	if rep.HasEfficiency {
+		eff = fmt.Sprintf("%.1f%%", rep.Efficiency*100)
+	}
+	fmt.Fprintf(tw, "efficiency\t%s\n", eff)
+	tw.Flush()
+	b.WriteString("\n")
+
+	var broken []string
+	for _, r := range rep.Rules {
+		if r.Violations > 0 {
+			broken = append(broken, fmt.Sprintf("%s (%d %s, first at %s %d)",
+				r.Rule, r.Violations, plural(r.Violations, "violation"), strings.ToLower(seqHead[len("FIRST "):]), r.FirstSeq))
+		}
+	}
+	if len(broken) == 0 {
+		fmt.Fprintf(&b, "ok: every rule kept\n")
+	} else {
+		fmt.Fprintf(&b, "BROKEN: %s\n", strings.Join(broken, "; "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// plural returns word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// formatInstant formats t in UTC to the microsecond.
+func formatInstant(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
+
+// auditJSONForm is the report's JSON form: always the same fields in the
+// same order; durations in seconds, instants in RFC 3339 (UTC), and null
+// for what is undefined.
+type auditJSONForm struct {
+	Input         string          `json:"input"`
+	Format        string          `json:"format"`
+	OK            bool            `json:"ok"`
+	Calls         int             `json:"calls"`
+	Failed        int             `json:"failed"`
+	First         *string         `json:"first"`
+	Last          *string         `json:"last"`
+	Makespan      float64         `json:"makespan_seconds"`
+	Fastest       float64         `json:"fastest_seconds"`
+	Efficiency    *float64        `json:"efficiency"`
+	Jobs          int             `json:"jobs"`
+	MedianRuntime float64         `json:"median_runtime_seconds"`
+	Rules         []auditRuleJSON `json:"rules"`
+}
+
+type auditRuleJSON struct {
+	Rule       string  `json:"rule"`
+	N          int     `json:"n"`
+	Window     float64 `json:"window_seconds"`
+	Peak       int     `json:"peak"`
+	PeakUsage  float64 `json:"peak_usage"`
+	Violations int     `json:"violations"`
+	FirstSeq   *int64  `json:"first_seq"`
+	FirstAt    *string `json:"first_at"`
+}
+
+// writeJSON writes the report as one JSON object on one line.
+func (rep *auditReport) writeJSON(w io.Writer) error {
+	j := auditJSONForm{
+		Input: rep.Input, Format: rep.Format, OK: rep.OK, Calls: rep.Calls, Failed: rep.Failed,
+		Makespan: rep.Makespan.Seconds(), Fastest: rep.Fastest.Seconds(),
+		Jobs: rep.Jobs, MedianRuntime: rep.MedianRuntime.Seconds(), Rules: []auditRuleJSON{},
+	}
+	if rep.Calls > 0 {
+		first, last := formatInstant(rep.First), formatInstant(rep.Last)
+		j.First, j.Last = &first, &last
+	}
+	if rep.HasEfficiency {
+		e := round3(rep.Efficiency)
+		j.Efficiency = &e
+	}
+	for _, r := range rep.Rules {
+		rj := auditRuleJSON{
+			Rule: r.Rule.String(), N: r.Rule.N, Window: r.Rule.Window.Seconds(),
+			Peak: r.Peak, PeakUsage: round3(r.PeakUsage), Violations: r.Violations,
+		}
+		if r.Violations > 0 {
+			seq, at := r.FirstSeq, formatInstant(r.FirstAt)
+			rj.FirstSeq, rj.FirstAt = &seq, &at
+		}
+		j.Rules = append(j.Rules, rj)
+	}
+	if err := json.NewEncoder(w).Encode(j); err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	return nil
+}

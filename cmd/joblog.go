@@ -1,0 +1,289 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// JobLogOptions are the flags of pace run and pace fetch that keep a job
+// log and resume from one.
+type JobLogOptions struct {
+	// JobLog is the job log file; empty means none.
+	JobLog string
+	// Resume skips the items that have a row in the job log.
+	Resume bool
+	// ResumeFailed skips the items whose last row succeeded.
+	ResumeFailed bool
+}
+
+// jobLogHelp is the job log part of pace run's and pace fetch's --help.
+const jobLogHelp = `Job log:
+  --joblog FILE appends one row per attempt, retries included, in GNU
+  parallel's --joblog format (TAB-separated: Seq Host Starttime
+  JobRuntime Send Receive Exitval Signal Command), written and flushed
+  as each attempt ends. Starttime is the instant the rules admitted the
+  attempt. A job killed by pace (--timeout, a second Ctrl-C) has
+  Exitval -1 and the signal in Signal. For pace fetch, Command is
+  "METHOD URL" (credentials redacted), Exitval is 0 for a 2xx, the HTTP
+  status for any other response, and -1 when no whole response came
+  (network error, timeout, interrupt); Receive counts body bytes.
+
+  The rules hold across runs that share a job log: before admitting
+  anything pace counts the log's admissions that are still inside each
+  rule's window, so -r 10000/day holds over restarts. (With --redis the
+  quota lives in Redis and the log is not consulted for it.)
+
+  --resume skips the items that have a row in the job log; --resume-failed
+  skips only those whose last row succeeded and runs the failed ones
+  again. Items are matched by Seq, their position in the input, so the
+  input and command must be the ones the log was written with: an item
+  whose command differs from its row is refused (exit 2) before anything
+  runs. Check a log with "pace audit".`
+
+// addJobLogFlags binds --joblog, --resume and --resume-failed to o.
+func addJobLogFlags(cmd *cobra.Command, o *JobLogOptions) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.JobLog, "joblog", "",
+		"append a row per attempt to `FILE` (GNU parallel's format); earlier rows count against the rules")
+	fl.BoolVar(&o.Resume, "resume", false, "skip the items that have a row in --joblog")
+	fl.BoolVar(&o.ResumeFailed, "resume-failed", false, "skip the items whose last row in --joblog succeeded; run failed ones again")
+}
+
+// check validates the job log flags.
+func (o *JobLogOptions) check() error {
+	switch {
+	case o.Resume && o.ResumeFailed:
+		return flagErrorf("--resume and --resume-failed cannot be used together")
+	case (o.Resume || o.ResumeFailed) && o.JobLog == "":
+		flag := "--resume"
+		if o.ResumeFailed {
+			flag = "--resume-failed"
+		}
+		return flagErrorf("%s needs --joblog FILE", flag)
+	}
+	return nil
+}
+
+// jobLog is a run's job log: the rows earlier runs wrote, read for
+// resuming and for the rules, and the writer of this run's rows. A nil
+// *jobLog is a run without one; its methods do nothing. record is safe
+// for concurrent use.
+type jobLog struct {
+	path    string
+	w       *runner.JobLogWriter
+	earlier []runner.JobLogEntry
+	resume  *runner.Resume
+	// command returns a row's Command column.
+	command func(*runner.Job) string
+
+	mu     sync.Mutex
+	failed bool // a row could not be written (reported once)
+}
+
+// jobLogCommand is the Command column of pace run's rows: the command
+// line, quoted for a shell.
+func jobLogCommand(j *runner.Job) string { return j.CommandLine() }
+
+// fetchJobLogCommand is the Command column of pace fetch's rows: "METHOD
+// URL", the URL with its credentials redacted (Argv as the fetch
+// executor prepares it).
+func fetchJobLogCommand(j *runner.Job) string { return strings.Join(j.Argv, " ") }
+
+// openJobLog reads the job log o names, if it exists, and opens it for
+// appending. command makes a row's Command column (nil: the command
+// line); prepare is the executor's, used to check a resumed input. It
+// returns nil without --joblog. Its errors are input errors: the log
+// cannot be read or has a malformed row (quoted).
+func openJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
+	if o.JobLog == "" {
+		return nil, nil
+	}
+	if command == nil {
+		command = jobLogCommand
+	}
+	j := &jobLog{path: o.JobLog, command: command}
+	f, err := os.Open(o.JobLog)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("job log: %w", err)
+	default:
+		j.earlier, err = runner.ReadJobLog(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
+		}
+	}
+	if o.Resume || o.ResumeFailed {
+		mode := runner.ResumeAll
+		if o.ResumeFailed {
+			mode = runner.ResumeFailed
+		}
+		j.resume = runner.NewResume(j.earlier, runner.ResumeOptions{Mode: mode, Command: func(job *runner.Job) (string, error) {
+			if err := prepare(job); err != nil {
+				return "", err
+			}
+			return command(job), nil
+		}})
+	}
+	if j.w, err = runner.OpenJobLog(o.JobLog); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// seeder is a limiter that can count calls made before it existed;
+// *throttle.Limiter is one. The Redis limiter is not: Redis itself keeps
+// the quota across runs.
+type seeder interface {
+	Seed(times []time.Time) error
+}
+
+// seed gives lim the admissions of earlier runs, so that the rules hold
+// across runs sharing the log. It must come before the first admission.
+// It returns how many earlier admissions fall inside the longest window
+// of rules, ending at now.
+func (j *jobLog) seed(lim any, rules []throttle.Rule, now time.Time) (int, error) {
+	sd, ok := lim.(seeder)
+	if j == nil || !ok || len(j.earlier) == 0 {
+		return 0, nil
+	}
+	times := make([]time.Time, len(j.earlier))
+	var longest time.Duration
+	for _, r := range rules {
+		longest = max(longest, r.Window)
+	}
+	recent := 0
+	for i, e := range j.earlier {
+		times[i] = e.Start
+		if e.Start.After(now.Add(-longest)) {
+			recent++
+		}
+	}
+	if err := sd.Seed(times); err != nil {
+		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
+	}
+	return recent, nil
+}
+
+// announce says on w what a resumed run skips, and with verbose how many
+// earlier calls still count against the rules.
+func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
+	if j == nil {
+		return
+	}
+	if j.resume != nil {
+		seqs := make(map[int]bool, len(j.earlier))
+		for _, e := range j.earlier {
+			seqs[e.Seq] = true
+		}
+		skip := j.resume.Skipping(-1)
+		if again := int64(len(seqs)) - skip; again > 0 {
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d items that succeeded, running %d failed ones again\n", j.path, skip, again)
+		} else {
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d items already run\n", j.path, skip)
+		}
+	}
+	if verbose && recent > 0 {
+		fmt.Fprintf(w, "pace: job log %s: %d earlier calls still count against the rules\n", j.path, recent)
+	}
+}
+
+// readItems reads the items of r as runner.ReadItems does; when resuming
+// it also marks those to skip and refuses an input that is not the one
+// the log was written for (a *runner.InputChangedError) before sending
+// anything.
+func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts runner.ReadOptions, out chan<- runner.Item) error {
+	if j == nil || j.resume == nil {
+		return runner.ReadItems(ctx, r, opts, out)
+	}
+	return j.resume.ReadItems(ctx, r, opts, out)
+}
+
+// toRun returns how many of an input's n items will run: n less those a
+// resumed run skips. It returns n when n < 0 (unknown).
+func (j *jobLog) toRun(n int64) int64 {
+	if j == nil || j.resume == nil || n < 0 {
+		return n
+	}
+	return n - j.resume.Skipping(n)
+}
+
+// record appends r's row. The first failure to write one is reported on
+// w; later rows are still tried.
+func (j *jobLog) record(r *runner.Result, w io.Writer) {
+	if j == nil || r.Start.IsZero() {
+		return
+	}
+	exit, signal := jobLogExit(r)
+	e := runner.JobLogEntry{
+		Seq: int(r.Job.Seq), Host: ":", Start: r.Start, Runtime: r.Runtime,
+		Receive: r.Stdout.Len(), Exit: exit, Signal: signal, Command: j.command(&r.Job),
+	}
+	if r.HTTP != nil {
+		e.Receive = r.HTTP.Bytes
+	}
+	if err := j.w.Write(e); err != nil {
+		j.mu.Lock()
+		first := !j.failed
+		j.failed = true
+		j.mu.Unlock()
+		if first {
+			fmt.Fprintf(w, "pace: warning: %v; a resumed run would run job %d again\n", err, r.Job.Seq)
+		}
+	}
+}
+
+// close closes the job log.
+func (j *jobLog) close() error {
+	if j == nil {
+		return nil
+	}
+	return j.w.Close()
+}
+
+// jobLogExit returns the Exitval and Signal columns of r's row.
+//
+// Commands: the exit status; -1 and the signal for a job killed by a
+// signal (pace's --timeout or second Ctrl-C, or any other); 127 for a
+// program that could not be started, as a shell reports it; 1 for a job
+// that exited 0 but whose output could not be kept.
+//
+// Fetches: 0 for a 2xx, the status for any other response, -1 when no
+// whole response came (network error, timeout, interrupt).
+func jobLogExit(r *runner.Result) (exit, signal int) {
+	if h := r.HTTP; h != nil {
+		switch {
+		case r.OK():
+			return 0, 0
+		case h.StatusCode != 0 && (h.StatusCode < 200 || h.StatusCode > 299):
+			return h.StatusCode, 0
+		}
+		return -1, 0
+	}
+	switch {
+	case r.Signal != 0:
+		return -1, r.Signal
+	case r.TimedOut:
+		return -1, 0
+	case r.ExitCode > 0:
+		return r.ExitCode, 0
+	case r.ExitCode == 0 && r.Err != nil:
+		return 1, 0
+	case r.ExitCode == 0:
+		return 0, 0
+	}
+	return 127, 0
+}
