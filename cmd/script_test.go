@@ -51,6 +51,8 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PACE_TEST_SHOW_EXIT", "1")
+			// A race-enabled binary otherwise sleeps 1s at every exit.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			examples, err := filepath.Abs("../examples")
 			env.Setenv("EXAMPLES", examples)
 			return err
