@@ -100,7 +100,7 @@ Interrupts:
   The first Ctrl-C (SIGINT) or SIGTERM starts no more requests and lets
   those in flight finish for up to --grace; a second one aborts them.
 
-` + jobLogHelp + "\n\n" + exitCodesHelp
+` + jobLogHelp + "\n\n" + redisHelp + "\n\n" + exitCodesHelp
 
 const fetchExample = `  # 30 URLs, 5 per second and 12 per 3 seconds, 4 in flight
   pace fetch -r 5/s,12/3s -j 4 -a urls.txt > bodies.txt

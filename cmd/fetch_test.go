@@ -18,28 +18,15 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/strictserver"
 	"github.com/pace-cli/pace/throttle"
 )
 
-// parseFetch runs pace fetch's flag parsing on args and returns the
-// options that would reach runFetch.
+// parseFetch returns the options pace fetch's flags make of args.
 func parseFetch(t *testing.T, args ...string) (*FetchOptions, error) {
 	t.Helper()
-	ios, _, _, _ := Test()
-	f := &Factory{IOStreams: ios, Clock: throttle.SystemClock()}
-	var got *FetchOptions
-	cmd := NewCmdFetch(f, func(o *FetchOptions) error { got = o; return nil })
-	cmd.SetArgs(args)
-	cmd.SetOut(ios.Out)
-	cmd.SetErr(ios.ErrOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
-	if err := cmd.Execute(); err != nil {
-		return nil, err
-	}
-	return got, nil
+	return parseFlags(t, NewCmdFetch, args...)
 }
 
 func TestFetchFlagsToOptions(t *testing.T) {

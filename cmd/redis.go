@@ -60,6 +60,18 @@ type RedisOptions struct {
 	urlSet bool // --redis was given, possibly empty
 }
 
+// redisHelp is the Redis part of pace run's and pace fetch's --help.
+const redisHelp = `Sharing rules across processes:
+  --redis URL (or $PACE_REDIS_URL; redis://, rediss:// for TLS, unix://)
+  makes every pace process naming the same Redis and --key keep one set
+  of rules together, admitted by one atomic script on Redis's clock.
+  Processes giving a key different rules are refused (exit 2) before
+  anything runs. --global-jobs N caps jobs in flight across the fleet
+  with leases that come back if a process dies. If Redis stops
+  answering, nothing new starts; pace retries and goes on when Redis is
+  back, or lets running jobs finish and exits 3 after --redis-timeout.
+  Passwords are never printed. See docs/redis.md.`
+
 // addRedisFlags binds the Redis flags of cmd to o.
 func addRedisFlags(cmd *cobra.Command, o *RedisOptions) {
 	fl := cmd.Flags()

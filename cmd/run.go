@@ -70,7 +70,7 @@ Interrupts:
   running ones finish for up to --grace, then kills them; a second one
   kills them at once. The summary is printed either way.
 
-` + jobLogHelp + "\n\n" + exitCodesHelp
+` + jobLogHelp + "\n\n" + redisHelp + "\n\n" + exitCodesHelp
 
 const runExample = `  # 5 starts per second and 12 per 3 seconds, 4 at a time
   pace run -r 5/s,12/3s -j 4 -a examples/items.txt -- echo {}

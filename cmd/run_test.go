@@ -13,14 +13,14 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-// parseRun runs pace run's flag parsing on args and returns the options
-// that would reach runRun.
-func parseRun(t *testing.T, args ...string) (*RunOptions, error) {
+// parseFlags runs the flag parsing of the command newCmd makes on args,
+// and returns the options its run function would receive.
+func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args ...string) (*O, error) {
 	t.Helper()
 	ios, _, _, _ := Test()
 	f := &Factory{IOStreams: ios, Clock: throttle.SystemClock()}
-	var got *RunOptions
-	cmd := NewCmdRun(f, func(o *RunOptions) error { got = o; return nil })
+	var got *O
+	cmd := newCmd(f, func(o *O) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SetOut(ios.Out)
 	cmd.SetErr(ios.ErrOut)
@@ -29,6 +29,12 @@ func parseRun(t *testing.T, args ...string) (*RunOptions, error) {
 		return nil, err
 	}
 	return got, nil
+}
+
+// parseRun returns the options pace run's flags make of args.
+func parseRun(t *testing.T, args ...string) (*RunOptions, error) {
+	t.Helper()
+	return parseFlags(t, NewCmdRun, args...)
 }
 
 func TestRunFlagsToOptions(t *testing.T) {
