@@ -15,6 +15,10 @@ const (
 	ExitInterrupted = 130
 	// ExitTerminated: stopped by SIGTERM (128 + 15).
 	ExitTerminated = 143
+	// ExitBrokenPipe: stdout was closed by its reader (128 + SIGPIPE's 13),
+	// as a shell reports a process killed by SIGPIPE; pace killed the
+	// running jobs and started no more.
+	ExitBrokenPipe = 141
 )
 
 // exitCodesHelp is the exit code table shown in --help.
@@ -25,4 +29,5 @@ const exitCodesHelp = `Exit codes:
        (bad -r, unknown flag, unreadable input file, command not found)
   3    the limiter's backend failed
   130  interrupted by SIGINT (Ctrl-C)
+  141  stdout closed by its reader (| head): running jobs killed
   143  terminated by SIGTERM`

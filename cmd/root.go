@@ -71,6 +71,12 @@ func Main() int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// Handling SIGPIPE (and dropping it) makes a write to a closed stdout
+	// fail with EPIPE instead of killing pace, so pace can kill its jobs
+	// first (see pipeWatch). Children still start with the default action.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	return Execute(NewFactory(sigs), os.Args[1:])
 }
 

@@ -85,6 +85,12 @@ func (s *session) run(ctx context.Context) error {
 	etas := newETAEstimator(o.Rules)
 	var total atomic.Int64
 	total.Store(-1)
+	// stdout may close under us (| head): then stop like a second
+	// interrupt. The write that finds out holds the display's lock, so
+	// the stopping happens on its own goroutine.
+	var onBroken func()
+	var brokenDone sync.WaitGroup
+	stdout := &pipeWatch{w: ios.Out, broken: func() { brokenDone.Go(onBroken) }}
 	onEvent := func(ev runner.Event) {
 		t.observe(ev)
 		switch ev.Kind {
@@ -107,7 +113,7 @@ func (s *session) run(ctx context.Context) error {
 			}
 		case runner.JobDone:
 			disp.write(func() {
-				s.printResult(ios.Out, ios.ErrOut, ev.Result)
+				s.printResult(stdout, ios.ErrOut, ev.Result)
 				if !ev.Result.OK() {
 					reportFailure(ios.ErrOut, ev.Result)
 				}
@@ -162,6 +168,11 @@ func (s *session) run(ctx context.Context) error {
 		stop: func() { pool.Stop(); cancelRead(); stopping.Store(true) },
 		kill: cancelJobs,
 	}
+	onBroken = func() {
+		fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", t.inFlight())
+		sigs.stop()
+		cancelJobs(runner.ErrKillNow)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -196,6 +207,7 @@ func (s *session) run(ctx context.Context) error {
 
 	start := clock.Now()
 	runErr := pool.Run(jobCtx, items)
+	brokenDone.Wait()
 	elapsed := clock.Now().Sub(start)
 	close(runDone)
 	cancelRead()
@@ -224,6 +236,9 @@ func (s *session) run(ctx context.Context) error {
 	case sigs.first != nil:
 		sum.Interrupted = signalName(sigs.first)
 		code, _ = sigs.exitCode()
+	case stdout.closed():
+		sum.Interrupted = "SIGPIPE"
+		code = ExitBrokenPipe
 	case readFailed:
 		fmt.Fprintf(ios.ErrOut, "pace: %s: %v\n", s.input.name, readErr)
 		code = ExitFailed

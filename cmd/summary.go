@@ -30,7 +30,7 @@ type Summary struct {
 	Jobs         int
 	P50, P95     time.Duration // job durations
 	Max          time.Duration
-	Interrupted  string // "SIGINT" or "SIGTERM" when a signal stopped the run
+	Interrupted  string // "SIGINT", "SIGTERM" or "SIGPIPE" (stdout closed) when the run was cut short
 	ExitCode     int
 	HTTP         *HTTPSummary // pace fetch's responses and server pauses
 }
