@@ -55,7 +55,9 @@ func helper(mode, arg string) {
 		if err := gc.Start(); err != nil {
 			os.Exit(99)
 		}
-		os.WriteFile(arg, []byte(strconv.Itoa(gc.Process.Pid)), 0o644)
+		// Atomically: a test that sees the file must find the whole pid in it.
+		os.WriteFile(arg+".tmp", []byte(strconv.Itoa(gc.Process.Pid)), 0o644)
+		os.Rename(arg+".tmp", arg)
 		select {}
 	}
 }
@@ -138,7 +140,10 @@ func alive(t *testing.T, file string) bool {
 	if err != nil {
 		t.Fatalf("grandchild pid: %v", err)
 	}
-	pid, _ := strconv.Atoi(string(b))
+	pid, err := strconv.Atoi(string(b))
+	if err != nil || pid <= 0 {
+		t.Fatalf("grandchild pid file holds %q", b)
+	}
 	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		// A zombie is dead, whenever its new parent gets round to reaping it.
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
