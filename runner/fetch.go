@@ -45,16 +45,6 @@ var ErrBadURL = errors.New("bad URL")
 // errTooManyRedirects is the redirect policy's refusal.
 var errTooManyRedirects = errors.New("too many redirects")
 
-// permanentError marks err as one that would happen on every attempt.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string        { return e.err.Error() }
-func (e *permanentError) Unwrap() error        { return e.err }
-func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
-
-// permanent wraps err so that errors.Is(err, ErrPermanent) holds.
-func permanent(err error) error { return &permanentError{err} }
-
 // StatusError is the error of a fetch whose final response was not a 2xx.
 // errors.Is(err, ErrPermanent) holds for the statuses that retrying cannot
 // fix: 3xx left unfollowed, and 4xx except 408, 425 and 429; also 501 and
@@ -335,7 +325,7 @@ func (e *FetchExecutor) build(job *Job) (*fetchSpec, error) {
 	}
 	u, err := parseFetchURL(raw)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("job %d: %w", job.Seq, err))
+		return nil, Permanent(fmt.Errorf("job %d: %w", job.Seq, err))
 	}
 	s := &fetchSpec{raw: raw, url: u, redURL: RedactURL(u), header: make(http.Header, len(e.headers)+1), red: &Redactor{}}
 	s.red.AddURL(u)
@@ -345,7 +335,7 @@ func (e *FetchExecutor) build(job *Job) (*fetchSpec, error) {
 			s.red.Add(v)
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
-			return nil, permanent(fmt.Errorf("job %d: header %s: value holds a line break or NUL", job.Seq, h.name))
+			return nil, Permanent(fmt.Errorf("job %d: header %s: value holds a line break or NUL", job.Seq, h.name))
 		}
 		if h.name == "Host" {
 			s.host = v
@@ -370,7 +360,7 @@ func (e *FetchExecutor) build(job *Job) (*fetchSpec, error) {
 	if e.name != nil {
 		name := expand(e.name, job)
 		if !filepath.IsLocal(name) {
-			return nil, permanent(fmt.Errorf("job %d: output file name %q is not inside the output directory", job.Seq, s.red.String(name)))
+			return nil, Permanent(fmt.Errorf("job %d: output file name %q is not inside the output directory", job.Seq, s.red.String(name)))
 		}
 		s.out = filepath.Join(e.opts.OutputDir, name)
 	}
@@ -420,7 +410,7 @@ func (e *FetchExecutor) Prepare(job *Job) error {
 	}
 	if s.dataFile != "" {
 		if _, err := os.Stat(s.dataFile); err != nil {
-			return permanent(fmt.Errorf("job %d: data file: %w", job.Seq, err))
+			return Permanent(fmt.Errorf("job %d: data file: %w", job.Seq, err))
 		}
 	}
 	job.Argv = []string{e.opts.Method, s.redURL}
@@ -539,13 +529,13 @@ func setFileBody(req *http.Request, name string) error {
 	open := func() (io.ReadCloser, error) {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, permanent(fmt.Errorf("data file: %w", err))
+			return nil, Permanent(fmt.Errorf("data file: %w", err))
 		}
 		return f, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return permanent(fmt.Errorf("data file: %w", err))
+		return Permanent(fmt.Errorf("data file: %w", err))
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -576,7 +566,7 @@ func clientError(err error, orig *url.URL) error {
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.Is(err, errTooManyRedirects) || errors.As(err, &certErr) {
-		inner = permanent(inner)
+		inner = Permanent(inner)
 	}
 	return inner
 }
@@ -659,7 +649,7 @@ func (e *FetchExecutor) copy(dst io.Writer, src io.Reader) (int64, error) {
 func (e *FetchExecutor) writeFile(path string, body io.Reader) (int64, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return 0, permanent(fmt.Errorf("output: %w", err))
+		return 0, Permanent(fmt.Errorf("output: %w", err))
 	}
 	f, err := createTemp(dir, filepath.Base(path))
 	if err != nil {
