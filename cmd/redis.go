@@ -205,27 +205,11 @@ func newRedisLimiter(o *RedisOptions, rules []throttle.Rule, margin time.Duratio
 		client:       client,
 		health:       h,
 		key:          o.Key,
-		spec:         redisSpec(rules, o.GlobalJobs),
+		spec:         lim.Spec(),
 		timeout:      o.Timeout,
 		clock:        clock,
 		verbose:      verbose,
 	}, nil
-}
-
-// redisSpec returns the rule spec that a throttle.RedisLimiter stores with
-// its quota and compares with every admission: the rules sorted by window
-// (then N), and the fleet-wide cap. TestRedisSpecMatchesThrottle keeps it
-// in step with package throttle.
-func redisSpec(rules []throttle.Rule, globalJobs int) string {
-	sorted := slices.Clone(rules)
-	slices.SortStableFunc(sorted, func(a, b throttle.Rule) int {
-		return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.N, b.N))
-	})
-	spec := []string{throttle.FormatRules(sorted)}
-	if globalJobs > 0 {
-		spec = append(spec, "global-jobs="+strconv.Itoa(globalJobs))
-	}
-	return strings.TrimSpace(strings.Join(spec, " "))
 }
 
 // start makes l report Redis outages on w, then checks, before any job

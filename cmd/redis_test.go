@@ -390,7 +390,8 @@ func TestRuleMismatchAtAdmissionExits2(t *testing.T) {
 }
 
 // TestRedisSpecMatchesThrottle checks that the rule spec pace compares
-// before the run is the one throttle stores and compares at admission.
+// before the run (RedisLimiter.Spec) is the one throttle stores in Redis
+// and compares at admission.
 func TestRedisSpecMatchesThrottle(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -423,8 +424,8 @@ func TestRedisSpecMatchesThrottle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := redisSpec(rules, tt.globalJobs); got != stored {
-			t.Errorf("redisSpec(%s, %d) = %q, throttle stored %q", tt.rules, tt.globalJobs, got, stored)
+		if got := l.Spec(); got != stored {
+			t.Errorf("rules %s, global jobs %d: Spec() = %q, but Redis holds %q", tt.rules, tt.globalJobs, got, stored)
 		}
 	}
 }

@@ -308,6 +308,12 @@ func NewRedis(client RedisClient, key string, rules []Rule, opts ...RedisOption)
 	return l, nil
 }
 
+// Spec returns the rule spec this limiter stores with its quota and
+// compares at every admission: its rules sorted by window, plus whatever
+// else every process sharing the quota must agree on (the fleet-wide cap).
+// A process can read the stored spec to refuse a mismatch up front.
+func (l *RedisLimiter) Spec() string { return l.spec }
+
 // Rules returns the limiter's rules, in the order given to NewRedis.
 func (l *RedisLimiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
 
