@@ -224,7 +224,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	}
 	defer in.close()
 	if o.DryRun {
-		return dryRun(ctx, ios, o, ex, in, readOpts)
+		return dryRun(ctx, ios, o, ex, fetchJobLogCommand, in, readOpts)
 	}
 
 	// The session makes the limiter as it always does; this hook hands it

@@ -107,6 +107,20 @@ func fetchJobLogCommand(j *runner.Job) string { return strings.Join(j.Argv, " ")
 // returns nil without --joblog. Its errors are input errors: the log
 // cannot be read or has a malformed row (quoted).
 func openJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
+	j, err := loadJobLog(o, prepare, command)
+	if j == nil || err != nil {
+		return nil, err
+	}
+	if j.w, err = runner.OpenJobLog(o.JobLog); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// loadJobLog reads the earlier rows of --joblog and sets up --resume, but
+// does not open the log for writing: --dry-run uses it to show what a
+// resumed run would do. It returns nil without --joblog.
+func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
 	if o.JobLog == "" {
 		return nil, nil
 	}
@@ -137,9 +151,6 @@ func openJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 			}
 			return command(job), nil
 		}})
-	}
-	if j.w, err = runner.OpenJobLog(o.JobLog); err != nil {
-		return nil, err
 	}
 	return j, nil
 }

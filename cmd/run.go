@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -151,7 +152,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 
 	executor := &runner.CommandExecutor{Builder: builder, Timeout: o.Timeout}
 	if o.DryRun {
-		return dryRun(ctx, ios, o, executor, in, readOpts)
+		return dryRun(ctx, ios, o, executor, nil, in, readOpts)
 	}
 	s := &session{
 		f:           opts.Factory,
@@ -236,20 +237,32 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 // dryRun prints the command each item would run, with the slot it would
-// get if jobs took turns; it runs nothing and takes no quota.
-func dryRun(ctx context.Context, ios *IOStreams, o *CommonOptions, e runner.Executor, in *input, readOpts runner.ReadOptions) error {
+// likely get, without running anything or consuming quota. With --joblog
+// and --resume or --resume-failed it shows what a resumed run would do:
+// items the log says are done are left out, and an input that differs from
+// the log is refused as the real run would refuse it. The log is only read.
+// logCommand is the command's job log Command column (nil: the command line).
+func dryRun(ctx context.Context, ios *IOStreams, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *input, readOpts runner.ReadOptions) error {
+	jl, err := loadJobLog(&o.JobLogOptions, e.Prepare, logCommand)
+	if err != nil {
+		return reportf(ios, ExitUsage, "%v", err)
+	}
 	items := make(chan runner.Item)
 	errc := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		defer close(items)
-		errc <- runner.ReadItems(rctx, in.r, readOpts, items)
+		errc <- jl.readItems(rctx, in.r, readOpts, items)
 	}()
 	failed := false
-	var seq int64
+	var seq, skipped int64
 	for it := range items {
 		seq++
+		if it.Skip {
+			skipped++
+			continue
+		}
 		job := runner.Job{Seq: seq, Item: it.Text, Attempt: 1, Slot: int((seq-1)%int64(o.Jobs)) + 1}
 		err := it.Err
 		if err == nil {
@@ -265,7 +278,13 @@ func dryRun(ctx context.Context, ios *IOStreams, o *CommonOptions, e runner.Exec
 		fmt.Fprintln(ios.Out, job.CommandLine())
 	}
 	if err := <-errc; err != nil {
+		if errors.Is(err, runner.ErrInputChanged) {
+			return reportf(ios, ExitUsage, "%v", err)
+		}
 		return reportf(ios, ExitFailed, "%s: %v", in.name, err)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(ios.ErrOut, "pace: %d items done in job log %s would be skipped\n", skipped, o.JobLog)
 	}
 	if failed {
 		return &ExitError{Code: ExitFailed}
