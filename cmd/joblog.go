@@ -223,6 +223,14 @@ func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts runner.ReadOpt
 	return j.resume.ReadItems(ctx, r, opts, out)
 }
 
+// skipped returns how many items the resume has skipped so far.
+func (j *jobLog) skipped() int64 {
+	if j == nil || j.resume == nil {
+		return 0
+	}
+	return j.resume.Skipped()
+}
+
 // toRun returns how many of an input's n items will run: n less those a
 // resumed run skips. It returns n when n < 0 (unknown).
 func (j *jobLog) toRun(n int64) int64 {

@@ -224,6 +224,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 
 	sum := t.summary(o.Jobs, elapsed)
+	sum.Skipped = jl.skipped()
 	sum.setRules(lim.Stats())
 	if s.extendSummary != nil {
 		s.extendSummary(sum)

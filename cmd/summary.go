@@ -20,6 +20,7 @@ type Summary struct {
 	Failed   int64 // items that failed, after their retries
 	Retried  int64 // items that needed more than one attempt
 	Attempts int64 // attempts started, retries included
+	Skipped  int64 // items a --resume skipped because the job log has them done
 	Elapsed  time.Duration
 	Rate     float64 // attempts started per second of Elapsed
 	Rules    []RuleSummary
@@ -83,6 +84,9 @@ func (s *Summary) writeText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pace: %d ok, %d failed, %d retried in %s (%d starts, %s/s)",
 		s.OK, s.Failed, s.Retried, roundDuration(s.Elapsed), s.Attempts, formatRate(s.Rate))
+	if s.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped (done in the job log)", s.Skipped)
+	}
 	if s.Interrupted != "" {
 		fmt.Fprintf(&b, ", interrupted by %s", s.Interrupted)
 	}
@@ -118,6 +122,7 @@ type summaryJSONForm struct {
 	Failed       int64             `json:"failed"`
 	Retried      int64             `json:"retried"`
 	Attempts     int64             `json:"attempts"`
+	Skipped      int64             `json:"skipped"`
 	Elapsed      float64           `json:"elapsed_seconds"`
 	Rate         float64           `json:"rate_per_second"`
 	Rules        []ruleJSONForm    `json:"rules"`
@@ -146,7 +151,7 @@ type durationsJSONForm struct {
 // writeJSON writes s as one JSON object on one line.
 func (s *Summary) writeJSON(w io.Writer) error {
 	j := summaryJSONForm{
-		OK: s.OK, Failed: s.Failed, Retried: s.Retried, Attempts: s.Attempts,
+		OK: s.OK, Failed: s.Failed, Retried: s.Retried, Attempts: s.Attempts, Skipped: s.Skipped,
 		Elapsed: s.Elapsed.Seconds(), Rate: round3(s.Rate), Rules: []ruleJSONForm{},
 		Binding: s.Binding, PeakInFlight: s.PeakInFlight, Jobs: s.Jobs,
 		Duration:    durationsJSONForm{P50: s.P50.Seconds(), P95: s.P95.Seconds(), Max: s.Max.Seconds()},

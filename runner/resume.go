@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 // ResumeMode says which items of an earlier run a resumed run skips.
@@ -64,10 +65,14 @@ type ResumeOptions struct {
 //
 // Make one with NewResume. Its methods may be called concurrently.
 type Resume struct {
-	opts ResumeOptions
-	last map[int64]JobLogEntry // the last row of each Seq, in file order
-	max  int64
+	opts    ResumeOptions
+	last    map[int64]JobLogEntry // the last row of each Seq, in file order
+	max     int64
+	skipped atomic.Int64 // items ReadItems sent marked Skip
 }
+
+// Skipped returns how many items ReadItems has sent marked Skip so far.
+func (r *Resume) Skipped() int64 { return r.skipped.Load() }
 
 // NewResume returns the Resume for a job log's entries, in file order.
 // With retries a Seq has one row per attempt; the last one counts.
@@ -159,6 +164,9 @@ func (r *Resume) ReadItems(ctx context.Context, rd io.Reader, opts ReadOptions, 
 	send := func(it Item) error {
 		select {
 		case out <- it:
+			if it.Skip {
+				r.skipped.Add(1)
+			}
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
