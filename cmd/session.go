@@ -225,7 +225,11 @@ func (s *session) run(ctx context.Context) error {
 
 	sum := t.summary(o.Jobs, elapsed)
 	sum.Skipped = jl.skipped()
-	sum.setRules(lim.Stats())
+	st := lim.Stats()
+	sum.setRules(st)
+	if rl, ok := lim.(interface{ RedisStats() throttle.RedisStats }); ok {
+		sum.setRedis(o.Redis.GlobalJobs, st, rl.RedisStats())
+	}
 	if s.extendSummary != nil {
 		s.extendSummary(sum)
 	}

@@ -33,8 +33,40 @@ type Summary struct {
 	Max          time.Duration
 	Interrupted  string // "SIGINT", "SIGTERM" or "SIGPIPE" (stdout closed) when the run was cut short
 	ExitCode     int
-	HTTP         *HTTPSummary // pace fetch's responses and server pauses
+	HTTP         *HTTPSummary  // pace fetch's responses and server pauses
+	Redis        *RedisSummary // the shared quota's traffic, with --redis
 }
+
+// RedisSummary is the Redis part of a Summary: the fleet-wide slots this
+// process waited for, and its traffic with Redis.
+type RedisSummary struct {
+	GlobalJobs   int           `json:"global_jobs"`
+	SlotWaits    int64         `json:"slot_waits"`
+	SlotWaitTime time.Duration `json:"-"`
+	SlotWaited   float64       `json:"slot_waited_seconds"`
+	RoundTrips   int64         `json:"round_trips"`
+	Failures     int64         `json:"failures"`
+	LeasesLost   int64         `json:"leases_lost"`
+}
+
+// setRedis adds the Redis part, and names --global-jobs as the binding
+// constraint when this process waited longer for fleet-wide slots than on
+// any rule.
+func (s *Summary) setRedis(globalJobs int, st throttle.Stats, rs throttle.RedisStats) {
+	s.Redis = &RedisSummary{GlobalJobs: globalJobs, SlotWaits: st.SlotWaits, SlotWaitTime: st.SlotWaitTime,
+		SlotWaited: st.SlotWaitTime.Seconds(), RoundTrips: rs.RoundTrips, Failures: rs.Failures, LeasesLost: rs.LeasesLost}
+	if globalJobs <= 0 || st.SlotWaitTime <= 0 {
+		return
+	}
+	for _, r := range s.Rules {
+		if r.Waited >= st.SlotWaitTime {
+			return
+		}
+	}
+	s.Binding = s.Redis.binding()
+}
+
+func (r *RedisSummary) binding() string { return fmt.Sprintf("--global-jobs %d", r.GlobalJobs) }
 
 // RuleSummary is one rule's share of a Summary.
 type RuleSummary struct {
@@ -108,6 +140,20 @@ func (s *Summary) writeText(w io.Writer) error {
 	if s.Attempts > 0 {
 		fmt.Fprintf(tw, "  job time\tp50 %s\tp95 %s\tmax %s\n", roundDuration(s.P50), roundDuration(s.P95), roundDuration(s.Max))
 	}
+	if r := s.Redis; r != nil {
+		if r.GlobalJobs > 0 {
+			mark := ""
+			if s.Binding == r.binding() {
+				mark = "\tbinding"
+			}
+			fmt.Fprintf(tw, "  fleet slots\t%d\twaited %s (%d waits)%s\n", r.GlobalJobs, roundDuration(r.SlotWaitTime), r.SlotWaits, mark)
+		}
+		perAdmission := 0.0
+		if s.Attempts > 0 {
+			perAdmission = float64(r.RoundTrips) / float64(s.Attempts)
+		}
+		fmt.Fprintf(tw, "  redis\t%d round trips (%.2f per start)\t%d failed\n", r.RoundTrips, perAdmission, r.Failures)
+	}
 	if s.HTTP != nil {
 		s.HTTP.writeText(tw, s.Binding)
 	}
@@ -133,6 +179,7 @@ type summaryJSONForm struct {
 	Interrupted  string            `json:"interrupted,omitempty"`
 	ExitCode     int               `json:"exit_code"`
 	HTTP         *HTTPSummary      `json:"http,omitempty"`
+	Redis        *RedisSummary     `json:"redis,omitempty"`
 }
 
 type ruleJSONForm struct {
@@ -160,6 +207,7 @@ func (s *Summary) writeJSON(w io.Writer) error {
 	if s.HTTP != nil {
 		j.HTTP = s.HTTP.jsonForm()
 	}
+	j.Redis = s.Redis
 	for _, r := range s.Rules {
 		j.Rules = append(j.Rules, ruleJSONForm{Rule: r.Rule.String(), PeakUsage: round3(r.PeakUsage), Waits: r.Waits, Waited: r.Waited.Seconds()})
 	}

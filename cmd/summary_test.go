@@ -131,3 +131,44 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("rules[0] = %v", r0)
 	}
 }
+
+func TestSummaryRedis(t *testing.T) {
+	rule := throttle.Rule{N: 10, Window: time.Second}
+	st := throttle.Stats{SlotWaits: 4, SlotWaitTime: 3 * time.Second,
+		Rules: []throttle.RuleStats{{Rule: rule, PeakUsage: 0.5, Waits: 1, WaitTime: time.Second}}}
+	rs := throttle.RedisStats{RoundTrips: 30, Failures: 1}
+
+	// Waiting longer for fleet-wide slots than on any rule: the cap binds.
+	s := &Summary{OK: 10, Attempts: 10, Jobs: 4, PeakInFlight: 2}
+	s.setRules(st)
+	s.setRedis(2, st, rs)
+	if s.Binding != "--global-jobs 2" {
+		t.Errorf("Binding = %q, want --global-jobs 2", s.Binding)
+	}
+	var b strings.Builder
+	s.writeText(&b)
+	for _, want := range []string{"fleet slots  2", "waited 3s (4 waits)  binding", "redis", "30 round trips (3.00 per start)", "1 failed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	var j bytes.Buffer
+	s.writeJSON(&j)
+	if !strings.Contains(j.String(), `"redis":{"global_jobs":2,"slot_waits":4,"slot_waited_seconds":3,"round_trips":30,"failures":1,"leases_lost":0}`) {
+		t.Errorf("JSON summary %s lacks the redis object", j.String())
+	}
+
+	// A rule waited on longer keeps the binding; without --global-jobs no slot line.
+	st.Rules[0].WaitTime = 5 * time.Second
+	s = &Summary{OK: 10, Attempts: 10, Jobs: 4}
+	s.setRules(st)
+	s.setRedis(0, st, rs)
+	if s.Binding != "10/s" {
+		t.Errorf("Binding = %q, want 10/s", s.Binding)
+	}
+	b.Reset()
+	s.writeText(&b)
+	if strings.Contains(b.String(), "fleet slots") {
+		t.Errorf("text summary shows fleet slots without --global-jobs:\n%s", b.String())
+	}
+}
