@@ -40,13 +40,24 @@ type Summary struct {
 // RedisSummary is the Redis part of a Summary: the fleet-wide slots this
 // process waited for, and its traffic with Redis.
 type RedisSummary struct {
-	GlobalJobs   int           `json:"global_jobs"`
-	SlotWaits    int64         `json:"slot_waits"`
-	SlotWaitTime time.Duration `json:"-"`
-	SlotWaited   float64       `json:"slot_waited_seconds"`
-	RoundTrips   int64         `json:"round_trips"`
-	Failures     int64         `json:"failures"`
-	LeasesLost   int64         `json:"leases_lost"`
+	GlobalJobs   int
+	SlotWaits    int64
+	SlotWaitTime time.Duration
+	RoundTrips   int64
+	Failures     int64
+	LeasesLost   int64
+}
+
+// MarshalJSON writes r with the slot wait in seconds.
+func (r *RedisSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		GlobalJobs int     `json:"global_jobs"`
+		SlotWaits  int64   `json:"slot_waits"`
+		SlotWaited float64 `json:"slot_waited_seconds"`
+		RoundTrips int64   `json:"round_trips"`
+		Failures   int64   `json:"failures"`
+		LeasesLost int64   `json:"leases_lost"`
+	}{r.GlobalJobs, r.SlotWaits, r.SlotWaitTime.Seconds(), r.RoundTrips, r.Failures, r.LeasesLost})
 }
 
 // setRedis adds the Redis part, and names --global-jobs as the binding
@@ -54,7 +65,7 @@ type RedisSummary struct {
 // any rule.
 func (s *Summary) setRedis(globalJobs int, st throttle.Stats, rs throttle.RedisStats) {
 	s.Redis = &RedisSummary{GlobalJobs: globalJobs, SlotWaits: st.SlotWaits, SlotWaitTime: st.SlotWaitTime,
-		SlotWaited: st.SlotWaitTime.Seconds(), RoundTrips: rs.RoundTrips, Failures: rs.Failures, LeasesLost: rs.LeasesLost}
+		RoundTrips: rs.RoundTrips, Failures: rs.Failures, LeasesLost: rs.LeasesLost}
 	if globalJobs <= 0 || st.SlotWaitTime <= 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -155,7 +156,7 @@ func (l *Limiter) admitLocked(now, arrived int64) {
 	l.started = true
 	for i, w := range l.windows {
 		w.record(now)
-		l.stats.rules[i].observe(w.count(now), l.rules[i].N)
+		l.stats.rules[i].observe(w.count(now))
 	}
 	l.stats.admit(now - arrived)
 }
@@ -345,7 +346,7 @@ func (l *Limiter) Seed(times []time.Time) error {
 	for _, t := range times {
 		ts = append(ts, min(int64(t.Sub(l.epoch))+l.offset, now))
 	}
-	sortInt64s(ts)
+	slices.Sort(ts)
 	for i, w := range l.windows {
 		lo := now - int64(l.rules[i].Window+l.margin)
 		for _, t := range ts {

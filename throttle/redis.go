@@ -388,7 +388,7 @@ func (l *RedisLimiter) wait(ctx context.Context) (time.Time, error) {
 				waited = int64(max(l.clock.Now().Sub(arrived), 1))
 			}
 			for i := range l.stats.rules {
-				l.stats.rules[i].observe(l.used[i], l.rules[i].N)
+				l.stats.rules[i].observe(l.used[i])
 			}
 			l.stats.admit(waited)
 			l.mu.Unlock()

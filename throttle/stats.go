@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -74,7 +73,7 @@ type ruleStat struct {
 	waitTime int64
 }
 
-func (r *ruleStat) observe(used, _ int) { r.peakUsed = max(r.peakUsed, used) }
+func (r *ruleStat) observe(used int) { r.peakUsed = max(r.peakUsed, used) }
 
 func (s *stats) blockedOn(why int) { s.lastWhy = why }
 
@@ -154,5 +153,3 @@ func binding(rules []RuleStats, usage func(RuleStats) float64) int {
 	}
 	return best
 }
-
-func sortInt64s(s []int64) { slices.Sort(s) }
