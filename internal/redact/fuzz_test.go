@@ -1,0 +1,134 @@
+package redact
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// FuzzRedact checks that redaction never panics and is idempotent:
+// redacting its own output changes nothing. It also checks that a known
+// secret never survives String, except where it overlaps a placeholder.
+func FuzzRedact(f *testing.F) {
+	f.Add("https://alice:s3cret@h/x?api_key=k&page=2#access_token=t", "s3cret", "page")
+	f.Add("redis://u:12#ret@h:1", "Bearer abc", "")
+	f.Add(`Get "http://bob:pa ss@host/x": EOF (from http://u:p@x/)`, "pa ss", "x")
+	f.Add("http://h/ zz?token=abc", " zz", "")
+	f.Add("bob:hunter2@host/x;jsessionid=1?a=1;token=2&amp;sig=3", "xRE", "a")
+	f.Add("https://h/login?next=https://u:p@h2/?sig=1&b=https://x:y@z", "ACTED", "b")
+	f.Add("http://[::1/x?token=abc", "::1", "")
+	f.Fuzz(func(t *testing.T, s, secret, extra string) {
+		r := New(extra)
+		if got := r.RawURL(s); r.RawURL(got) != got {
+			t.Errorf("RawURL(%q) = %q, but RawURL(%q) = %q", s, got, got, r.RawURL(got))
+		}
+		if got := r.Text(s); r.Text(got) != got {
+			t.Errorf("Text(%q) = %q, but Text(%q) = %q", s, got, got, r.Text(got))
+		}
+		if u, err := url.Parse(s); err == nil {
+			if got := r.URL(u); r.RawURL(got) != got {
+				t.Errorf("URL(%q) = %q, but RawURL(%q) = %q", s, got, got, r.RawURL(got))
+			}
+		}
+		k := r.With(secret)
+		got := k.String(s)
+		if again := k.String(got); again != got {
+			t.Errorf("With(%q).String(%q) = %q, but String(%q) = %q", secret, s, got, got, again)
+		}
+		if len(secret) >= minSecretLen && strings.Contains(strings.ReplaceAll(got, Placeholder, "\x00"), secret) {
+			t.Errorf("With(%q).String(%q) = %q, holds the secret outside placeholders", secret, s, got)
+		}
+	})
+}
+
+// fuzzSchemes are the schemes FuzzSecretValue builds URLs with.
+var fuzzSchemes = []string{"https", "http", "redis", "rediss", "unix", "ftp"}
+
+// urlSafe are the bytes FuzzSecretValue makes secret values of: those
+// that no URL needs to escape.
+const urlSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+// FuzzSecretValue builds URLs that hold a secret value, made of URL-safe
+// bytes, in a password, a user name alone, or a secret parameter in the
+// query, the fragment or the path, around fuzzed text; the value must not
+// survive RawURL or Text, nor String once AddURL has recorded it.
+func FuzzSecretValue(f *testing.F) {
+	f.Add(uint8(0), uint8(0), []byte("hunter22hunter22"), "alice", "h:6379/0")
+	f.Add(uint8(1), uint8(0), []byte("ghp_abcdefgh1234"), "", "github.com/o/r")
+	f.Add(uint8(2), uint8(3), []byte("AKIAIOSFODNN7EXAMPLE"), "X-Amz-Date=20240101T000000Z", "X-Amz-Expires=900")
+	f.Add(uint8(3), uint8(7), []byte("ya29.a0AfH6SMB"), "x=1", "token_type=bearer")
+	f.Add(uint8(4), uint8(9), []byte("ABCDEF0123456789"), "app", "page?x=1")
+	f.Add(uint8(5), uint8(0), []byte("s3cret-passw0rd"), "u", "h:1?db=1")
+	f.Fuzz(func(t *testing.T, pos, nameIndex uint8, value []byte, before, after string) {
+		if len(value) < 8 {
+			return
+		}
+		v := make([]byte, len(value))
+		for i, c := range value {
+			v[i] = urlSafe[int(c)%len(urlSafe)]
+		}
+		secret := string(v)
+		r := New("My-Param")
+		names := append([]string{"MY-PARAM"}, secretParamNames...)
+		name := names[int(nameIndex)%len(names)]
+		scheme := fuzzSchemes[int(nameIndex)%len(fuzzSchemes)]
+		var build func(v string) string
+		switch pos % 6 {
+		case 0: // password
+			if strings.ContainsAny(before, "/?#@:") {
+				return
+			}
+			build = func(v string) string { return scheme + "://" + before + ":" + v + "@" + after }
+		case 1: // user name alone
+			build = func(v string) string { return scheme + "://" + v + "@" + after }
+		case 2: // query
+			build = func(v string) string { return scheme + "://h.example/p?" + before + "&" + name + "=" + v + "&" + after }
+		case 3: // fragment
+			build = func(v string) string { return scheme + "://h.example/p#" + before + "&" + name + "=" + v + "&" + after }
+		case 4: // path parameter
+			build = func(v string) string { return scheme + "://h.example/" + before + ";" + name + "=" + v + "/" + after }
+		case 5: // password in a URL without a scheme
+			if strings.ContainsAny(before, "/?#@:") {
+				return
+			}
+			build = func(v string) string { return before + ":" + v + "@" + after }
+		}
+		raw := build(secret)
+		if strings.Contains(build(""), secret) {
+			return // the value is also somewhere else
+		}
+		// holds reports whether out holds the secret outside placeholders.
+		holds := func(out string) bool {
+			return strings.Contains(strings.ReplaceAll(out, Placeholder, "\x00"), secret)
+		}
+		if got := r.RawURL(raw); holds(got) {
+			t.Errorf("RawURL(%q) = %q, holds %q", raw, got, secret)
+		}
+		if pos%6 != 5 && !strings.ContainsAny(raw, "\"\\\n") {
+			in := `Get "` + raw + `": EOF`
+			if got := r.Text(in); holds(got) {
+				t.Errorf("Text(%q) = %q, holds %q", in, got, secret)
+			}
+		}
+		if pos%6 != 5 && !strings.ContainsFunc(raw, func(c rune) bool { return c < 0x80 && isURLStop(byte(c)) }) {
+			in := "see " + raw + "."
+			if got := r.Text(in); holds(got) {
+				t.Errorf("Text(%q) = %q, holds %q", in, got, secret)
+			}
+		}
+		// When URL hides the value whole, AddURL records it.
+		if u, err := url.Parse(raw); err == nil {
+			var hidden []string
+			r.rawURL(u.String(), 0, func(v string) { hidden = append(hidden, v) })
+			if slices.Contains(hidden, secret) {
+				k := r.With()
+				k.AddURL(u)
+				in := "failed: " + secret + "."
+				if got := k.String(in); holds(got) {
+					t.Errorf("after AddURL(%q), String(%q) = %q", raw, in, got)
+				}
+			}
+		}
+	})
+}

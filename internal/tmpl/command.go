@@ -1,0 +1,180 @@
+package tmpl
+
+import "strings"
+
+// Shell is the program that runs a Command in shell mode, as
+// Shell -c script.
+const Shell = "sh"
+
+// Command is a command line whose arguments may hold placeholders (see
+// the package comment), expanded once per item by Expand.
+//
+// Without a shell, each argument is expanded on its own and never passes
+// through a shell: an item "x; rm -rf ~" becomes exactly that one
+// argument. A Command without any placeholder gets the item appended as
+// its last argument (AppendsItem).
+//
+// In shell mode the arguments are joined with spaces into one script run
+// as Shell -c script, so that the template may use pipes, redirections and
+// the rest of the shell, and every substituted value (the appended item
+// too) is quoted for the place where it stands, so that it is one literal
+// word to the shell: see ParseCommand for what that allows.
+//
+// A Command is immutable and safe for concurrent use.
+type Command struct {
+	args    [][]field // each argument's fields; without a shell
+	script  []field   // the whole script; in shell mode
+	shell   bool
+	appends bool
+	sum     summary
+	prog    string // the program, if plain
+	plain   bool
+}
+
+// ParseCommand parses args, a command and its arguments; with shell set
+// the command runs as a shell script.
+//
+// In shell mode ParseCommand reads the template's text as a POSIX shell
+// would, to know how to quote each value: a placeholder may stand bare, in
+// single or double quotes, inside $(...) (to any depth), and inside ${...}
+// if in quotes there, as in ${X:-"{}"}. {#}, {%} and {len}, which are
+// numbers, may also stand in arithmetic, as in $(({%} - 1)). ParseCommand
+// refuses a template where it cannot quote a value safely: a placeholder
+// inside backquotes, arithmetic, a comment, a here-document or a
+// double-quoted ${...}, unquoted inside ${...}, right after a $ or a
+// backslash, or after a construct whose quoting shells disagree on, such
+// as $'...'; and a template with an unterminated quote or substitution.
+// The refusal is an error wrapping ErrTemplate that quotes the template
+// and says what to write instead.
+func ParseCommand(args []string, shell bool) (*Command, error) {
+	if len(args) == 0 {
+		return nil, templateErrorf("empty command")
+	}
+	c := &Command{shell: shell}
+	for _, a := range args {
+		fields := parse(a)
+		c.sum.add(fields)
+		c.args = append(c.args, fields)
+	}
+	c.appends = !c.sum.placeholders
+	c.sum.usesItem = c.sum.usesItem || c.appends
+	if !shell {
+		if !hasPlaceholder(c.args[0]) {
+			c.prog, c.plain = args[0], true
+		}
+		return c, nil
+	}
+	script, err := shellScript(args, c.args, c.appends)
+	if err != nil {
+		return nil, err
+	}
+	c.script, c.args = script, nil
+	return c, nil
+}
+
+// shellScript joins args, parsed into fields, into one script with a
+// space between arguments, plus the item if appendItem is set, and sets
+// the quoting of every placeholder.
+func shellScript(args []string, fields [][]field, appendItem bool) ([]field, error) {
+	var script []field
+	addText := func(s string) {
+		if n := len(script); n > 0 && script[n-1].kind == literal {
+			script[n-1].text += s
+		} else {
+			script = append(script, field{text: s})
+		}
+	}
+	for i, a := range fields {
+		if i > 0 {
+			addText(" ")
+		}
+		for _, f := range a {
+			if f.kind == literal {
+				addText(f.text)
+			} else {
+				script = append(script, f)
+			}
+		}
+	}
+	if appendItem {
+		addText(" ")
+		script = append(script, field{text: "{}", kind: itemKind})
+	}
+
+	src := strings.Join(args, " ")
+	l := newLexer()
+	for i := range script {
+		f := &script[i]
+		if f.kind == literal {
+			l.lit(f.text)
+			continue
+		}
+		q, why := l.value(f.numeric())
+		if why != nil {
+			if appendItem && i == len(script)-1 {
+				return nil, templateErrorf("shell command %q: it has no placeholder, and the item appended at its end would be %s: write {} where the item goes", src, why.where)
+			}
+			return nil, templateErrorf("shell command %q: %s is %s: %s", src, f.text, why.where, why.fix)
+		}
+		f.quote = q
+	}
+	if what, closer := l.unterminated(); what != "" {
+		return nil, templateErrorf("shell command %q: unterminated %s: close it with %s", src, what, closer)
+	}
+	return script, nil
+}
+
+// hasPlaceholder reports whether fields hold a placeholder.
+func hasPlaceholder(fields []field) bool {
+	for i := range fields {
+		if fields[i].kind != literal {
+			return true
+		}
+	}
+	return false
+}
+
+// Expand returns the argv for v: the expanded arguments, or in shell mode
+// Shell, "-c" and the script. Its only error is a column placeholder that
+// v's item cannot fill, wrapping ErrColumn.
+func (c *Command) Expand(v Values) ([]string, error) {
+	if c.shell {
+		script, err := expand(c.script, &v)
+		if err != nil {
+			return nil, err
+		}
+		return []string{Shell, "-c", script}, nil
+	}
+	argv := make([]string, 0, len(c.args)+1)
+	for _, fields := range c.args {
+		a, err := expand(fields, &v)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, a)
+	}
+	if c.appends {
+		argv = append(argv, v.Item)
+	}
+	return argv, nil
+}
+
+// AppendsItem reports whether the command has no placeholder at all, so
+// that Expand appends the item as its last argument (quoted, in shell
+// mode). A command with only {#} or {%} does not append the item.
+func (c *Command) AppendsItem() bool { return c.appends }
+
+// UsesItem reports whether the expanded command depends on the item: a
+// placeholder other than {#} and {%}, or the appended item.
+func (c *Command) UsesItem() bool { return c.sum.usesItem }
+
+// MaxColumn returns the highest column number a placeholder names, such
+// as 3 for {3} or {3/.}, or 0 if none does. An item with fewer columns
+// fails to expand.
+func (c *Command) MaxColumn() int { return c.sum.maxColumn }
+
+// Program returns the command's first argument and true if it is plain
+// text, without placeholders, so that the caller can look the program up
+// before anything runs; otherwise it returns "", false. In shell mode it
+// always returns "", false: what runs first is up to the shell.
+func (c *Command) Program() (string, bool) { return c.prog, c.plain }

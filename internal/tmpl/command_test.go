@@ -1,0 +1,166 @@
+package tmpl
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestCommandExpand(t *testing.T) {
+	tests := []struct {
+		args []string
+		item string
+		want []string
+	}{
+		// No placeholder: the item is the last argument.
+		{[]string{"echo"}, "a b", []string{"echo", "a b"}},
+		{[]string{"echo", "-n"}, "x", []string{"echo", "-n", "x"}},
+		{[]string{"echo", "{x}", "{0}"}, "i", []string{"echo", "{x}", "{0}", "i"}},
+		// Each placeholder with GNU parallel's meaning.
+		{[]string{"p", "{}"}, "dir/sub/a.tar.gz", []string{"p", "dir/sub/a.tar.gz"}},
+		{[]string{"p", "{.}"}, "dir/sub/a.tar.gz", []string{"p", "dir/sub/a.tar"}},
+		{[]string{"p", "{/}"}, "dir/sub/a.tar.gz", []string{"p", "a.tar.gz"}},
+		{[]string{"p", "{//}"}, "dir/sub/a.tar.gz", []string{"p", "dir/sub"}},
+		{[]string{"p", "{/.}"}, "dir/sub/a.tar.gz", []string{"p", "a.tar"}},
+		{[]string{"p", "{#}"}, "x", []string{"p", "7"}},
+		{[]string{"p", "{%}"}, "x", []string{"p", "3"}},
+		{[]string{"p", "{len}"}, "four", []string{"p", "4"}},
+		{[]string{"p", "{1}"}, "a b", []string{"p", "a b"}},
+		// Several in one argument, mixed with text; no item appended.
+		{[]string{"convert", "{}", "out/{/.}-{#}.png"}, "in/cat.jpg", []string{"convert", "in/cat.jpg", "out/cat-7.png"}},
+		// Unknown braces are left alone; {} still counts.
+		{[]string{"p", "{x}", "{{}}"}, "i", []string{"p", "{x}", "{i}"}},
+		{[]string{"p", "{"}, "i", []string{"p", "{", "i"}},
+		{[]string{"jq", `{"id":{}}`}, "5", []string{"jq", `{"id":5}`}},
+		// The item is one literal argument, whatever it holds.
+		{[]string{"echo", "{}"}, "x; rm -rf ~", []string{"echo", "x; rm -rf ~"}},
+		{[]string{"echo"}, "$(touch pwned) `id` 'q\" \\", []string{"echo", "$(touch pwned) `id` 'q\" \\"}},
+		{[]string{"echo", "'{}'", `"{}"`}, "a'b", []string{"echo", "'a'b'", `"a'b"`}},
+		// A placeholder in the program name.
+		{[]string{"{}", "--version"}, "go", []string{"go", "--version"}},
+		// Empty arguments stay.
+		{[]string{"p", "", "{}"}, "i", []string{"p", "", "i"}},
+		{[]string{"p", ""}, "i", []string{"p", "", "i"}},
+		{[]string{""}, "", []string{"", ""}},
+	}
+	for _, tt := range tests {
+		c, err := ParseCommand(tt.args, false)
+		if err != nil {
+			t.Fatalf("ParseCommand(%q, false) = %v", tt.args, err)
+		}
+		got, err := c.Expand(Values{Item: tt.item, Seq: 7, Slot: 3})
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseCommand(%q).Expand(%q, 7, 3) = %q, %v; want %q", tt.args, tt.item, got, err, tt.want)
+		}
+	}
+}
+
+func TestCommandColumns(t *testing.T) {
+	c, err := ParseCommand([]string{"mv", "{1}", "{2//}/{1/.}.{3}"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Values{Item: "a.txt\td/e/f\tbak", Columns: []string{"a.txt", "d/e/f", "bak"}}
+	want := []string{"mv", "a.txt", "d/e/a.bak"}
+	if got, err := c.Expand(v); err != nil || !slices.Equal(got, want) {
+		t.Errorf("Expand(%+v) = %q, %v; want %q", v, got, err, want)
+	}
+	v = Values{Item: "a b", Columns: []string{"a", "b"}}
+	got, err := c.Expand(v)
+	const msg = `{3}: item "a b" has 2 columns`
+	if err == nil || err.Error() != msg || !errors.Is(err, ErrColumn) {
+		t.Errorf("Expand(%+v) = %q, %v; want error %q", v, got, err, msg)
+	}
+	sh, err := ParseCommand([]string{"echo {3}"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sh.Expand(v); err == nil || err.Error() != msg || !errors.Is(err, ErrColumn) {
+		t.Errorf("shell Expand(%+v) = %q, %v; want error %q", v, got, err, msg)
+	}
+}
+
+func TestCommandQueries(t *testing.T) {
+	tests := []struct {
+		args              []string
+		shell             bool
+		appends, usesItem bool
+		maxColumn         int
+		prog              string
+		plain             bool
+	}{
+		{[]string{"echo"}, false, true, true, 0, "echo", true},
+		{[]string{"echo", "{}"}, false, false, true, 0, "echo", true},
+		{[]string{"echo", "{#}", "{%}"}, false, false, false, 0, "echo", true},
+		{[]string{"echo", "{len}"}, false, false, true, 0, "echo", true},
+		{[]string{"cp", "{1}", "{3/}"}, false, false, true, 3, "cp", true},
+		{[]string{"{}"}, false, false, true, 0, "", false},
+		{[]string{"./bin/{/}"}, false, false, true, 0, "", false},
+		{[]string{"./bin/{x}"}, false, true, true, 0, "./bin/{x}", true},
+		{[]string{""}, false, true, true, 0, "", true},
+		// In shell mode the program is the shell's business.
+		{[]string{"echo {#} | wc"}, true, false, false, 0, "", false},
+		{[]string{"echo"}, true, true, true, 0, "", false},
+	}
+	for _, tt := range tests {
+		c, err := ParseCommand(tt.args, tt.shell)
+		if err != nil {
+			t.Fatalf("ParseCommand(%q, %v) = %v", tt.args, tt.shell, err)
+		}
+		if got := c.AppendsItem(); got != tt.appends {
+			t.Errorf("ParseCommand(%q, %v).AppendsItem() = %v, want %v", tt.args, tt.shell, got, tt.appends)
+		}
+		if got := c.UsesItem(); got != tt.usesItem {
+			t.Errorf("ParseCommand(%q, %v).UsesItem() = %v, want %v", tt.args, tt.shell, got, tt.usesItem)
+		}
+		if got := c.MaxColumn(); got != tt.maxColumn {
+			t.Errorf("ParseCommand(%q, %v).MaxColumn() = %d, want %d", tt.args, tt.shell, got, tt.maxColumn)
+		}
+		if prog, plain := c.Program(); prog != tt.prog || plain != tt.plain {
+			t.Errorf("ParseCommand(%q, %v).Program() = %q, %v; want %q, %v", tt.args, tt.shell, prog, plain, tt.prog, tt.plain)
+		}
+	}
+}
+
+func TestParseCommandEmpty(t *testing.T) {
+	for _, shell := range []bool{false, true} {
+		c, err := ParseCommand(nil, shell)
+		if err == nil || err.Error() != "empty command" || !errors.Is(err, ErrTemplate) {
+			t.Errorf("ParseCommand(nil, %v) = %v, %v; want error \"empty command\" wrapping ErrTemplate", shell, c, err)
+		}
+	}
+}
+
+// TestShellScript checks the script of some shell commands; TestShellRuns
+// checks what sh makes of many more.
+func TestShellScript(t *testing.T) {
+	tests := []struct {
+		args []string
+		item string
+		want string
+	}{
+		{[]string{"echo {} | wc -c"}, "a b", "echo 'a b' | wc -c"},
+		{[]string{"echo"}, "x; rm -rf ~", "echo 'x; rm -rf ~'"},
+		{[]string{"cp", "{}", "{.}.bak"}, "it's", `cp "it's" "it's".bak`},
+		{[]string{"echo"}, `'"`, `echo ''\''"'`},
+		// Even a plain word is quoted: 7> would redirect descriptor 7.
+		{[]string{"echo", "{#}>out"}, "x", "echo '7'>out"},
+		{[]string{"echo '{}'"}, "it's", `echo 'it'\''s'`},
+		{[]string{`echo "{}"`}, "$a`b`\"c\\d'e", `echo "\$a\` + "`b\\`" + `\"c\\d'e"`},
+		{[]string{`echo "$(echo '{}' "{}" {})"`}, "'", `echo "$(echo ''\''' "'" "'")"`},
+		{[]string{`echo ${X:-"{}"} ${X:-'{}'}`}, "$'", `echo ${X:-"\$'"} ${X:-'$'\'''}`},
+		{[]string{"echo {} # a comment, {x} and all"}, "a", "echo 'a' # a comment, {x} and all"},
+	}
+	for _, tt := range tests {
+		c, err := ParseCommand(tt.args, true)
+		if err != nil {
+			t.Errorf("ParseCommand(%q, true) = %v", tt.args, err)
+			continue
+		}
+		got, err := c.Expand(Values{Item: tt.item, Seq: 7, Slot: 1})
+		want := []string{"sh", "-c", tt.want}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseCommand(%q, true).Expand(%q) = %q, %v; want %q", tt.args, tt.item, got, err, want)
+		}
+	}
+}
