@@ -1,60 +1,79 @@
 package main
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"strconv"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestImportBoundaries keeps the layering of docs/design.md honest: imports
-// go cmd -> runner -> throttle; throttle uses only the standard library
-// outside its Redis files; runner knows nothing of cobra or terminals.
+// TestImportBoundaries keeps the layering of docs/architecture.md honest,
+// over what each package really compiles (go list -deps):
+//
+//   - throttle is the library: the standard library only, so that a
+//     program wanting the in-memory limiter compiles nothing else;
+//   - throttle's backends (redisrate, ...) add their store's client and
+//     nothing of pace's own but throttle and internal/redact;
+//   - runner and its executors know nothing of cobra, flags or terminals;
+//   - nothing imports cmd.
 func TestImportBoundaries(t *testing.T) {
-	const mod = "github.com/pace-cli/pace/"
+	const mod = "github.com/pace-cli/pace"
 	rules := []struct {
-		dir     string
-		allowed func(file, path string) bool
+		pkg     string
+		allowed func(dep string) bool
 	}{
-		{"throttle", func(file, path string) bool {
-			if strings.HasPrefix(filepath.Base(file), "redis") && path == "github.com/redis/go-redis/v9" {
-				return true
-			}
-			return isStd(path)
+		{mod + "/throttle", isStd},
+		{mod + "/throttle/redisrate", func(dep string) bool {
+			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/internal/redact" ||
+				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||
+				dep == "github.com/dgryski/go-rendezvous" || strings.HasPrefix(dep, "go.uber.org/atomic") ||
+				strings.HasPrefix(dep, "golang.org/x/sys/")
 		}},
-		{"throttle/throttletest", func(_, path string) bool { return isStd(path) || path == mod+"throttle" }},
-		{"runner", func(_, path string) bool {
-			return isStd(path) || path == mod+"throttle" || path == "github.com/mattn/go-shellwords" || path == "golang.org/x/sys/unix"
+		{mod + "/runner", func(dep string) bool { return isStd(dep) || dep == mod+"/throttle" }},
+		{mod + "/runner/command", func(dep string) bool {
+			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords"
+		}},
+		{mod + "/runner/fetch", func(dep string) bool {
+			return isStd(dep) || slices.Contains([]string{mod + "/throttle", mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl"}, dep) ||
+				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 	}
 	for _, r := range rules {
-		files, err := filepath.Glob(filepath.Join(r.dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
+		deps := goList(t, "-deps", r.pkg)
+		for _, d := range deps {
+			if d == r.pkg {
 				continue
 			}
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			parsed, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range parsed.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
-				if !r.allowed(f, path) {
-					t.Errorf("%s imports %q, which its layer may not use", f, path)
-				}
+			if !r.allowed(d) {
+				t.Errorf("%s depends on %s, which its layer may not use", r.pkg, d)
 			}
 		}
 	}
+	for _, line := range strings.Split(goListRaw(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./..."), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == mod || strings.HasPrefix(f[0], mod+"/cmd") {
+			continue
+		}
+		if slices.Contains(f[1:], mod+"/cmd") {
+			t.Errorf("%s imports cmd: only main may", f[0])
+		}
+	}
+}
+
+// goList runs go list with args and returns its words.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	return strings.Fields(goListRaw(t, args...))
+}
+
+// goListRaw runs go list with args and returns its output.
+func goListRaw(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return string(out)
 }
 
 // isStd reports whether path is a standard library package: its first

@@ -14,14 +14,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/throttle"
 )
 
 // AuditOptions are the inputs of pace audit.
 type AuditOptions struct {
 	IO *IOStreams
-	// Rules are the rules to check; at least one is required.
+	// Rules are the rules to check; none means those the job log's header
+	// names.
 	Rules []throttle.Rule
 	// Jobs is the cap on calls in flight assumed for the fastest legal
 	// makespan; 0 means no cap.
@@ -81,9 +82,6 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 			if len(args) == 1 {
 				opts.File = args[0]
 			}
-			if len(opts.Rules) == 0 {
-				return flagErrorf("pace audit needs the rules to check: -r N/PERIOD")
-			}
 			if opts.Jobs < 0 {
 				return flagErrorf("invalid argument %d for \"-j, --jobs\": want at least 0", opts.Jobs)
 			}
@@ -94,8 +92,10 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.VarP(rulesValue{&opts.Rules}, "rate", "r",
-		"rule `N/PERIOD` to check, e.g. 10/s, 500/min, 10000/day; repeat or comma-separate")
+	fl.VarP(rulesValue{rules: &opts.Rules}, "rate", "r",
+		"rule `N/PERIOD` to check, e.g. 10/s, 500/min, 10000/day; repeat or comma-separate\n(default: the rules the job log's header names)")
+	fl.Var(rulesValue{rules: &opts.Rules, cost: true}, "cost-rate",
+		"cost rule `N/PERIOD` to check: the sum of the calls' costs (a pace job log's Send column)")
 	fl.IntVarP(&opts.Jobs, "jobs", "j", 0, "assume at most `N` calls in flight for the fastest makespan (0: no cap)")
 	fl.BoolVar(&opts.JSON, "json", false, "write the report as one JSON object")
 	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
@@ -122,7 +122,14 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 	if err != nil {
 		return reportf(ios, ExitUsage, "audit: %s: %v", name, err)
 	}
-	rep := newAuditReport(opts.Rules, opts.Jobs, calls)
+	rules := opts.Rules
+	if len(rules) == 0 {
+		rules = calls.rules
+	}
+	if len(rules) == 0 {
+		return reportf(ios, ExitUsage, "audit: %s names no rules: give the rules to check with -r N/PERIOD (and --cost-rate)", name)
+	}
+	rep := newAuditReport(rules, opts.Jobs, calls)
 	rep.Input = name
 	if opts.JSON {
 		err = rep.writeJSON(ios.Out)
@@ -147,7 +154,8 @@ const (
 // calls is what pace audit knows about the calls of a run.
 type calls struct {
 	format string
-	times  []time.Time
+	rules  []throttle.Rule // the rules a job log's header names
+	times  []throttle.Call
 	// seqs[i] names times[i] in the report: the job log's Seq, or the
 	// position among the timestamps (from 1).
 	seqs []int64
@@ -156,13 +164,20 @@ type calls struct {
 	failed   int // rows with a non-zero Exitval or a Signal
 }
 
+// maxAuditInput bounds what pace audit reads: a job log of a million rows
+// is about 100 MB.
+const maxAuditInput = 4 << 30
+
 // readCalls reads a job log or a timestamp file, telling them apart by
 // the first non-blank line: a job log's lines have tabs. Errors are
-// *runner.LineError values quoting the bad line, or read errors.
+// *joblog.LineError values quoting the bad line, or read errors.
 func readCalls(r io.Reader) (*calls, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, maxAuditInput+1))
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
+	}
+	if len(data) > maxAuditInput {
+		return nil, fmt.Errorf("larger than %s: not a job log or timestamp file", formatBytes(maxAuditInput))
 	}
 	c := &calls{format: formatTimestamps}
 	for line := range strings.Lines(string(data)) {
@@ -175,21 +190,23 @@ func readCalls(r io.Reader) (*calls, error) {
 		break
 	}
 	if c.format == formatTimestamps {
-		c.times, err = runner.ReadTimestamps(bytes.NewReader(data))
+		times, err := joblog.ReadTimestamps(bytes.NewReader(data))
 		if err != nil {
 			return nil, err
 		}
+		c.times = throttle.Calls(times...)
 		for i := range c.times {
 			c.seqs = append(c.seqs, int64(i+1))
 		}
 		return c, nil
 	}
-	entries, err := runner.ReadJobLog(bytes.NewReader(data))
+	log, err := joblog.Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		c.times = append(c.times, e.Start)
+	c.rules = log.Rules
+	for _, e := range log.Entries {
+		c.times = append(c.times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.seqs = append(c.seqs, int64(e.Seq))
 		c.runtimes = append(c.runtimes, e.Runtime)
 		if e.Exit != 0 || e.Signal != 0 {
@@ -238,11 +255,18 @@ type auditRule struct {
 func newAuditReport(rules []throttle.Rule, jobs int, c *calls) *auditReport {
 	rep := &auditReport{Format: c.format, Calls: len(c.times), Failed: c.failed, Jobs: jobs, OK: true}
 	if n := len(c.times); n > 0 {
-		rep.First, rep.Last = slices.MinFunc(c.times, time.Time.Compare), slices.MaxFunc(c.times, time.Time.Compare)
+		cmpAt := func(a, b throttle.Call) int { return a.At.Compare(b.At) }
+		rep.First, rep.Last = slices.MinFunc(c.times, cmpAt).At, slices.MaxFunc(c.times, cmpAt).At
 		rep.Makespan = rep.Last.Sub(rep.First)
 	}
 	rep.MedianRuntime = median(c.runtimes)
-	rep.Fastest = throttle.Fastest(rules, len(c.times), jobs, rep.MedianRuntime)
+	costs := make([]int, len(c.times))
+	for i, call := range slices.SortedStableFunc(slices.Values(c.times), func(a, b throttle.Call) int { return a.At.Compare(b.At) }) {
+		costs[i] = call.Cost
+	}
+	if off := throttle.ScheduleCosts(rules, costs, jobs, rep.MedianRuntime); len(off) > 0 {
+		rep.Fastest = off[len(off)-1]
+	}
 	switch {
 	case rep.Makespan > 0:
 		rep.Efficiency, rep.HasEfficiency = rep.Fastest.Seconds()/rep.Makespan.Seconds(), true
@@ -252,7 +276,7 @@ func newAuditReport(rules []throttle.Rule, jobs int, c *calls) *auditReport {
 	for _, res := range throttle.Check(rules, c.times) {
 		ar := auditRule{Rule: res.Rule, Peak: res.Peak, PeakUsage: res.PeakUsage, Violations: res.Violations}
 		if res.First >= 0 {
-			ar.FirstSeq, ar.FirstAt = c.seqs[res.First], c.times[res.First]
+			ar.FirstSeq, ar.FirstAt = c.seqs[res.First], c.times[res.First].At
 			rep.OK = false
 		}
 		rep.Rules = append(rep.Rules, ar)
@@ -335,14 +359,6 @@ func (rep *auditReport) writeText(w io.Writer) error {
 	return err
 }
 
-// plural returns word, with an s unless n is 1.
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
 // formatInstant formats t in UTC to the microsecond.
 func formatInstant(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
@@ -371,6 +387,7 @@ type auditRuleJSON struct {
 	Rule       string  `json:"rule"`
 	N          int     `json:"n"`
 	Window     float64 `json:"window_seconds"`
+	Cost       bool    `json:"cost"`
 	Peak       int     `json:"peak"`
 	PeakUsage  float64 `json:"peak_usage"`
 	Violations int     `json:"violations"`
@@ -395,7 +412,7 @@ func (rep *auditReport) writeJSON(w io.Writer) error {
 	}
 	for _, r := range rep.Rules {
 		rj := auditRuleJSON{
-			Rule: r.Rule.String(), N: r.Rule.N, Window: r.Rule.Window.Seconds(),
+			Rule: r.Rule.String(), N: r.Rule.N, Window: r.Rule.Window.Seconds(), Cost: r.Rule.Cost,
 			Peak: r.Peak, PeakUsage: round3(r.PeakUsage), Violations: r.Violations,
 		}
 		if r.Violations > 0 {

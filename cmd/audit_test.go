@@ -2,92 +2,57 @@ package cmd
 
 import (
 	"encoding/json"
-	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/throttle"
 )
-
-// runAuditCmd runs pace audit with args and stdin, and returns its
-// stdout, stderr and exit code.
-func runAuditCmd(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ios, in, out, errOut := Test()
-	in.WriteString(stdin)
-	f := &Factory{IOStreams: ios, Clock: throttle.SystemClock()}
-	cmd := NewCmdAudit(f, nil)
-	cmd.SetArgs(args)
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
-	err := cmd.Execute()
-	var exitErr *ExitError
-	switch {
-	case err == nil:
-		code = ExitOK
-	case errors.As(err, &exitErr):
-		code = exitErr.Code
-	default: // flag and argument errors, as Execute reports them
-		errOut.WriteString(err.Error())
-		code = ExitUsage
-	}
-	return out.String(), errOut.String(), code
-}
 
 func auditData(name string) string { return filepath.Join("testdata", "audit", name) }
 
 func TestAuditFlagsToOptions(t *testing.T) {
-	ios, _, _, _ := Test()
-	var got *AuditOptions
-	cmd := NewCmdAudit(&Factory{IOStreams: ios}, func(o *AuditOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"-r", "5/s", "-r", "12/3s,10000/day", "-j", "4", "--json", "run.log"})
-	if err := cmd.Execute(); err != nil {
+	o, err := parseFlags(t, NewCmdAudit, "-r", "5/s", "-r", "12/3s,10000/day", "--cost-rate", "90000/min", "-j", "4", "--json", "run.log")
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := []throttle.Rule{{N: 5, Window: time.Second}, {N: 12, Window: 3 * time.Second}, {N: 10000, Window: 24 * time.Hour}}
-	if !slices.Equal(got.Rules, want) || got.Jobs != 4 || !got.JSON || got.File != "run.log" {
-		t.Errorf("options = %+v, want rules %v, jobs 4, json, file run.log", got, want)
+	want := []throttle.Rule{{N: 5, Window: time.Second}, {N: 12, Window: 3 * time.Second}, {N: 10000, Window: 24 * time.Hour},
+		{N: 90000, Window: time.Minute, Cost: true}}
+	if !slices.Equal(o.Rules, want) || o.Jobs != 4 || !o.JSON || o.File != "run.log" {
+		t.Errorf("options = %+v, want rules %v, jobs 4, json, file run.log", o, want)
+	}
+	if o, err := parseFlags(t, NewCmdAudit); err != nil || o.Rules != nil || o.Jobs != 0 || o.JSON || o.File != "" {
+		t.Errorf("defaults = %+v, %v; want no rules, -j 0, text, stdin", o, err)
 	}
 }
 
 func TestAuditUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{auditData("ok.log")},                   // no rules
-		{"-r", "5/x", auditData("ok.log")},      // bad rule
-		{"-r", "5/s", "-j", "-1", "x.log"},      // bad -j
-		{"-r", "5/s", "a.log", "b.log"},         // two files
-		{"-r", "5/s", auditData("missing.log")}, // unreadable file
-		{"-r", "5/s", auditData("bad.log")},     // malformed row
-		{"-r", "5/s", "--json", auditData("bad.log")},
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{auditData("ok.log")}, "pace: audit: " + auditData("ok.log") + " names no rules: give the rules to check with -r N/PERIOD (and --cost-rate)\n"},
+		{[]string{"-r", "5/x", auditData("ok.log")}, `pace: invalid argument "5/x" for "-r, --rate" flag: rule "5/x": want`},
+		{[]string{"-r", "5/s", "-j", "-1", "x.log"}, `pace: invalid argument -1 for "-j, --jobs": want at least 0`},
+		{[]string{"-r", "5/s", "a.log", "b.log"}, "pace: accepts at most 1 arg(s), received 2"},
+		{[]string{"-r", "5/s", auditData("missing.log")}, "pace: audit: open " + auditData("missing.log") + ": no such file or directory\n"},
+		{[]string{"-r", "5/s", auditData("bad.log")},
+			`pace: audit: ` + auditData("bad.log") + `: job log line 3: Exitval "ok" is not an integer: "2\t:\t1700000000.5\t0.1\t0\t0\tok\t0\techo 2"`},
+		{[]string{"-r", "5/s", "--json", auditData("bad.log")}, `pace: audit: ` + auditData("bad.log") + `: job log line 3`},
 	} {
-		out, errOut, code := runAuditCmd(t, "", args...)
-		if code != ExitUsage {
-			t.Errorf("pace audit %q: exit %d, want %d; stderr %q", args, code, ExitUsage, errOut)
-		}
-		if out != "" {
-			t.Errorf("pace audit %q: stdout %q, want none", args, out)
-		}
-	}
-	_, errOut, _ := runAuditCmd(t, "", "-r", "5/s", auditData("bad.log"))
-	for _, want := range []string{"line 3", `Exitval "ok" is not an integer`, `"2\t:\t1700000000.5\t0.1\t0\t0\tok\t0\techo 2"`} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("pace audit bad.log: stderr %q does not contain %q", errOut, want)
+		code, stdout, stderr := execPace(t, "", append([]string{"audit"}, tt.args...)...)
+		if code != ExitUsage || stdout != "" || !strings.HasPrefix(stderr, tt.want) {
+			t.Errorf("pace audit %q = exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, and %q", tt.args, code, stdout, stderr, tt.want)
 		}
 	}
 }
 
 func TestAuditKeptLog(t *testing.T) {
-	out, errOut, code := runAuditCmd(t, "", "-r", "5/s,12/3s", auditData("ok.log"))
-	if code != ExitOK {
-		t.Fatalf("pace audit ok.log: exit %d, want 0; stderr %q", code, errOut)
-	}
+	code, out, stderr := execPace(t, "", "audit", "-r", "5/s,12/3s", auditData("ok.log"))
 	want := `job log testdata/audit/ok.log: 10 calls (0 failed), 2023-11-14T22:13:20.000000Z to 2023-11-14T22:13:21.004000Z
 
 RULE   PEAK  USAGE  VIOLATIONS  FIRST SEQ
@@ -100,27 +65,24 @@ efficiency  99.6%
 
 ok: every rule kept
 `
-	if out != want {
-		t.Errorf("pace audit ok.log:\n%s\nwant:\n%s", out, want)
+	if code != ExitOK || out != want || stderr != "" {
+		t.Errorf("pace audit ok.log = exit %d, stderr %q, stdout:\n%s\nwant exit 0 and:\n%s", code, stderr, out, want)
 	}
 }
 
 func TestAuditViolatingLog(t *testing.T) {
-	out, _, code := runAuditCmd(t, "", "-r", "5/s", "-r", "12/3s", "--json", auditData("violating.log"))
-	if code != ExitFailed {
-		t.Errorf("pace audit violating.log: exit %d, want %d", code, ExitFailed)
-	}
+	code, out, _ := execPace(t, "", "audit", "-r", "5/s", "-r", "12/3s", "--json", auditData("violating.log"))
 	// Seq 6 was killed (Exitval -1, Signal 15): it still counts as a call.
 	want := `{"input":"testdata/audit/violating.log","format":"joblog","ok":false,"calls":8,"failed":1,` +
 		`"first":"2023-11-14T22:13:20.000000Z","last":"2023-11-14T22:13:22.500000Z",` +
 		`"makespan_seconds":2.5,"fastest_seconds":1,"efficiency":0.4,"jobs":0,"median_runtime_seconds":0.2,"rules":[` +
-		`{"rule":"5/s","n":5,"window_seconds":1,"peak":6,"peak_usage":1.2,"violations":2,"first_seq":6,"first_at":"2023-11-14T22:13:20.900000Z"},` +
-		`{"rule":"12/3s","n":12,"window_seconds":3,"peak":8,"peak_usage":0.667,"violations":0,"first_seq":null,"first_at":null}]}` + "\n"
-	if out != want {
-		t.Errorf("pace audit --json violating.log:\n%s\nwant:\n%s", out, want)
+		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":6,"peak_usage":1.2,"violations":2,"first_seq":6,"first_at":"2023-11-14T22:13:20.900000Z"},` +
+		`{"rule":"12/3s","n":12,"window_seconds":3,"cost":false,"peak":8,"peak_usage":0.667,"violations":0,"first_seq":null,"first_at":null}]}` + "\n"
+	if code != ExitFailed || out != want {
+		t.Errorf("pace audit --json violating.log = exit %d:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
 
-	out, _, _ = runAuditCmd(t, "", "-r", "5/s,12/3s", auditData("violating.log"))
+	_, out, _ = execPace(t, "", "audit", "-r", "5/s,12/3s", auditData("violating.log"))
 	for _, want := range []string{
 		"5/s    6     120%   2           6\n",
 		"12/3s  8     67%    0           -\n",
@@ -133,16 +95,13 @@ func TestAuditViolatingLog(t *testing.T) {
 }
 
 func TestAuditGNUParallelLog(t *testing.T) {
-	path := filepath.Join("..", "runner", "testdata", "joblog", "gnu-parallel.log")
-	out, errOut, code := runAuditCmd(t, "", "-r", "10/s", path)
-	if code != ExitOK {
-		t.Fatalf("pace audit -r 10/s gnu-parallel.log: exit %d; stderr %q", code, errOut)
-	}
-	if !strings.Contains(out, ": 6 calls (2 failed)") {
-		t.Errorf("pace audit gnu-parallel.log:\n%s\nwant 6 calls, 2 failed", out)
+	path := filepath.Join("..", "internal", "joblog", "testdata", "joblog", "gnu-parallel.log")
+	code, out, stderr := execPace(t, "", "audit", "-r", "10/s", path)
+	if code != ExitOK || !strings.Contains(out, ": 6 calls (2 failed)") {
+		t.Errorf("pace audit -r 10/s gnu-parallel.log = exit %d, stderr %q:\n%s\nwant 6 calls, 2 failed", code, stderr, out)
 	}
 	// Starts at .271 .288 .309 .329 (seq 4) .354 (seq 5) .375 (seq 6).
-	out, _, code = runAuditCmd(t, "", "-r", "3/s", "--json", path)
+	code, out, _ = execPace(t, "", "audit", "-r", "3/s", "--json", path)
 	var rep struct {
 		Calls int
 		Rules []struct {
@@ -154,15 +113,15 @@ func TestAuditGNUParallelLog(t *testing.T) {
 		t.Fatalf("pace audit --json: %v\n%s", err, out)
 	}
 	if code != ExitFailed || rep.Calls != 6 || rep.Rules[0].Violations != 3 || rep.Rules[0].FirstSeq != 4 {
-		t.Errorf("pace audit -r 3/s gnu-parallel.log: exit %d, %+v; want exit 1, 6 calls, 3 violations from seq 4", code, rep)
+		t.Errorf("pace audit -r 3/s gnu-parallel.log = exit %d, %+v; want exit 1, 6 calls, 3 violations from seq 4", code, rep)
 	}
 }
 
 func TestAuditTimestamps(t *testing.T) {
 	// 0, 0.5, 0.9 and 2.0 seconds past 1700000000, in both notations.
-	out, _, code := runAuditCmd(t, "", "-r", "2/s", auditData("timestamps.txt"))
+	code, out, _ := execPace(t, "", "audit", "-r", "2/s", auditData("timestamps.txt"))
 	if code != ExitFailed {
-		t.Errorf("pace audit timestamps.txt: exit %d, want 1", code)
+		t.Errorf("pace audit timestamps.txt = exit %d, want 1", code)
 	}
 	for _, want := range []string{
 		"timestamps testdata/audit/timestamps.txt: 4 calls, 2023-11-14T22:13:20.000000Z to 2023-11-14T22:13:22.000000Z\n",
@@ -177,38 +136,69 @@ func TestAuditTimestamps(t *testing.T) {
 			t.Errorf("pace audit timestamps.txt:\n%s\nwant a line %q", out, want)
 		}
 	}
-
 	// From stdin, with "-".
-	out, _, code = runAuditCmd(t, "1700000000.0\n1700000001.0\n", "-r", "1/s", "--json", "-")
-	if code != ExitOK || !strings.Contains(out, `"input":"stdin","format":"timestamps","ok":true,"calls":2`) {
-		t.Errorf("pace audit - (stdin): exit %d, %s", code, out)
+	code, out, _ = execPace(t, "1700000000.0\n1700000001.0\n", "audit", "-r", "1/s", "--json", "-")
+	if code != ExitOK || !strings.HasPrefix(out, `{"input":"stdin","format":"timestamps","ok":true,"calls":2,`) {
+		t.Errorf("pace audit - (stdin) = exit %d, %s", code, out)
 	}
 	// A timestamp that does not parse is quoted.
-	_, errOut, code := runAuditCmd(t, "1700000000\nyesterday\n", "-r", "1/s")
-	if code != ExitUsage || !strings.Contains(errOut, `timestamps line 2`) || !strings.Contains(errOut, `"yesterday"`) {
-		t.Errorf("pace audit with a bad timestamp: exit %d, stderr %q", code, errOut)
+	code, _, stderr := execPace(t, "1700000000\nyesterday\n", "audit", "-r", "1/s")
+	if code != ExitUsage || !strings.Contains(stderr, "timestamps line 2") || !strings.Contains(stderr, `"yesterday"`) {
+		t.Errorf("pace audit with a bad timestamp = exit %d, stderr %q", code, stderr)
 	}
 }
 
 func TestAuditJobsAndRuntime(t *testing.T) {
 	// ok.log: 10 jobs of 0.5s. With -j 2 the fastest legal schedule is
 	// 0, 0, .5, .5, 1, 1, 1.5, 1.5, 2, 2 seconds.
-	out, _, code := runAuditCmd(t, "", "-r", "5/s", "-j", "2", "--json", auditData("ok.log"))
-	if code != ExitOK {
-		t.Errorf("exit %d, want 0", code)
+	code, out, _ := execPace(t, "", "audit", "-r", "5/s", "-j", "2", "--json", auditData("ok.log"))
+	if code != ExitOK || !strings.Contains(out, `"makespan_seconds":1.004,"fastest_seconds":2,"efficiency":1.992,"jobs":2,"median_runtime_seconds":0.5`) {
+		t.Errorf("pace audit -j 2 ok.log = exit %d: %s", code, out)
 	}
-	if !strings.Contains(out, `"makespan_seconds":1.004,"fastest_seconds":2,"efficiency":1.992,"jobs":2,"median_runtime_seconds":0.5`) {
-		t.Errorf("pace audit -j 2 ok.log: %s", out)
+	code, out, _ = execPace(t, "", "audit", "-r", "5/s", "-j", "2", auditData("ok.log"))
+	if code != ExitOK || !strings.Contains(out, "fastest     2s  (the rules, -j 2, median job runtime 500ms)\n") {
+		t.Errorf("pace audit -j 2 ok.log = exit %d:\n%s", code, out)
 	}
 }
 
 func TestAuditEmptyInput(t *testing.T) {
-	out, _, code := runAuditCmd(t, "\n\n", "-r", "5/s", "--json")
+	code, out, _ := execPace(t, "\n\n", "audit", "-r", "5/s", "--json")
 	want := `{"input":"stdin","format":"timestamps","ok":true,"calls":0,"failed":0,"first":null,"last":null,` +
 		`"makespan_seconds":0,"fastest_seconds":0,"efficiency":1,"jobs":0,"median_runtime_seconds":0,"rules":[` +
-		`{"rule":"5/s","n":5,"window_seconds":1,"peak":0,"peak_usage":0,"violations":0,"first_seq":null,"first_at":null}]}` + "\n"
+		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":0,"peak_usage":0,"violations":0,"first_seq":null,"first_at":null}]}` + "\n"
 	if code != ExitOK || out != want {
-		t.Errorf("pace audit of nothing: exit %d,\n%s\nwant\n%s", code, out, want)
+		t.Errorf("pace audit of nothing = exit %d:\n%s\nwant\n%s", code, out, want)
+	}
+}
+
+// TestAuditRulesFromHeader: without -r, the rules the job log's header
+// names; cost rules count the Send column.
+func TestAuditRulesFromHeader(t *testing.T) {
+	rules := []throttle.Rule{{N: 2, Window: time.Second}, {N: 10, Window: time.Second, Cost: true}}
+	at := time.Unix(1700000000, 0)
+	path := writeJobLog(t, rules,
+		joblog.Entry{Seq: 1, Start: at, Send: 4, Command: "a"},
+		joblog.Entry{Seq: 2, Start: at.Add(100 * time.Millisecond), Send: 7, Command: "b"},
+		joblog.Entry{Seq: 3, Start: at.Add(1100 * time.Millisecond), Send: 1, Command: "c"},
+	)
+	code, out, stderr := execPace(t, "", "audit", path)
+	for _, want := range []string{"2/s        2     100%   0           -\n", "cost:10/s  11    110%   1           2\n",
+		"BROKEN: cost:10/s (1 violation, first at seq 2)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pace audit %s = exit %d, stderr %q:\n%s\nwant a line %q", filepath.Base(path), code, stderr, out, want)
+		}
+	}
+	if code != ExitFailed {
+		t.Errorf("pace audit = exit %d, want 1", code)
+	}
+}
+
+func TestAuditWriteFails(t *testing.T) {
+	ios, _, errOut := testIO("1700000000\n")
+	ios.Out = failingWriter{os.ErrClosed}
+	if code := Execute(&Factory{IOStreams: ios}, []string{"audit", "-r", "1/s"}); code != ExitFailed ||
+		!strings.HasPrefix(errOut.String(), "pace: audit: write report: ") {
+		t.Errorf("pace audit with stdout failing = exit %d, stderr %q; want 1 and the write error", code, errOut)
 	}
 }
 
@@ -220,7 +210,7 @@ func TestMedian(t *testing.T) {
 		}
 		return d
 	}
-	tests := []struct {
+	for _, tt := range []struct {
 		in   []time.Duration
 		want time.Duration
 	}{
@@ -228,8 +218,7 @@ func TestMedian(t *testing.T) {
 		{ms(7), 7 * time.Millisecond},
 		{ms(9, 1, 5), 5 * time.Millisecond},
 		{ms(4, 1, 2, 100), 3 * time.Millisecond},
-	}
-	for _, tt := range tests {
+	} {
 		if got := median(tt.in); got != tt.want {
 			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
 		}

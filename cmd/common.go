@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -13,6 +15,7 @@ import (
 const (
 	progressAuto   = "auto"
 	progressAlways = "always"
+	progressLines  = "lines"
 	progressNever  = "never"
 
 	summaryText = "text"
@@ -24,15 +27,29 @@ const (
 // interrupt before they are killed.
 const defaultGrace = 10 * time.Second
 
+// maxJobs is the largest -j pace accepts: more would be a typo, and the
+// pool's bookkeeping grows with the jobs in flight.
+const maxJobs = 100_000
+
 // CommonOptions are the flags that every command running jobs through the
 // limiter shares (pace run, pace fetch): rules, concurrency, input,
 // retries, output and reporting.
 type CommonOptions struct {
-	Rules     []throttle.Rule
-	Jobs      int // 0: the number of CPUs
-	Input     string
-	Null      bool
+	Rules []throttle.Rule
+	// CostRules limit the sum of the calls' costs (--cost-rate); Cost
+	// gives each item its cost (--cost).
+	CostRules []throttle.Rule
+	Cost      *costExpr
+	// Reorder lets cheap calls overtake a costly one waiting for room
+	// (--allow-reorder).
+	Reorder bool
+	Jobs    int // 0: the number of CPUs
+	Input   string
+	Null    bool
+	// ColSep splits each input line into columns {1}, {2}, ...
+	ColSep    string
 	Margin    time.Duration
+	MarginSet bool // --margin was given: fixed, not adapted
 	Timeout   time.Duration
 	Retries   int
 	KeepOrder bool
@@ -40,22 +57,33 @@ type CommonOptions struct {
 	DryRun    bool
 	Verbose   bool
 	Progress  string
-	Summary   string
-	Grace     time.Duration
+	// ProgressInterval is the time between status lines.
+	ProgressInterval time.Duration
+	Summary          string
+	// SummaryFile, if set, receives the JSON summary whatever Summary says.
+	SummaryFile string
+	Grace       time.Duration
+	// Halt, if set, stops the run early (--halt).
+	Halt *haltPolicy
 	JobLogOptions
 	// Redis, when it names a Redis, shares the rules with other
 	// processes (redis.go).
 	Redis RedisOptions
 }
 
-// Default margins, chosen from the accuracy benchmark (docs/benchmarks.md):
-// 30 calls under 5/s AND 12/3s with -j 4 against a server that enforces both
-// exactly on arrival. A job started as a process (pace run, one curl each)
-// reaches the server up to tens of milliseconds after its admission,
-// depending on how many start at once, and 50ms was the smallest margin with
-// no refusal in repeated runs (makespan 1.5% over the optimum). In-process
-// HTTP (pace fetch) arrives within a few milliseconds: 10ms kept every run
-// clean at 0.4% over the optimum.
+// allRules returns every rule of the run: -r's, then --cost-rate's.
+func (o *CommonOptions) allRules() []throttle.Rule {
+	return append(slices.Clone(o.Rules), o.CostRules...)
+}
+
+// Default margins: the floor of the adaptive margin (see docs/design.md),
+// chosen from the accuracy benchmark (docs/benchmarks.md): 30 calls under
+// 5/s AND 12/3s with -j 4 against a server that enforces both exactly on
+// arrival. A job started as a process (pace run, one curl each) reaches
+// the server up to tens of milliseconds after its admission, depending on
+// how many start at once, and 50ms was the smallest margin with no
+// refusal in repeated runs on a quiet machine. In-process HTTP (pace
+// fetch) arrives within a few milliseconds: 10ms.
 const (
 	defaultRunMargin   = 50 * time.Millisecond
 	defaultFetchMargin = 10 * time.Millisecond
@@ -64,30 +92,43 @@ const (
 // addCommonFlags binds the shared flags of cmd to o and sets o's defaults;
 // margin is the command's default --margin.
 func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin time.Duration) {
-	o.Progress, o.Summary, o.Grace = progressAuto, summaryText, defaultGrace
+	o.Progress, o.Summary, o.Grace, o.Margin = progressAuto, summaryText, defaultGrace, margin
+	o.ProgressInterval = defaultProgressInterval
 	fl := cmd.Flags()
-	fl.VarP(rulesValue{&o.Rules}, "rate", "r",
+	fl.VarP(rulesValue{rules: &o.Rules}, "rate", "r",
 		"rate rule `N/PERIOD`, e.g. 10/s, 500/min, 12/3s, 100/1m30s, 10000/day;\nrepeat or comma-separate to keep several at once (default: no rate limit)")
-	fl.IntVarP(&o.Jobs, "jobs", "j", 0, "run at most `N` jobs at once (default: the number of CPUs)")
+	fl.Var(rulesValue{rules: &o.CostRules, cost: true}, "cost-rate",
+		"cost rule `N/PERIOD`: the calls' costs (--cost) add up to at most N in any window,\nsuch as 90000/min for tokens per minute; repeat or comma-separate")
+	fl.Var(costValue{&o.Cost}, "cost", "each item's cost under --cost-rate: `EXPR` such as 1000, {2} (a column),\n{len}/4 (the item's bytes / 4) or, for fetch, {body-len}/4 (default 1)")
+	fl.BoolVar(&o.Reorder, "allow-reorder", false, "let a call that fits now overtake a costlier one waiting for room\n(throughput before order; in-memory limiter only)")
+	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "run at most `N` jobs at once (default: the number of CPUs)")
 	fl.StringVarP(&o.Input, "input", "a", "-", "read items from `FILE` (- means stdin)")
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
-	fl.DurationVar(&o.Margin, "margin", margin, "widen every rule's window by `DURATION`, so that a server counting arrivals\nstill sees the rules kept despite start-up and network jitter")
-	fl.DurationVar(&o.Timeout, "timeout", 0, "kill a job's process group after `DURATION` (0: no timeout)")
-	fl.IntVar(&o.Retries, "retries", 0, "run a failed job up to `N` more times; each attempt is admitted by the rules again")
+	fl.StringVar(&o.ColSep, "colsep", "", "split each item into columns {1} {2} ... at every match of `REGEX`")
+	fl.Var(setDurationValue{&o.Margin, &o.MarginSet}, "margin",
+		"widen every rule's window by `DURATION`, fixed, so that a server counting arrivals\nstill sees the rules kept despite start-up and network jitter\n(default: adapts to the jitter pace measures, at least "+margin.String()+")")
+	fl.Var(durationValue{&o.Timeout}, "timeout", "kill a job's process group after `DURATION` (0: no timeout)")
+	fl.Var(intValue{&o.Retries}, "retries", "run a failed job up to `N` more times; each attempt is admitted by the rules again")
 	fl.BoolVarP(&o.KeepOrder, "keep-order", "k", false, "print output in input order, not completion order")
 	fl.BoolVar(&o.Tag, "tag", false, "prefix each output line with the item and a tab")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run; run nothing, consume no quota")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
-	fl.Var(enumValue{&o.Progress, []string{progressAuto, progressAlways, progressNever}}, "progress",
-		"progress bar on stderr; auto: only when stderr is a terminal")
+	fl.Var(enumValue{&o.Progress, []string{progressAuto, progressAlways, progressLines, progressNever}}, "progress",
+		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal, status lines otherwise")
+	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "time between status lines (--progress lines), at least 1s")
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
-	fl.DurationVar(&o.Grace, "grace", defaultGrace, "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
+	fl.StringVar(&o.SummaryFile, "summary-file", "", "also write the summary as JSON to `FILE` (see docs/summary.md)")
+	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
+	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's (default never)")
+	fl.Lookup("margin").DefValue = margin.String()
+	fl.Lookup("grace").DefValue = defaultGrace.String()
+	fl.Lookup("progress-interval").DefValue = defaultProgressInterval.String()
 	addJobLogFlags(cmd, &o.JobLogOptions)
 	addRedisFlags(cmd, &o.Redis)
 
 	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
-		[]string{progressAuto, progressAlways, progressNever}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{progressAuto, progressAlways, progressLines, progressNever}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("summary", cobra.FixedCompletions(
 		[]string{summaryText, summaryJSON, summaryNone}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
@@ -100,6 +141,8 @@ func (o *CommonOptions) check() error {
 	switch {
 	case o.Jobs < 0:
 		return flagErrorf("invalid argument %d for \"-j, --jobs\": want at least 1, or 0 for the number of CPUs", o.Jobs)
+	case o.Jobs > maxJobs:
+		return flagErrorf("invalid argument %d for \"-j, --jobs\": want at most %d", o.Jobs, maxJobs)
 	case o.Retries < 0:
 		return flagErrorf("invalid argument %d for \"--retries\": want at least 0", o.Retries)
 	case o.Timeout < 0:
@@ -108,15 +151,34 @@ func (o *CommonOptions) check() error {
 		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", o.Margin)
 	case o.Grace < 0:
 		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", o.Grace)
+	case o.ProgressInterval < minProgressInterval:
+		return flagErrorf("invalid argument %v for \"--progress-interval\": want at least %v", o.ProgressInterval, minProgressInterval)
+	}
+	if o.Cost != nil && len(o.CostRules) == 0 {
+		return flagErrorf("--cost gives items a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
 	}
 	if err := o.JobLogOptions.check(); err != nil {
 		return err
 	}
-	if err := o.Redis.check(len(o.Rules) > 0); err != nil {
+	if err := o.Redis.check(len(o.allRules()) > 0); err != nil {
 		return err
 	}
 	if o.Jobs == 0 {
 		o.Jobs = runtime.NumCPU()
 	}
 	return nil
+}
+
+// readOptions returns how items are read: separated by newlines or NULs,
+// split into columns with --colsep.
+func (o *CommonOptions) readOptions() (items.ReadOptions, error) {
+	ro := items.ReadOptions{NUL: o.Null}
+	if o.ColSep != "" {
+		re, err := compileColSep(o.ColSep)
+		if err != nil {
+			return ro, err
+		}
+		ro.ColSep = re
+	}
+	return ro, nil
 }

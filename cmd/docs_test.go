@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/pace-cli/pace/throttle"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/cli and the expectations in testdata/script")
@@ -19,7 +17,7 @@ const docsDir = "../docs/cli"
 // `go test ./cmd -run TestDocsCurrent -update` to regenerate it.
 func TestDocsCurrent(t *testing.T) {
 	ios, _, _, _ := Test()
-	root := NewCmdRoot(&Factory{IOStreams: ios, Clock: throttle.SystemClock()})
+	root := NewCmdRoot(&Factory{IOStreams: ios})
 	tmp := t.TempDir()
 	names, err := GenMarkdownTree(root, tmp)
 	if err != nil {

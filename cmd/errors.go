@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // FlagError is a usage error: a bad flag, flag value or argument. Main
@@ -35,3 +36,11 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 
 // Is makes errors.Is(err, errSilent) true: nothing more is to be printed.
 func (e *ExitError) Is(target error) bool { return target == errSilent }
+
+// libraryPrefixes are the package names that pace's libraries put at the
+// start of their messages, as Go libraries do; users need none of them.
+var libraryPrefixes = strings.NewReplacer("throttle: ", "", "redisrate: ", "", "localstore: ", "", "runner: ", "", "fetch: ", "")
+
+// userMessage returns err's message for a user: without the libraries'
+// package prefixes.
+func userMessage(err error) string { return libraryPrefixes.Replace(err.Error()) }

@@ -2,20 +2,21 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/fetch"
+	"github.com/pace-cli/pace/throttle"
 )
 
 // defaultFetchRetries is --retries for pace fetch: a 429 or 503 is
@@ -44,6 +45,19 @@ type FetchOptions struct {
 	OutputName string
 	// IgnoreServerLimits ignores RateLimit-* and X-RateLimit-* headers.
 	IgnoreServerLimits bool
+	// MaxBody fails an item whose body grows past it.
+	MaxBody int64
+	// MaxServerPause is the longest pause a server may ask for; past it
+	// the item fails.
+	MaxServerPause time.Duration
+	// RedactParams are more query parameter names whose values are
+	// credentials.
+	RedactParams []string
+	// RulesFromServer keeps the rules the server publishes
+	// (RateLimit-Policy and the like) as rules of the run, with -r.
+	RulesFromServer bool
+	// CostFrom reads each call's true cost from its response.
+	CostFrom fetch.CostSource
 }
 
 const fetchLong = `Fetch one URL per input item over HTTP, in process, at most -j at a time,
@@ -91,8 +105,9 @@ The server has the last word:
   summary shows the pauses and what bound the run: a rule, -j, or the
   server.
 
-Credentials never appear in output, logs, summaries or errors: URL user
-names and passwords, secret query parameters (api_key, token, sig, ...)
+Credentials never appear in output, logs, summaries or errors: URL
+passwords (and the user name when it stands alone, as a token does in
+https://TOKEN@host), secret query parameters (api_key, token, sig, ...)
 and the values of Authorization, Cookie, *-Key, *-Token and *-Secret
 headers are shown as REDACTED.
 
@@ -130,7 +145,7 @@ func NewCmdFetch(f *Factory, runF func(*FetchOptions) error) *cobra.Command {
 			}
 			opts.HasData = cmd.Flags().Changed("data")
 			if cmd.Flags().Changed("output-name") && opts.OutputDir == "" {
-				return flagErrorf("--output-name needs --output-dir")
+				return flagErrorf("--output-name needs -o DIR/")
 			}
 			if runF != nil {
 				return runF(opts)
@@ -158,18 +173,30 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	if d := fl.Lookup("dry-run"); d != nil {
 		d.Usage = "print each request that would be sent; send nothing, consume no quota"
 	}
+	opts.MaxBody, opts.MaxServerPause = fetch.DefaultMaxBody, fetch.DefaultMaxServerPause
 	fl.StringVarP(&opts.Method, "method", "X", "", "request `METHOD` (default GET, or POST with -d)")
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "add header `'NAME: VALUE'`; repeatable, placeholders allowed")
 	fl.StringVarP(&opts.Data, "data", "d", "", "send `STRING` as the body, or @FILE's content; placeholders allowed")
 	fl.BoolVar(&opts.Insecure, "insecure", false, "do not verify servers' TLS certificates")
-	fl.StringVarP(&opts.OutputDir, "output-dir", "o", "", "write each body to its own file in `DIR`, not to stdout")
-	fl.StringVar(&opts.OutputName, "output-name", "{#}", "file name `TEMPLATE` in --output-dir")
+	fl.StringVarP(&opts.OutputDir, "output", "o", "", "write each body to its own file in `DIR/`, not to stdout;\na path without a trailing slash that is not a directory is one file, for one item")
+	fl.StringVar(&opts.OutputDir, "output-dir", "", "the same as -o DIR/")
+	fl.MarkHidden("output-dir")
+	fl.StringVar(&opts.OutputName, "output-name", "{#}", "file name `TEMPLATE` in -o DIR/")
 	fl.BoolVar(&opts.IgnoreServerLimits, "ignore-server-limits", false,
-		"ignore RateLimit and X-RateLimit headers (Retry-After is always honoured)")
+		"ignore RateLimit and X-RateLimit headers, and learn nothing from 429s\n(Retry-After is always honoured)")
+	fl.Var(costFromValue{&opts.CostFrom}, "cost-from-response",
+		"read each call's true cost from its response: `header:NAME` or json:PATH (such as\njson:usage.total_tokens); the cost the rules counted is corrected at its admission")
+	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false,
+		"keep the rules the server publishes (RateLimit-Policy, RateLimit-Limit with w=) as rules of the run, with -r")
+	fl.Var(sizeValue{&opts.MaxBody}, "max-body", "fail an item whose body is larger than `SIZE` (such as 64M or 2G)")
+	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "fail an item whose 429 or rate-limit headers ask to pause longer than `DURATION`")
+	fl.StringArrayVar(&opts.RedactParams, "redact-param", nil, "hide the value of query parameter `NAME` wherever a URL is shown (repeatable)")
+	fl.Lookup("max-body").DefValue = formatSize(fetch.DefaultMaxBody)
+	fl.Lookup("max-server-pause").DefValue = fetch.DefaultMaxServerPause.String()
 	cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(
 		[]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("header", cobra.NoFileCompletions)
-	cmd.RegisterFlagCompletionFunc("output-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})
 }
@@ -180,6 +207,16 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	switch {
+	case opts.MaxBody <= 0:
+		return flagErrorf("invalid argument for \"--max-body\": want more than 0, such as 64M")
+	case opts.CostFrom.Kind != "" && len(o.CostRules) == 0:
+		return flagErrorf("--cost-from-response corrects costs, but no --cost-rate limits them: add one, such as --cost-rate 90000/min")
+	case opts.RulesFromServer && opts.IgnoreServerLimits:
+		return flagErrorf("--rules-from-server and --ignore-server-limits contradict each other: use one")
+	case opts.MaxServerPause <= 0:
+		return flagErrorf("invalid argument %v for \"--max-server-pause\": want more than 0, such as 5m", opts.MaxServerPause)
+	}
 	ios := opts.IO
 	if opts.HasData && !opts.Common.DryRun {
 		if name, ok := strings.CutPrefix(opts.Data, "@"); ok && !strings.Contains(name, "{") {
@@ -188,228 +225,178 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 			}
 		}
 	}
-	if opts.OutputDir != "" && !o.DryRun {
-		if err := os.MkdirAll(opts.OutputDir, 0o777); err != nil {
+	outDir, outFile, err := opts.outputTarget()
+	if err != nil {
+		return err
+	}
+	if outDir != "" && !o.DryRun {
+		if err := os.MkdirAll(outDir, 0o777); err != nil {
 			return reportf(ios, ExitUsage, "output directory: %v", err)
 		}
 	}
-
-	pauser := &lazyPauser{}
-	ex, err := runner.NewFetchExecutor(runner.FetchOptions{
-		Client:             runner.NewHTTPClient(runner.HTTPClientOptions{Conns: o.Jobs, Insecure: opts.Insecure}),
+	red := redact.New(opts.RedactParams...)
+	errOut := ios.ErrOut
+	ex, err := fetch.New(fetch.Options{
+		Client:             fetch.NewClient(fetch.ClientOptions{Conns: o.Jobs, Insecure: opts.Insecure}),
 		URL:                opts.URL,
 		Method:             opts.Method,
 		Headers:            opts.Headers,
 		Data:               opts.Data,
 		HasData:            opts.HasData,
-		UserAgent:          "pace/" + version,
+		UserAgent:          "pace/" + fullVersion(),
 		Timeout:            o.Timeout,
-		OutputDir:          opts.OutputDir,
+		OutputDir:          outDir,
 		OutputName:         opts.OutputName,
-		Pauser:             pauser,
+		OutputFile:         outFile,
+		MaxBody:            opts.MaxBody,
+		MaxServerPause:     opts.MaxServerPause,
 		IgnoreServerLimits: opts.IgnoreServerLimits,
-		Clock:              opts.Factory.Clock,
+		Redactor:           red,
+		CostFrom:           opts.CostFrom,
+		OnPause: func(d time.Duration, reason string) {
+			if d >= longPause {
+				fmt.Fprintf(errOut, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
+					roundDuration(d), reason, time.Now().Add(d).Format("15:04:05"))
+			}
+		},
 	})
 	if err != nil {
 		return flagErrorf("%v", err)
 	}
 
-	readOpts := runner.ReadOptions{NUL: o.Null}
+	readOpts, err := o.readOptions()
+	if err != nil {
+		return err
+	}
 	if opts.URL == "" {
 		readOpts.Skip = isCommentOrBlank
 	}
-	in, err := openInput(o.Input, ios.In)
+	in, err := opts.openInput(ios.In, outFile != "", readOpts)
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
 	defer in.close()
+	var executor runner.Executor = ex
+	if o.Cost != nil {
+		executor = costing{Executor: ex, expr: o.Cost, body: ex.BodyLen, rules: o.allRules()}
+	}
 	if o.DryRun {
-		return dryRun(ctx, ios, o, ex, fetchJobLogCommand, in, readOpts)
+		return dryRun(ctx, opts.Factory, o, executor, fetchJobLogCommand, in, readOpts)
 	}
-
-	// The session makes the limiter as it always does; this hook hands it
-	// to the executor too, which pauses it when the server says so.
-	var lim Limiter
-	f := *opts.Factory
-	f.NewLimiter = func(co *CommonOptions) (Limiter, error) {
-		l, err := (&session{f: opts.Factory, opts: co}).limiter()
-		if err != nil {
-			return nil, err
-		}
-		lim = l
-		if p, ok := l.(runner.Pauser); ok {
-			pauser.p.Store(&p)
-		} else {
-			fmt.Fprintln(ios.ErrOut, "pace: warning: this limiter cannot pause: 429s and rate-limit headers will not hold back other requests")
-		}
-		return l, nil
-	}
-	counter := &fetchCounter{Executor: ex, codes: map[int]int64{}}
 	s := &session{
-		f:           &f,
+		f:           opts.Factory,
 		opts:        o,
-		executor:    counter,
+		executor:    executor,
+		useBackend:  func(b throttle.Backend) { ex.SetPauser(b) },
 		input:       in,
 		readOpts:    readOpts,
-		printResult: printFetchResult(o.Tag, o.Verbose, ex.ShowItem),
+		print:       printFetchResult(o.Tag, o.Verbose, ex.ShowItem),
 		logCommand:  fetchJobLogCommand,
-		extendSummary: func(sum *Summary) {
-			if lim != nil {
-				counter.summarize(sum, lim)
-			}
-		},
+		show:        ex.ShowItem,
+		filesPerJob: 4, // a connection, an output file, two spill files
+		learn:       !opts.IgnoreServerLimits,
+		adopt:       opts.RulesFromServer,
 	}
 	return s.run(ctx)
 }
 
-// lazyPauser passes pauses on to the limiter once the session has made
-// it; before that (and for limiters that cannot pause) it drops them.
-type lazyPauser struct {
-	p atomic.Pointer[runner.Pauser]
+// longPause is the shortest server pause that pace announces.
+const longPause = 3 * time.Second
+
+// outputTarget tells -o DIR/ (one file per item in DIR) from -o FILE (one
+// file for the one item): a path that ends in a slash or is a directory
+// is a directory.
+func (opts *FetchOptions) outputTarget() (dir, file string, err error) {
+	o := opts.OutputDir
+	if o == "" {
+		return "", "", nil
+	}
+	if strings.HasSuffix(o, "/") || strings.HasSuffix(o, string(os.PathSeparator)) {
+		return o, "", nil
+	}
+	if fi, err := os.Stat(o); err == nil && fi.IsDir() {
+		return o, "", nil
+	}
+	if opts.OutputName != "{#}" {
+		return o, "", nil // --output-name says it is a directory
+	}
+	return "", o, nil
 }
 
-// PauseUntil pauses the limiter, if there is one yet.
-func (l *lazyPauser) PauseUntil(t time.Time, reason string) {
-	if p := l.p.Load(); p != nil {
-		(*p).PauseUntil(t, reason)
+// openInput opens the items of a fetch. With -o FILE there must be one
+// item: a URL given without placeholders is that item (stdin is not
+// read); otherwise the input may hold one item only, which is checked
+// before anything is sent.
+func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.ReadOptions) (*input, error) {
+	if oneFile && opts.URL != "" && !strings.Contains(opts.URL, "{") {
+		return &input{r: strings.NewReader("{}\n"), name: "the URL", close: func() error { return nil }}, nil
 	}
+	in, err := openInput(opts.Common.Input, stdin)
+	if err != nil || !oneFile {
+		return in, err
+	}
+	var first []string
+	errMore := errors.New("more than one item")
+	err = items.Scan(in.r, ro, func(it runner.Item) error {
+		if len(first) == 1 {
+			return errMore
+		}
+		first = append(first, it.Text)
+		return nil
+	})
+	in.close()
+	switch {
+	case errors.Is(err, errMore):
+		return nil, fmt.Errorf("-o %s names one file, but %s holds more than one item: "+
+			"give a directory (-o %s/) for one file per item, named by --output-name", opts.OutputDir, in.name, opts.OutputDir)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", in.name, err)
+	}
+	text := strings.Join(first, "")
+	if ro.NUL {
+		text += "\x00"
+	} else {
+		text += "\n"
+	}
+	return &input{r: strings.NewReader(text), name: in.name, close: func() error { return nil }}, nil
 }
 
 // printFetchResult returns the printer of a fetch result: the body on
 // stdout (tagged with the item as show returns it, with --tag) and, with
 // verbose, the start of a failed response's body on stderr.
-func printFetchResult(tag, verbose bool, show func(item string) string) func(out, errOut io.Writer, r *runner.Result) {
+func printFetchResult(tag, verbose bool, show func(item string) string) func(out, errOut io.Writer, r *runner.Result) error {
 	print := printOutput(tag)
-	return func(out, errOut io.Writer, r *runner.Result) {
+	return func(out, errOut io.Writer, r *runner.Result) error {
 		c := *r
 		c.Job.Item = show(r.Job.Item)
 		if !verbose {
 			c.Stderr = nil
 		}
-		print(out, errOut, &c)
+		err := print(out, errOut, &c)
 		if b := c.Stderr.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' {
 			io.WriteString(errOut, "\n") // an error body is shown as whole lines
 		}
+		return err
 	}
 }
 
-// fetchCounter counts the responses of every attempt, for the summary.
-// It is safe for concurrent use.
-type fetchCounter struct {
-	runner.Executor
-	mu         sync.Mutex
-	codes      map[int]int64
-	noResponse int64
-	bytes      int64
+// costFromValue is the pflag.Value of --cost-from-response.
+type costFromValue struct{ c *fetch.CostSource }
+
+func (v costFromValue) String() string {
+	if v.c == nil || v.c.Kind == "" {
+		return ""
+	}
+	return v.c.Kind + ":" + v.c.Name
 }
 
-// Execute runs the attempt and counts its response.
-func (c *fetchCounter) Execute(ctx context.Context, job *runner.Job) *runner.Result {
-	r := c.Executor.Execute(ctx, job)
-	if h := r.HTTP; h != nil {
-		c.mu.Lock()
-		if h.StatusCode == 0 {
-			c.noResponse++
-		} else {
-			c.codes[h.StatusCode]++
-		}
-		c.bytes += h.Bytes
-		c.mu.Unlock()
+func (v costFromValue) Set(s string) error {
+	c, err := fetch.ParseCostSource(s)
+	if err != nil {
+		return err
 	}
-	return r
+	*v.c = c
+	return nil
 }
 
-// summarize adds the HTTP counts and the server's pauses to sum, and
-// names the server as the binding constraint if its pauses held the run
-// back longer than any rule.
-func (c *fetchCounter) summarize(sum *Summary, lim Limiter) {
-	c.mu.Lock()
-	h := &HTTPSummary{Status: map[string]int64{}, NoResponse: c.noResponse, Bytes: c.bytes}
-	for code, n := range c.codes {
-		h.Status[strconv.Itoa(code)] = n
-	}
-	c.mu.Unlock()
-	st := lim.Stats()
-	h.Pauses, h.PausedFor, h.PauseReason = st.Pauses, st.PausedFor, st.PauseReason
-	sum.HTTP = h
-	if st.PausedFor > 0 {
-		longest := time.Duration(0)
-		for _, r := range sum.Rules {
-			longest = max(longest, r.Waited)
-		}
-		if st.PausedFor >= longest {
-			sum.Binding = "server"
-		}
-	}
-}
-
-// HTTPSummary is pace fetch's part of a Summary: responses by status over
-// every attempt, and the pauses the server asked for.
-type HTTPSummary struct {
-	// Status counts responses by status code ("200", "429", ...).
-	Status map[string]int64 `json:"status"`
-	// NoResponse counts attempts that got no response: network errors,
-	// timeouts, interrupts.
-	NoResponse int64 `json:"no_response"`
-	// Bytes is the body bytes kept (stdout or files).
-	Bytes int64 `json:"bytes"`
-	// Pauses counts the times the server stopped admissions (429/503,
-	// rate-limit headers); PausedFor is how long admissions waited on
-	// them; PauseReason is the latest reason.
-	Pauses      int64         `json:"server_pauses"`
-	PausedFor   time.Duration `json:"-"`
-	PausedSecs  float64       `json:"paused_seconds"`
-	PauseReason string        `json:"pause_reason,omitempty"`
-}
-
-// writeText writes the HTTP lines of the text summary; binding is the
-// summary's binding constraint.
-func (h *HTTPSummary) writeText(tw *tabwriter.Writer, binding string) {
-	codes := make([]string, 0, len(h.Status))
-	for c := range h.Status {
-		codes = append(codes, c)
-	}
-	slices.Sort(codes)
-	var parts []string
-	for _, c := range codes {
-		parts = append(parts, fmt.Sprintf("%s ×%d", c, h.Status[c]))
-	}
-	if h.NoResponse > 0 {
-		parts = append(parts, fmt.Sprintf("no response ×%d", h.NoResponse))
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "none")
-	}
-	// Only the first column is aligned with the lines above: the rest is
-	// one last cell, so that it does not widen their columns.
-	fmt.Fprintf(tw, "  responses\t%s; %s kept\n", strings.Join(parts, ", "), formatBytes(h.Bytes))
-	if h.Pauses > 0 || binding == "server" {
-		mark := ""
-		if binding == "server" {
-			mark = "  binding"
-		}
-		fmt.Fprintf(tw, "  server\tpaused admissions %d× for %s (last: %s)%s\n", h.Pauses, roundDuration(h.PausedFor),
-			strings.TrimPrefix(h.PauseReason, "server: "), mark)
-	}
-}
-
-// jsonForm returns h ready for encoding.
-func (h *HTTPSummary) jsonForm() *HTTPSummary {
-	c := *h
-	c.PausedSecs = h.PausedFor.Seconds()
-	return &c
-}
-
-// formatBytes writes n with a binary unit.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func (costFromValue) Type() string { return "SOURCE" }

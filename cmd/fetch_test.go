@@ -1,10 +1,8 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rogpeppe/go-internal/testscript"
-
+	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/strictserver"
-	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/runner/fetch"
 )
 
 // parseFetch returns the options pace fetch's flags make of args.
@@ -33,22 +30,27 @@ func TestFetchFlagsToOptions(t *testing.T) {
 	o, err := parseFetch(t, "-r", "5/s,12/3s", "-j", "4", "-a", "urls", "--margin", "5ms", "--timeout", "2s",
 		"--retries", "1", "-k", "-X", "PUT", "-H", "Authorization: Bearer x, y", "-H", "X-Seq: {#}",
 		"-d", "@{}", "--insecure", "-o", "out", "--output-name", "{/}.json", "--ignore-server-limits",
+		"--max-body", "64M", "--max-server-pause", "2m", "--redact-param", "session", "--redact-param", "sig2",
 		"https://api.example.com/items/{}")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.Common
-	if c.Jobs != 4 || c.Input != "urls" || c.Margin != 5*time.Millisecond || c.Timeout != 2*time.Second ||
+	if c.Jobs != 4 || c.Input != "urls" || c.Margin != 5*time.Millisecond || !c.MarginSet || c.Timeout != 2*time.Second ||
 		c.Retries != 1 || !c.KeepOrder || len(c.Rules) != 2 {
-		t.Errorf("common options = %+v", c)
+		t.Errorf("common options = %s", optionsString(c))
 	}
 	// A comma inside a header value stays in it (-H is not a list).
 	if want := []string{"Authorization: Bearer x, y", "X-Seq: {#}"}; !slices.Equal(o.Headers, want) {
 		t.Errorf("Headers = %q, want %q", o.Headers, want)
 	}
 	if o.URL != "https://api.example.com/items/{}" || o.Method != "PUT" || o.Data != "@{}" || !o.HasData ||
-		!o.Insecure || o.OutputDir != "out" || o.OutputName != "{/}.json" || !o.IgnoreServerLimits {
+		!o.Insecure || o.OutputDir != "out" || o.OutputName != "{/}.json" || !o.IgnoreServerLimits ||
+		o.MaxBody != 64<<20 || o.MaxServerPause != 2*time.Minute || !slices.Equal(o.RedactParams, []string{"session", "sig2"}) {
 		t.Errorf("fetch options = %+v", o)
+	}
+	if o, err := parseFetch(t, "--rules-from-server", "--output-dir", "d", "http://x/{}"); err != nil || !o.RulesFromServer || o.OutputDir != "d" {
+		t.Errorf("--rules-from-server --output-dir d: %+v, %v", o, err)
 	}
 }
 
@@ -57,8 +59,10 @@ func TestFetchDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Common.Retries != defaultFetchRetries || o.Method != "" || o.HasData || o.URL != "" ||
-		o.OutputName != "{#}" || o.Insecure || o.IgnoreServerLimits || o.Common.Input != "-" {
+	if o.Common.Retries != defaultFetchRetries || o.Common.Margin != defaultFetchMargin || o.Common.MarginSet ||
+		o.Method != "" || o.HasData || o.URL != "" || o.OutputName != "{#}" || o.OutputDir != "" || o.Insecure ||
+		o.IgnoreServerLimits || o.RulesFromServer || o.Common.Input != "-" ||
+		o.MaxBody != fetch.DefaultMaxBody || o.MaxServerPause != fetch.DefaultMaxServerPause || o.RedactParams != nil {
 		t.Errorf("defaults = %+v", o)
 	}
 	// -d '' is data (an empty body), not its absence.
@@ -67,58 +71,131 @@ func TestFetchDefaults(t *testing.T) {
 	}
 }
 
-func TestFetchFlagErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"--output-name", "{}"},          // without -o
-		{"https://a/{}", "https://b/{}"}, // two templates
-		{"--retries", "-1"},
+func TestFetchUsageErrors(t *testing.T) {
+	one := filepath.Join(t.TempDir(), "one")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-H", "no colon", "http://127.0.0.1:1/{}"}, `pace: bad header "no colon": want "Name: value"` + "\nRun 'pace fetch --help' for usage.\n"},
+		{[]string{"-X", "BAD METHOD", "http://127.0.0.1:1/{}"}, `pace: bad method "BAD METHOD": want a word such as GET, POST or PUT` + "\n"},
+		{[]string{"http://127.0.0.1:1/"}, `pace: URL template "http://127.0.0.1:1/" has no placeholder such as {}: every item would fetch the same thing (give no template to read one URL per item)` + "\n"},
+		{[]string{"ftp://x/{}"}, `pace: URL template "ftp://x/{}": scheme "ftp": want http or https` + "\n"},
+		{[]string{"-d", "@/nonexistent/pace", "http://127.0.0.1:1/{}"}, "pace: data file: stat /nonexistent/pace: no such file or directory\n"},
+		{[]string{"-a", "/nonexistent/pace", "http://127.0.0.1:1/{}"}, "pace: open input: open /nonexistent/pace: no such file or directory\n"},
+		{[]string{"-o", "/dev/null/x/", "http://127.0.0.1:1/{}"}, "pace: output directory: mkdir /dev/null: not a directory\n"},
+		{[]string{"--rules-from-server", "--ignore-server-limits", "http://127.0.0.1:1/{}"},
+			"pace: --rules-from-server and --ignore-server-limits contradict each other: use one\n"},
+		{[]string{"-o", one, "http://127.0.0.1:1/{}"}, "pace: -o " + one + " names one file, but stdin holds more than one item: give a directory (-o " + one + "/) for one file per item, named by --output-name\n"},
 	} {
-		o, err := parseFetch(t, args...)
-		if err == nil && o != nil {
-			err = o.Common.check()
-		}
-		var fe *FlagError
-		if !errors.As(err, &fe) && !strings.Contains(fmt.Sprint(err), "accepts at most 1 arg") {
-			t.Errorf("pace fetch %q = %v, want a usage error", args, err)
+		code, stdout, stderr := execPace(t, "1\n2\n", append([]string{"fetch"}, tt.args...)...)
+		if code != ExitUsage || stdout != "" || !strings.HasPrefix(stderr, tt.want) {
+			t.Errorf("pace fetch %q = exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.args, code, stdout, stderr, tt.want)
 		}
 	}
 }
 
-// fetchFactory returns a factory with test streams and the real clock
-// (the requests are real).
-func fetchFactory(stdin string) (*Factory, *strings.Builder, *strings.Builder) {
-	ios, in, _, _ := Test()
-	in.WriteString(stdin)
-	out, errOut := &strings.Builder{}, &strings.Builder{}
-	ios.Out, ios.ErrOut = &lockedWriter{w: out}, &lockedWriter{w: errOut}
-	return &Factory{IOStreams: ios, Clock: throttle.SystemClock()}, out, errOut
+func TestFetchOutputTarget(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		output, name string
+		dir, file    string
+	}{
+		{"", "{#}", "", ""},
+		{"out/", "{#}", "out/", ""},
+		{dir, "{#}", dir, ""}, // an existing directory
+		{filepath.Join(dir, "page.html"), "{#}", "", filepath.Join(dir, "page.html")},
+		{"out", "{/}.html", "out", ""}, // --output-name says it is a directory
+	} {
+		opts := &FetchOptions{OutputDir: tt.output, OutputName: tt.name}
+		d, f, err := opts.outputTarget()
+		if err != nil || d != tt.dir || f != tt.file {
+			t.Errorf("-o %q --output-name %q: outputTarget = %q, %q, %v; want dir %q, file %q", tt.output, tt.name, d, f, err, tt.dir, tt.file)
+		}
+	}
 }
 
-func fetchOpts(f *Factory, url string) *FetchOptions {
-	return &FetchOptions{IO: f.IOStreams, Factory: f, URL: url, OutputName: "{#}",
-		Common: CommonOptions{Jobs: 4, Retries: 0, Progress: progressNever, Summary: summaryText, Grace: time.Second}}
+// unreadable is a stdin that fails the test if read.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("stdin was read")
+	return 0, io.EOF
+}
+
+func TestFetchOneFileInput(t *testing.T) {
+	// -o FILE with a URL without placeholders: that URL is the one item,
+	// and stdin is not read.
+	opts := &FetchOptions{URL: "http://h/page", OutputDir: "page.html", Common: CommonOptions{Input: "-"}}
+	in, err := opts.openInput(unreadable{t}, true, items.ReadOptions{})
+	if err != nil || readAll(t, in.r) != "{}\n" || in.name != "the URL" {
+		t.Errorf("openInput(one file, a URL) = %+v, %v; want the URL as the one item", in, err)
+	}
+	// A template: the input must hold one item, checked before anything
+	// is sent.
+	opts.URL = "http://h/{}"
+	for _, tt := range []struct {
+		stdin string
+		null  bool
+		want  string
+		err   string
+	}{
+		{stdin: "a\n", want: "a\n"},
+		{stdin: "\na\n\n", want: "a\n"},
+		{stdin: "a\x00", null: true, want: "a\x00"},
+		{stdin: "a\nb\n", err: "-o page.html names one file, but stdin holds more than one item: give a directory (-o page.html/) for one file per item, named by --output-name"},
+	} {
+		in, err := opts.openInput(strings.NewReader(tt.stdin), true, items.ReadOptions{NUL: tt.null})
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("openInput(%q) = %v, want %q", tt.stdin, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("openInput(%q) = %v", tt.stdin, err)
+		default:
+			if b, _ := io.ReadAll(in.r); string(b) != tt.want {
+				t.Errorf("openInput(%q) items %q, want %q", tt.stdin, b, tt.want)
+			}
+		}
+	}
+}
+
+// itemServer answers /items/N with "item N (User-Agent)", later items
+// first, and /missing with 404, echoing the Authorization header.
+func itemServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/missing") {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, "no such thing; you sent %s", r.Header.Get("Authorization"))
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/big/") {
+			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/big/"))
+			w.Write([]byte(strings.Repeat("x", n)))
+			return
+		}
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/items/"))
+		time.Sleep(time.Duration(5-n) * 5 * time.Millisecond)
+		fmt.Fprintf(w, "item %d (%s)\n", n, r.Header.Get("User-Agent"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func TestFetchOutputInOrderAndSummary(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/items/"))
-		time.Sleep(time.Duration(5-n) * 5 * time.Millisecond) // later items answer first
-		fmt.Fprintf(w, "item %d (%s)\n", n, r.Header.Get("User-Agent"))
-	}))
-	defer srv.Close()
-	f, out, errOut := fetchFactory("1\n2\n3\n4\n")
-	opts := fetchOpts(f, srv.URL+"/items/{}")
-	opts.Common.KeepOrder = true
-	if err := runFetch(context.Background(), opts); err != nil {
-		t.Fatalf("runFetch = %v\n%s", err, errOut)
+	t.Parallel()
+	srv := itemServer(t)
+	code, stdout, stderr := execPace(t, "1\n2\n3\n4\n", "fetch", "-j", "4", "-k", "--progress", "never", srv.URL+"/items/{}")
+	if code != ExitOK {
+		t.Fatalf("pace fetch = exit %d\n%s", code, stderr)
 	}
-	ua := "pace/" + version
-	want := fmt.Sprintf("item 1 (%s)\nitem 2 (%s)\nitem 3 (%s)\nitem 4 (%s)\n", ua, ua, ua, ua)
-	if out.String() != want {
-		t.Errorf("stdout = %q, want %q", out, want)
+	ua := "pace/" + fullVersion()
+	if want := fmt.Sprintf("item 1 (%s)\nitem 2 (%s)\nitem 3 (%s)\nitem 4 (%s)\n", ua, ua, ua, ua); stdout != want {
+		t.Errorf("stdout = %q, want %q", stdout, want)
 	}
-	if !strings.Contains(errOut.String(), "pace: 4 ok, 0 failed") || !strings.Contains(errOut.String(), "responses  200 ×4") {
-		t.Errorf("stderr = %q, want a summary with 4 ok and 200 ×4", errOut)
+	if !strings.HasPrefix(stderr, "pace: 4 ok, 0 failed") || !strings.Contains(stderr, fmt.Sprintf("\n  responses  200 ×4; %d B kept\n", len(stdout))) {
+		t.Errorf("stderr = %q, want a summary with 4 ok and 200 ×4", stderr)
 	}
 }
 
@@ -126,58 +203,48 @@ func TestFetchOutputInOrderAndSummary(t *testing.T) {
 // fails its item, the exit code is 1, the JSON summary counts statuses,
 // and no credential shows anywhere, even with -v and --tag.
 func TestFetchFailuresRedactedAndCounted(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/missing") {
-			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprintf(w, "no such thing; you sent %s\n", r.Header.Get("Authorization"))
-			return
-		}
-		io.WriteString(w, "fine\n")
-	}))
-	defer srv.Close()
+	t.Parallel()
+	srv := itemServer(t)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	items := strings.Join([]string{
-		"http://ann:pw-secret-1@" + host + "/ok?api_key=key-secret-2",
+	input := strings.Join([]string{
+		"http://ann:pw-secret-1@" + host + "/items/1?api_key=key-secret-2&session=sess-secret-5",
 		"http://ann:pw-secret-1@" + host + "/missing",
 		"ann:pw-secret-1@" + host + "/no-scheme",
 		"ftp://ann:pw-secret-1@" + host + "/x",
 	}, "\n")
-	f, out, errOut := fetchFactory(items)
-	opts := fetchOpts(f, "")
-	opts.Common.Verbose, opts.Common.Tag, opts.Common.Summary = true, true, summaryJSON
-	opts.Headers = []string{"Authorization: Bearer tok-secret-3", "X-Api-Key: key-secret-4"}
-	err := runFetch(context.Background(), opts)
-	if exitCode(err) != ExitFailed {
-		t.Fatalf("runFetch = %v, want exit %d\n%s", err, ExitFailed, errOut)
+	code, stdout, stderr := execPace(t, input, "fetch", "-j", "1", "-k", "-v", "--tag", "--summary", "json", "--progress", "never",
+		"--redact-param", "session", "-H", "Authorization: Bearer tok-secret-3", "-H", "X-Api-Key: key-secret-4")
+	if code != ExitFailed {
+		t.Fatalf("pace fetch = exit %d, want %d\n%s", code, ExitFailed, stderr)
 	}
-	all := out.String() + errOut.String()
-	for _, secret := range []string{"pw-secret-1", "key-secret-2", "tok-secret-3", "key-secret-4", "ann"} {
-		if strings.Contains(all, secret) {
-			t.Errorf("output shows %q:\n%s", secret, all)
+	// A URL's user name may show; its password never does.
+	for _, secret := range []string{"pw-secret-1", "key-secret-2", "tok-secret-3", "key-secret-4", "sess-secret-5"} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("output shows %q:\n%s%s", secret, stdout, stderr)
 		}
 	}
-	if !strings.Contains(out.String(), "http://REDACTED@"+host+"/ok?api_key=REDACTED\tfine\n") {
-		t.Errorf("stdout = %q, want the tagged body with the redacted URL", out)
+	if !strings.HasPrefix(stdout, "http://ann:REDACTED@"+host+"/items/1?api_key=REDACTED&session=REDACTED\titem 1 ") {
+		t.Errorf("stdout = %q, want the body tagged with the redacted URL", stdout)
 	}
 	for _, want := range []string{
-		"pace: job 2: GET http://REDACTED@" + host + "/missing: HTTP 404 Not Found",
-		`pace: job 3: bad URL "REDACTED@` + host + `/no-scheme": no scheme`,
-		`pace: job 4: bad URL "ftp://REDACTED@` + host + `/x": unsupported scheme "ftp"`,
-		"no such thing; you sent REDACTED", // -v shows the error body, redacted
+		"pace: job 2: GET http://ann:REDACTED@" + host + "/missing: HTTP 404 Not Found\n",
+		`pace: job 3: bad URL "ann:REDACTED@` + host + `/no-scheme": no scheme`,
+		`pace: job 4: bad URL "ftp://ann:REDACTED@` + host + `/x": unsupported scheme "ftp"`,
+		// -v shows the error body, redacted, as a whole line.
+		"http://ann:REDACTED@" + host + "/missing\tno such thing; you sent REDACTED\n",
 	} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 	var sum struct {
 		OK, Failed int64
-		HTTP       HTTPSummary
+		HTTP       struct{ Status map[string]int64 }
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+	if err := json.Unmarshal([]byte(lastLine(stderr)), &sum); err != nil {
 		t.Fatalf("last stderr line is not JSON: %v", err)
 	}
-	if sum.OK != 1 || sum.Failed != 3 || sum.HTTP.Status["200"] != 1 || sum.HTTP.Status["404"] != 1 {
+	if sum.OK != 1 || sum.Failed != 3 || sum.HTTP.Status["200"] != 1 || sum.HTTP.Status["404"] != 1 || len(sum.HTTP.Status) != 2 {
 		t.Errorf("summary = %+v, want 1 ok, 3 failed, one 200 and one 404", sum)
 	}
 }
@@ -186,28 +253,26 @@ func TestFetchFailuresRedactedAndCounted(t *testing.T) {
 // admissions for a second, the item is retried, and the summary names
 // the server as what bound the run.
 func TestFetchServerPauseBindsTheRun(t *testing.T) {
+	t.Parallel()
 	ss, err := strictserver.New(strictserver.Options{RefuseFirst: 1, RetryAfter: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(ss)
 	defer srv.Close()
-	f, _, errOut := fetchFactory("1\n2\n3\n")
-	opts := fetchOpts(f, srv.URL+"/{}")
-	opts.Common.Jobs, opts.Common.Retries = 1, 1
-	opts.Common.Rules = []throttle.Rule{{N: 100, Window: time.Second}}
-	opts.Common.Summary = summaryJSON
 	start := time.Now()
-	if err := runFetch(context.Background(), opts); err != nil {
-		t.Fatalf("runFetch = %v\n%s", err, errOut)
+	// --ignore-server-limits: the pause only, no rule learned from it.
+	code, _, stderr := execPace(t, "1\n2\n3\n", "fetch", "-j", "1", "-r", "100/s", "--retries", "1", "--ignore-server-limits",
+		"--summary", "json", "--progress", "never", srv.URL+"/{}")
+	if code != ExitOK {
+		t.Fatalf("pace fetch = exit %d\n%s", code, stderr)
 	}
 	if d := time.Since(start); d < time.Second {
 		t.Errorf("run took %v, want at least the 1s the server asked for", d)
 	}
-	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 	var sum struct {
 		OK      int64
-		Binding string
+		Binding struct{ Kind string }
 		HTTP    struct {
 			Status       map[string]int64
 			ServerPauses int64   `json:"server_pauses"`
@@ -215,173 +280,73 @@ func TestFetchServerPauseBindsTheRun(t *testing.T) {
 			PauseReason  string  `json:"pause_reason"`
 		}
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-		t.Fatalf("last stderr line is not JSON: %v\n%s", err, errOut)
+	if err := json.Unmarshal([]byte(lastLine(stderr)), &sum); err != nil {
+		t.Fatalf("last stderr line is not JSON: %v\n%s", err, stderr)
 	}
-	if sum.OK != 3 || sum.Binding != "server" || sum.HTTP.Status["429"] != 1 || sum.HTTP.ServerPauses != 1 ||
-		sum.HTTP.Paused < 0.5 || !strings.Contains(sum.HTTP.PauseReason, "429 Retry-After: 1") {
+	if sum.OK != 3 || sum.Binding.Kind != "server" || sum.HTTP.Status["429"] != 1 || sum.HTTP.ServerPauses != 1 ||
+		sum.HTTP.Paused < 0.5 || !strings.Contains(sum.HTTP.PauseReason, "429") {
 		t.Errorf("summary = %+v, want 3 ok, one 429, one pause binding the run", sum)
 	}
 }
 
-func TestFetchUsageErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		set  func(*FetchOptions)
-		code int
+func TestFetchLimits(t *testing.T) {
+	t.Parallel()
+	srv := itemServer(t)
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer refuse.Close()
+	for _, tt := range []struct {
+		args []string
 		want string
 	}{
-		{"bad header", func(o *FetchOptions) { o.Headers = []string{"no colon"} }, -1, "bad header"},
-		{"template without placeholder", func(o *FetchOptions) { o.URL = "https://example.com/" }, -1, "no placeholder"},
-		{"missing data file", func(o *FetchOptions) { o.Data, o.HasData = "@/nonexistent/pace", true }, ExitUsage, "data file"},
-		{"unreadable input", func(o *FetchOptions) { o.Common.Input = "/nonexistent/pace" }, ExitUsage, "open input"},
-		{"output dir is a file", func(o *FetchOptions) { o.OutputDir = "/dev/null" }, ExitUsage, "output directory"},
-	}
-	for _, tt := range tests {
-		f, _, errOut := fetchFactory("https://example.com/\n")
-		opts := fetchOpts(f, "")
-		tt.set(opts)
-		err := runFetch(context.Background(), opts)
-		var fe *FlagError
-		switch {
-		case tt.code == -1 && !errors.As(err, &fe):
-			t.Errorf("%s: runFetch = %v, want a usage error", tt.name, err)
-		case tt.code >= 0 && exitCode(err) != tt.code:
-			t.Errorf("%s: runFetch = %v, want exit %d", tt.name, err, tt.code)
+		{[]string{"--max-body", "10", srv.URL + "/big/{}"}, "pace: job 1: GET " + srv.URL + "/big/100: "},
+		{[]string{"--max-server-pause", "2s", refuse.URL + "/{}"}, "pace: job 1: GET " + refuse.URL + "/100: "},
+	} {
+		start := time.Now()
+		code, stdout, stderr := execPace(t, "100\n", append([]string{"fetch", "--summary", "none", "--progress", "never"}, tt.args...)...)
+		if code != ExitFailed || stdout != "" || !strings.HasPrefix(stderr, tt.want) || time.Since(start) > 10*time.Second {
+			t.Errorf("pace fetch %q = exit %d after %v, stdout %q, stderr %q; want exit 1 at once and %q", tt.args, code, time.Since(start), stdout, stderr, tt.want)
 		}
-		if msg := fmt.Sprint(err) + errOut.String(); !strings.Contains(msg, tt.want) {
-			t.Errorf("%s: error %q, want it to mention %q", tt.name, msg, tt.want)
+	}
+}
+
+func TestFetchOutputFiles(t *testing.T) {
+	t.Parallel()
+	srv := itemServer(t)
+	dir := t.TempDir()
+	// -o FILE and a URL: one item, stdin not read.
+	file := filepath.Join(dir, "page.txt")
+	ios, out, errOut := testIO("")
+	ios.In = unreadable{t}
+	if code := Execute(&Factory{IOStreams: ios}, []string{"fetch", "--summary", "none", "--progress", "never", "-o", file, srv.URL + "/big/5"}); code != ExitOK {
+		t.Fatalf("pace fetch -o FILE URL = exit %d\n%s", code, errOut)
+	}
+	if b, err := os.ReadFile(file); string(b) != "xxxxx" || out.String() != "" {
+		t.Errorf("-o FILE: file %q (%v), stdout %q; want the body in the file only", b, err, out)
+	}
+	// -o DIR/: one file per item, named by --output-name.
+	outDir := filepath.Join(dir, "pages") + "/"
+	code, stdout, stderr := execPace(t, "1\n2\n", "fetch", "--summary", "none", "--progress", "never", "-o", outDir, "--output-name", "{#}.txt", srv.URL+"/big/{}")
+	if code != ExitOK || stdout != "" {
+		t.Fatalf("pace fetch -o DIR/ = exit %d, stdout %q\n%s", code, stdout, stderr)
+	}
+	for name, want := range map[string]string{"1.txt": "x", "2.txt": "xx"} {
+		if b, err := os.ReadFile(filepath.Join(outDir, name)); string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", name, b, err, want)
 		}
 	}
 }
 
 func TestFetchDryRun(t *testing.T) {
-	f, out, errOut := fetchFactory("1\n2\n")
-	opts := fetchOpts(f, "https://u:pw-777@api.example.com/items/{}?token=t-888")
-	opts.Common.DryRun = true
-	opts.OutputDir = filepath.Join(t.TempDir(), "never-made")
-	if err := runFetch(context.Background(), opts); err != nil {
-		t.Fatalf("runFetch = %v\n%s", err, errOut)
+	outDir := filepath.Join(t.TempDir(), "never-made") + "/"
+	code, stdout, stderr := execPace(t, "1\n2\n", "fetch", "--dry-run", "-o", outDir, "https://u:pw-777@api.example.com/items/{}?token=t-888")
+	want := "GET 'https://u:REDACTED@api.example.com/items/1?token=REDACTED'\nGET 'https://u:REDACTED@api.example.com/items/2?token=REDACTED'\n"
+	if code != ExitOK || stdout != want {
+		t.Errorf("pace fetch --dry-run = exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
 	}
-	want := "GET 'https://REDACTED@api.example.com/items/1?token=REDACTED'\nGET 'https://REDACTED@api.example.com/items/2?token=REDACTED'\n"
-	if out.String() != want {
-		t.Errorf("stdout = %q, want %q", out, want)
-	}
-	if _, err := os.Stat(opts.OutputDir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(outDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dry run made the output directory (%v)", err)
-	}
-}
-
-// Script commands for fetch_*.txtar.
-
-// cmdStrictserver starts a loopback strict server (internal/strictserver)
-// for the rest of the script and sets $NAME to its URL:
-//
-//	strictserver NAME [-rules 5/s,12/3s] [-refuse N] [-retry-after 1s] [-date]
-//	                  [-reset N] [-headers ietf|x] [-delay 10ms]
-//
-// Besides the strict server's own paths it serves, without counting them
-// as arrivals: /_stats (its counts as JSON, for serverstats), /_headers
-// (the request's headers, one "Name: value" per line, sorted), /_deny
-// (401, echoing the Authorization header), /_body
-// (method and body), /_big/N (N bytes) and /_stall/... (64 KiB, then
-// nothing until the client goes away).
-func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 1 {
-		ts.Fatalf("usage: strictserver NAME [flags]")
-	}
-	fs := flag.NewFlagSet("strictserver", flag.ContinueOnError)
-	rules := fs.String("rules", "", "")
-	var o strictserver.Options
-	fs.IntVar(&o.RefuseFirst, "refuse", 0, "")
-	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "")
-	fs.BoolVar(&o.RetryAfterDate, "date", false, "")
-	fs.IntVar(&o.ResetFirst, "reset", 0, "")
-	fs.DurationVar(&o.Delay, "delay", 0, "")
-	headers := fs.String("headers", "", "")
-	ts.Check(fs.Parse(args[1:]))
-	var err error
-	o.Rules, err = throttle.ParseRules(*rules)
-	ts.Check(err)
-	switch *headers {
-	case "":
-	case "ietf":
-		o.Headers = strictserver.RateLimitHeaders
-	case "x":
-		o.Headers = strictserver.XRateLimitHeaders
-	default:
-		ts.Fatalf("strictserver: -headers %q, want ietf or x", *headers)
-	}
-	ss, err := strictserver.New(o)
-	ts.Check(err)
-	mux := http.NewServeMux()
-	mux.Handle("/", ss)
-	mux.HandleFunc("/_stats", func(w http.ResponseWriter, _ *http.Request) {
-		st := ss.Stats()
-		json.NewEncoder(w).Encode(map[string]int64{"accepted": st.Accepted, "refused": st.Refused, "reset": st.Reset})
-	})
-	mux.HandleFunc("/_headers", func(w http.ResponseWriter, r *http.Request) {
-		var lines []string
-		for name, vals := range r.Header {
-			for _, v := range vals {
-				lines = append(lines, name+": "+v)
-			}
-		}
-		slices.Sort(lines)
-		io.WriteString(w, strings.Join(lines, "\n")+"\n")
-	})
-	mux.HandleFunc("/_deny", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, "denied: %s\n", r.Header.Get("Authorization"))
-	})
-	mux.HandleFunc("/_body", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "%s %s\n", r.Method, b)
-	})
-	mux.HandleFunc("/_big/{n}", func(w http.ResponseWriter, r *http.Request) {
-		n, _ := strconv.Atoi(r.PathValue("n"))
-		chunk := []byte(strings.Repeat("x", 1023) + "\n")
-		for ; n >= len(chunk); n -= len(chunk) {
-			w.Write(chunk)
-		}
-		w.Write(chunk[:n])
-	})
-	mux.HandleFunc("/_stall/", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(strings.Repeat("partial\n", 8<<10)))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
-	srv := httptest.NewServer(mux)
-	ts.Defer(srv.Close)
-	ts.Setenv(args[0], srv.URL)
-}
-
-// cmdServerstats checks a strictserver's counts:
-//
-//	serverstats NAME accepted N refused N [reset N]
-//
-// With !, it passes when some count differs.
-func cmdServerstats(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) < 3 || len(args)%2 != 1 {
-		ts.Fatalf("usage: serverstats NAME (accepted|refused|reset) N ...")
-	}
-	resp, err := http.Get(ts.Getenv(args[0]) + "/_stats")
-	ts.Check(err)
-	defer resp.Body.Close()
-	var st map[string]int64
-	ts.Check(json.NewDecoder(resp.Body).Decode(&st))
-	var diffs []string
-	for i := 1; i < len(args); i += 2 {
-		want, err := strconv.ParseInt(args[i+1], 10, 64)
-		ts.Check(err)
-		if got, ok := st[args[i]]; !ok || got != want {
-			diffs = append(diffs, fmt.Sprintf("%s %d, want %d", args[i], got, want))
-		}
-	}
-	switch {
-	case !neg && len(diffs) > 0:
-		ts.Fatalf("server: %s", strings.Join(diffs, "; "))
-	case neg && len(diffs) == 0:
-		ts.Fatalf("server counts %v match, want a difference", st)
 	}
 }

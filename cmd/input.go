@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/internal/items"
 )
 
 // input is where the items come from.
@@ -20,6 +20,9 @@ type input struct {
 	offset  int64 // where the items start in counter
 	size    int64
 	close   func() error
+	// product marks the items of several ::: sources: NUL-separated,
+	// values separated by productColSep.
+	product bool
 }
 
 // openInput opens -a FILE, or stdin for "-" or "". Errors name the file;
@@ -65,12 +68,12 @@ func (in *input) setCounter(f *os.File) {
 
 // count returns the number of items in a regular-file input, or -1 if it
 // cannot be known. It stops early when ctx is done.
-func (in *input) count(ctx context.Context, opts runner.ReadOptions) int64 {
+func (in *input) count(ctx context.Context, opts items.ReadOptions) int64 {
 	if in.counter == nil {
 		return -1
 	}
 	r := &ctxReader{ctx: ctx, r: io.NewSectionReader(in.counter, in.offset, in.size-in.offset)}
-	n, err := runner.CountItems(r, opts)
+	n, err := items.Count(r, opts)
 	if err != nil {
 		return -1
 	}

@@ -7,12 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -82,14 +84,13 @@ func (o *JobLogOptions) check() error {
 // for concurrent use.
 type jobLog struct {
 	path    string
-	w       *runner.JobLogWriter
-	earlier []runner.JobLogEntry
-	resume  *runner.Resume
+	w       *joblog.Writer
+	earlier *joblog.Log
+	resume  *joblog.Resume
 	// command returns a row's Command column.
 	command func(*runner.Job) string
-
-	mu     sync.Mutex
-	failed bool // a row could not be written (reported once)
+	// cost says whether rows record the call's cost (in Send).
+	cost bool
 }
 
 // jobLogCommand is the Command column of pace run's rows: the command
@@ -102,18 +103,20 @@ func jobLogCommand(j *runner.Job) string { return j.CommandLine() }
 func fetchJobLogCommand(j *runner.Job) string { return strings.Join(j.Argv, " ") }
 
 // openJobLog reads the job log o names, if it exists, and opens it for
-// appending. command makes a row's Command column (nil: the command
-// line); prepare is the executor's, used to check a resumed input. It
-// returns nil without --joblog. Its errors are input errors: the log
-// cannot be read or has a malformed row (quoted).
-func openJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
+// appending, with rules in its header if it is new. command makes a row's
+// Command column (nil: the command line); prepare is the executor's, used
+// to check a resumed input. It returns nil without --joblog. Its errors
+// are input errors: the log cannot be read, is not a regular file, or has
+// a malformed row (quoted).
+func openJobLog(o *JobLogOptions, rules []throttle.Rule, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
 	j, err := loadJobLog(o, prepare, command)
 	if j == nil || err != nil {
 		return nil, err
 	}
-	if j.w, err = runner.OpenJobLog(o.JobLog); err != nil {
+	if j.w, err = joblog.Open(o.JobLog, rules); err != nil {
 		return nil, err
 	}
+	j.cost = slices.ContainsFunc(rules, func(r throttle.Rule) bool { return r.Cost })
 	return j, nil
 }
 
@@ -127,25 +130,28 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 	if command == nil {
 		command = jobLogCommand
 	}
-	j := &jobLog{path: o.JobLog, command: command}
+	j := &jobLog{path: o.JobLog, command: command, earlier: &joblog.Log{}}
 	f, err := os.Open(o.JobLog)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("job log: %w", err)
 	default:
-		j.earlier, err = runner.ReadJobLog(f)
-		f.Close()
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("job log %s: not a regular file: pace reads and appends to a file of its own", o.JobLog)
+		}
+		j.earlier, err = joblog.Read(f)
 		if err != nil {
 			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
 		}
 	}
 	if o.Resume || o.ResumeFailed {
-		mode := runner.ResumeAll
+		mode := joblog.ResumeAll
 		if o.ResumeFailed {
-			mode = runner.ResumeFailed
+			mode = joblog.ResumeFailed
 		}
-		j.resume = runner.NewResume(j.earlier, runner.ResumeOptions{Mode: mode, Command: func(job *runner.Job) (string, error) {
+		j.resume = joblog.NewResume(j.earlier.Entries, joblog.ResumeOptions{Mode: mode, Command: func(job *runner.Job) (string, error) {
 			if err := prepare(job); err != nil {
 				return "", err
 			}
@@ -155,35 +161,27 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 	return j, nil
 }
 
-// seeder is a limiter that can count calls made before it existed;
-// *throttle.Limiter is one. The Redis limiter is not: Redis itself keeps
-// the quota across runs.
-type seeder interface {
-	Seed(times []time.Time) error
-}
-
-// seed gives lim the admissions of earlier runs, so that the rules hold
+// seed gives b the admissions of earlier runs, so that the rules hold
 // across runs sharing the log. It must come before the first admission.
 // It returns how many earlier admissions fall inside the longest window
 // of rules, ending at now.
-func (j *jobLog) seed(lim any, rules []throttle.Rule, now time.Time) (int, error) {
-	sd, ok := lim.(seeder)
-	if j == nil || !ok || len(j.earlier) == 0 {
+func (j *jobLog) seed(b throttle.Backend, rules []throttle.Rule, now time.Time) (int, error) {
+	if j == nil || len(j.earlier.Entries) == 0 {
 		return 0, nil
 	}
-	times := make([]time.Time, len(j.earlier))
+	calls := make([]throttle.Call, len(j.earlier.Entries))
 	var longest time.Duration
 	for _, r := range rules {
 		longest = max(longest, r.Window)
 	}
 	recent := 0
-	for i, e := range j.earlier {
-		times[i] = e.Start
+	for i, e := range j.earlier.Entries {
+		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
 		if e.Start.After(now.Add(-longest)) {
 			recent++
 		}
 	}
-	if err := sd.Seed(times); err != nil {
+	if err := b.Seed(calls); err != nil {
 		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
 	}
 	return recent, nil
@@ -196,8 +194,8 @@ func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
 		return
 	}
 	if j.resume != nil {
-		seqs := make(map[int]bool, len(j.earlier))
-		for _, e := range j.earlier {
+		seqs := make(map[int]bool, len(j.earlier.Entries))
+		for _, e := range j.earlier.Entries {
 			seqs[e.Seq] = true
 		}
 		skip := j.resume.Skipping(-1)
@@ -212,13 +210,13 @@ func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
 	}
 }
 
-// readItems reads the items of r as runner.ReadItems does; when resuming
-// it also marks those to skip and refuses an input that is not the one
-// the log was written for (a *runner.InputChangedError) before sending
+// readItems reads the items of r as items.Read does; when resuming it
+// also marks those to skip and refuses an input that is not the one the
+// log was written for (a *joblog.InputChangedError) before sending
 // anything.
-func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts runner.ReadOptions, out chan<- runner.Item) error {
+func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
 	if j == nil || j.resume == nil {
-		return runner.ReadItems(ctx, r, opts, out)
+		return items.Read(ctx, r, opts, out)
 	}
 	return j.resume.ReadItems(ctx, r, opts, out)
 }
@@ -240,32 +238,29 @@ func (j *jobLog) toRun(n int64) int64 {
 	return n - j.resume.Skipping(n)
 }
 
-// record appends r's row. The first failure to write one is reported on
-// w; later rows are still tried.
-func (j *jobLog) record(r *runner.Result, w io.Writer) {
-	if j == nil || r.Start.IsZero() {
-		return
+// record appends r's row.
+func (j *jobLog) record(r *runner.Result) error {
+	if j == nil {
+		return nil
 	}
 	exit, signal := jobLogExit(r)
-	e := runner.JobLogEntry{
+	e := joblog.Entry{
 		Seq: int(r.Job.Seq), Host: ":", Start: r.Start, Runtime: r.Runtime,
 		Receive: r.Stdout.Len(), Exit: exit, Signal: signal, Command: j.command(&r.Job),
+	}
+	if j.cost {
+		e.Send = int64(max(r.Job.Cost, r.Cost, 1))
+		if r.Cost > 0 {
+			e.Send = int64(r.Cost)
+		}
 	}
 	if r.HTTP != nil {
 		e.Receive = r.HTTP.Bytes
 	}
-	if err := j.w.Write(e); err != nil {
-		j.mu.Lock()
-		first := !j.failed
-		j.failed = true
-		j.mu.Unlock()
-		if first {
-			fmt.Fprintf(w, "pace: warning: %v; a resumed run would run job %d again\n", err, r.Job.Seq)
-		}
-	}
+	return j.w.Write(e)
 }
 
-// close closes the job log.
+// close closes the job log, reporting a failure to flush it.
 func (j *jobLog) close() error {
 	if j == nil {
 		return nil
@@ -278,10 +273,11 @@ func (j *jobLog) close() error {
 // Commands: the exit status; -1 and the signal for a job killed by a
 // signal (pace's --timeout or second Ctrl-C, or any other); 127 for a
 // program that could not be started, as a shell reports it; 1 for a job
-// that exited 0 but whose output could not be kept.
+// that exited 0 but whose output could not be kept or written.
 //
 // Fetches: 0 for a 2xx, the status for any other response, -1 when no
-// whole response came (network error, timeout, interrupt).
+// whole response came (network error, timeout, interrupt), and 1 for a
+// 2xx whose body could not be kept or written.
 func jobLogExit(r *runner.Result) (exit, signal int) {
 	if h := r.HTTP; h != nil {
 		switch {
@@ -289,6 +285,8 @@ func jobLogExit(r *runner.Result) (exit, signal int) {
 			return 0, 0
 		case h.StatusCode != 0 && (h.StatusCode < 200 || h.StatusCode > 299):
 			return h.StatusCode, 0
+		case h.StatusCode != 0 && r.ExitCode == 0:
+			return 1, 0
 		}
 		return -1, 0
 	}

@@ -3,99 +3,294 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/pace-cli/pace/throttle"
 )
 
-// refreshEvery is how often the bar's rule usage and ETA are recomputed.
-const refreshEvery = 250 * time.Millisecond
+// Progress is drawn in one of three ways: a bar redrawn in place on a
+// terminal, plain status lines at a steady interval for logs (CI), or not
+// at all. Counting is the tally's; this file only draws.
 
-// display serialises everything written to the terminal so that job
-// output, log lines and the progress bar never cut into each other: the
-// bar is cleared before anything else is written and drawn again after.
+// barEvery is how often the bar is redrawn.
+const barEvery = 200 * time.Millisecond
+
+// Defaults and bounds of --progress-interval, for status lines.
+const (
+	defaultProgressInterval = 10 * time.Second
+	minProgressInterval     = time.Second
+)
+
+// rateWindow is the span over which the rate shown is measured: recent
+// enough to follow the run, long enough to smooth over one window's stall.
+const rateWindow = 10 * time.Second
+
+// display serialises everything pace writes to stderr, so that job
+// output, log lines and the progress never cut into each other: the bar
+// is erased before anything else is written and drawn again right after.
 // It is safe for concurrent use.
 type display struct {
-	mu  sync.Mutex
-	bar *progressbar.ProgressBar // nil: no bar
+	w        io.Writer
+	mode     string        // progressAlways (a bar), progressLines or progressNever
+	interval time.Duration // between status lines
+
+	mu     sync.Mutex
+	drawn  int    // width of the bar on screen; 0: none drawn
+	last   string // the bar's text
+	done   int64  // items done
+	closed bool
 }
 
-// newBar returns a bar drawn on w; total < 0 means unknown (a counter
-// and a rate instead of a bar).
-func newBar(w io.Writer, total int64) *progressbar.ProgressBar {
-	if total < 0 {
-		total = -1
+// newDisplay returns the display for --progress mode on ios's stderr.
+func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
+	if mode == progressAuto {
+		mode = progressLines
+		if ios.IsStderrTTY() {
+			mode = progressAlways
+		}
 	}
-	return progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetWidth(25),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("jobs"),
-		progressbar.OptionSetPredictTime(false),
-		progressbar.OptionShowDescriptionAtLineEnd(),
-		progressbar.OptionSetSpinnerChangeInterval(0), // no goroutine of its own
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetRenderBlankState(true),
-		progressbar.OptionUseANSICodes(false),
-	)
+	return &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval)}
 }
 
-// write runs fn, which writes to the terminal, with the bar cleared.
+// shows reports whether the display shows progress at all.
+func (d *display) shows() bool { return d.mode != progressNever }
+
+// write runs fn, which writes to stderr or stdout, with the bar erased,
+// and draws the bar again at once.
 func (d *display) write(fn func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.bar != nil {
-		d.bar.Clear()
-	}
+	d.eraseLocked()
 	fn()
-	if d.bar != nil {
-		d.bar.RenderBlank()
-	}
+	d.drawLocked(d.last)
 }
 
-// add moves the bar by n items.
+// add counts n more items done.
 func (d *display) add(n int) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bar != nil {
-		d.bar.Add(n)
+	d.done += int64(n)
+	d.mu.Unlock()
+}
+
+// eraseLocked erases the bar. Requires d.mu held.
+func (d *display) eraseLocked() {
+	if d.drawn > 0 {
+		fmt.Fprintf(d.w, "\r%s\r", strings.Repeat(" ", d.drawn))
+		d.drawn = 0
 	}
 }
 
-// setTotal tells the bar the number of items once it is known.
-func (d *display) setTotal(total int64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bar != nil && total >= 0 {
-		d.bar.ChangeMax64(total)
+// drawLocked draws the bar with text s in place of the one on screen:
+// one write, no erasing first, padded to cover a longer previous one.
+// Requires d.mu held.
+func (d *display) drawLocked(s string) {
+	if d.mode != progressAlways || d.closed || s == "" {
+		return
 	}
-}
-
-// describe sets the text after the bar.
-func (d *display) describe(s string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bar != nil {
-		d.bar.Describe(s)
+	pad := ""
+	if n := len([]rune(s)); n < d.drawn {
+		pad = strings.Repeat(" ", d.drawn-n)
 	}
+	fmt.Fprintf(d.w, "\r%s%s", s, pad)
+	d.drawn = max(len([]rune(s)), d.drawn)
+	d.last = s
 }
 
 // close erases the bar for good.
 func (d *display) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.bar != nil {
-		d.bar.Exit()
-		d.bar.Clear()
-		d.bar = nil
+	d.eraseLocked()
+	d.closed = true
+}
+
+// follow draws progress until done is closed: the bar every barEvery, a
+// status line every interval (nothing for a run shorter than that).
+func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, total *total, o *CommonOptions) {
+	if d.mode == progressNever {
+		return
+	}
+	every := barEvery
+	if d.mode == progressLines {
+		every = d.interval
+	}
+	p := newProgress(o.allRules(), o.Jobs)
+	// The rate counts from the start, not from the first tick.
+	p.samples = append(p.samples, sample{time.Now(), 0})
+	if d.mode == progressAlways {
+		d.mu.Lock()
+		d.drawLocked(p.bar(0, total.get()) + " 0 done")
+		d.mu.Unlock()
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			st := b.Stats()
+			ts := t.snapshot()
+			d.mu.Lock()
+			doneN := d.done
+			d.mu.Unlock()
+			text := p.text(now, doneN, ts, st, total.get())
+			d.mu.Lock()
+			if d.mode == progressLines {
+				if !d.closed {
+					fmt.Fprintf(d.w, "pace: %s\n", text)
+				}
+			} else {
+				d.drawLocked(p.bar(doneN, total.get()) + " " + text)
+			}
+			d.mu.Unlock()
+		}
 	}
 }
+
+// progress computes what the display shows: counts, a rate over a recent
+// window in one unit for the whole run, what admissions wait on, an ETA.
+type progress struct {
+	rules   []throttle.Rule
+	jobs    int
+	unit    time.Duration // the rate's unit: a second, minute or hour
+	unitStr string
+	samples []sample // recent (time, done) pairs, oldest first
+	// The latest ETA, recomputed at most once a second.
+	etaAt   time.Time
+	etaLeft int64
+	etaEnd  time.Time
+}
+
+type sample struct {
+	at   time.Time
+	done int64
+}
+
+// newProgress chooses the rate's unit from the rules: per second unless
+// every count rule allows less than one call a second. Cost rules say
+// nothing of items a second.
+func newProgress(rules []throttle.Rule, jobs int) *progress {
+	p := &progress{rules: rules, jobs: jobs, unit: time.Second, unitStr: "/s"}
+	fastest, counts := 0.0, false
+	for _, r := range rules {
+		if !r.Cost {
+			fastest, counts = max(fastest, float64(r.N)/r.Window.Seconds()), true
+		}
+	}
+	switch {
+	case !counts || fastest >= 1:
+	case fastest*60 >= 1:
+		p.unit, p.unitStr = time.Minute, "/min"
+	default:
+		p.unit, p.unitStr = time.Hour, "/h"
+	}
+	return p
+}
+
+// rate returns the items done per unit over the recent window at now.
+func (p *progress) rate(now time.Time, done int64) float64 {
+	p.samples = append(p.samples, sample{now, done})
+	for len(p.samples) > 2 && now.Sub(p.samples[1].at) >= rateWindow {
+		p.samples = p.samples[1:]
+	}
+	first := p.samples[0]
+	span := now.Sub(first.at)
+	if span <= 0 {
+		return 0
+	}
+	return float64(done-first.done) / span.Seconds() * p.unit.Seconds()
+}
+
+// text is the status: "120/1000 done, 3 failed, 4.9/s, waiting on 5/s, ETA 3m20s".
+func (p *progress) text(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) string {
+	var parts []string
+	if total >= 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d done", done, total))
+	} else {
+		parts = append(parts, fmt.Sprintf("%d done", done))
+	}
+	if t.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", t.Failed))
+	}
+	parts = append(parts, formatRate(p.rate(now, done))+p.unitStr)
+	switch b := st.Busiest(); {
+	case st.PausedUntil.After(now):
+		parts = append(parts, fmt.Sprintf("paused by the server for %s", roundETA(st.PausedUntil.Sub(now))))
+	case b >= 0 && st.Rules[b].Usage >= 1:
+		parts = append(parts, fmt.Sprintf("waiting on %s", st.Rules[b].Rule))
+	case b >= 0:
+		parts = append(parts, fmt.Sprintf("%s at %.0f%%", st.Rules[b].Rule, st.Rules[b].Usage*100))
+	}
+	if total >= 0 && done < total {
+		if eta, ok := p.eta(now, total-t.ItemsStarted, t); ok {
+			parts = append(parts, "ETA "+roundETA(eta))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// etaSimulated bounds the calls the ETA simulates; past that it scales.
+const etaSimulated = 20000
+
+// eta estimates how long the run has left with left items still to start:
+// the fastest legal schedule for them after the admissions already made
+// (throttle.Plan, so that a daily quota spent early holds the rest back),
+// plus a job's mean runtime.
+func (p *progress) eta(now time.Time, left int64, t tallySnapshot) (time.Duration, bool) {
+	if left <= 0 {
+		return t.P50, true
+	}
+	if p.etaAt.Add(time.Second).After(now) && p.etaLeft == left {
+		return max(p.etaEnd.Sub(now), 0), true
+	}
+	n := min(left, etaSimulated)
+	costs := make([]int, n)
+	for i := range costs {
+		costs[i] = max(t.MeanCost, 1)
+	}
+	plan := throttle.Plan(p.rules, t.Recent, costs, now, p.jobs, t.P50)
+	last := plan[len(plan)-1].Sub(now)
+	if n < left {
+		last = time.Duration(float64(last) * float64(left) / float64(n))
+	}
+	p.etaAt, p.etaLeft, p.etaEnd = now, left, now.Add(last+t.P50)
+	return last + t.P50, true
+}
+
+// bar draws a 20-cell bar of done out of total, or a count when the total
+// is unknown.
+func (p *progress) bar(done, total int64) string {
+	const width = 20
+	if total <= 0 {
+		return "[" + strings.Repeat("·", width) + "]"
+	}
+	filled := int(min(done, total) * width / total)
+	return "[" + strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + "]"
+}
+
+// roundETA writes d to the second, or to the minute past an hour.
+func roundETA(d time.Duration) string {
+	if d >= time.Hour {
+		return d.Round(time.Minute).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// total is the number of items a run will start, once known (-1 before).
+type total struct{ n atomic.Int64 }
+
+func newTotal() *total {
+	t := &total{}
+	t.n.Store(-1)
+	return t
+}
+
+func (t *total) set(n int64) { t.n.Store(n) }
+func (t *total) get() int64  { return t.n.Load() }
 
 // displayWriter is an io.Writer that writes through a display.
 type displayWriter struct {
@@ -106,143 +301,4 @@ type displayWriter struct {
 func (dw displayWriter) Write(p []byte) (n int, err error) {
 	dw.d.write(func() { n, err = dw.w.Write(p) })
 	return n, err
-}
-
-// barText is what follows the bar: the binding rule with its usage now,
-// the ETA when the total is known, and whether pace is stopping.
-func barText(st throttle.Stats, eta time.Duration, etaKnown bool, stopping string) string {
-	var parts []string
-	if st.Binding >= 0 && st.Binding < len(st.Rules) {
-		r := st.Rules[st.Binding]
-		parts = append(parts, fmt.Sprintf("%s %.0f%%", r.Rule, r.Usage*100))
-	}
-	if etaKnown {
-		parts = append(parts, "ETA "+formatETA(eta))
-	}
-	if stopping != "" {
-		parts = append(parts, stopping)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// formatETA writes d to the second, or to the minute past an hour.
-func formatETA(d time.Duration) string {
-	if d >= time.Hour {
-		return d.Round(time.Minute).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// etaLogCap bounds the admissions an etaEstimator remembers. Rules with a
-// larger N are estimated as if their calls were spread evenly over the
-// window.
-const etaLogCap = 1 << 16
-
-// etaEstimator predicts when a run will end under its rules. It remembers
-// the latest admissions, as many as the largest rule's N (up to
-// etaLogCap), so that it can replay each rule's window: the j-th call
-// still to come under a rule N/W can go once the call N places before it
-// is W old. That knows that a rule such as 10000/day, spent in its first
-// hour, holds the rest of the run for a day, which a projection of the
-// recent rate does not. It is safe for concurrent use.
-type etaEstimator struct {
-	mu   sync.Mutex
-	ring []time.Time // the latest admissions; ring[next-1] is the newest
-	next int
-	size int
-}
-
-// newETAEstimator returns an estimator for rules.
-func newETAEstimator(rules []throttle.Rule) *etaEstimator {
-	n := 0
-	for _, r := range rules {
-		n = max(n, min(r.N, etaLogCap))
-	}
-	return &etaEstimator{ring: make([]time.Time, n)}
-}
-
-// admitted records an admission at t.
-func (e *etaEstimator) admitted(t time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.ring) == 0 {
-		return
-	}
-	e.ring[e.next] = t
-	e.next = (e.next + 1) % len(e.ring)
-	e.size = min(e.size+1, len(e.ring))
-}
-
-// latest returns the k-th latest admission (k >= 1), if remembered.
-// Requires e.mu held.
-func (e *etaEstimator) latest(k int) (time.Time, bool) {
-	if k < 1 || k > e.size {
-		return time.Time{}, false
-	}
-	i := (e.next - k + len(e.ring)) % len(e.ring)
-	return e.ring[i], true
-}
-
-// estimate returns how long the rest of the run should take at now:
-// toStart items have still to be admitted and inFlight are running, each
-// for about mean. The starts must fit under every rule (whose windows are
-// widened by margin) and through jobs slots, and the last of them must
-// then run.
-func (e *etaEstimator) estimate(now time.Time, toStart int64, inFlight int, rules []throttle.RuleStats,
-	margin time.Duration, jobs int, mean time.Duration) time.Duration {
-	if toStart <= 0 {
-		if inFlight > 0 {
-			return mean
-		}
-		return 0
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var last time.Duration // from now to the last admission
-	for _, rs := range rules {
-		last = max(last, e.lastAdmission(now, toStart, rs, margin))
-	}
-	eta := satAdd(last, mean)
-	if jobs > 0 && mean > 0 { // the slots' bound: rounds of jobs at a time
-		rounds := (toStart + int64(inFlight) + int64(jobs) - 1) / int64(jobs)
-		eta = max(eta, saturatingMul(mean, rounds))
-	}
-	return eta
-}
-
-// lastAdmission returns how long from now the last of toStart more calls
-// can be admitted under one rule. Requires e.mu held.
-func (e *etaEstimator) lastAdmission(now time.Time, toStart int64, rs throttle.RuleStats, margin time.Duration) time.Duration {
-	n, w := int64(rs.Rule.N), rs.Rule.Window+margin
-	if rs.Rule.N > len(e.ring) {
-		// Too many calls to remember: assume those in the window now
-		// leave it evenly over the next window.
-		need := toStart - max(n-int64(rs.Used), 0)
-		if need <= 0 {
-			return 0
-		}
-		return time.Duration(float64(w) * float64(need) / float64(n))
-	}
-	// Call j (1-based, still to come) goes once call j-N is w old: for
-	// j = q*N + r it is the r-th of the window replayed q more times.
-	q, r := (toStart-1)/n, (toStart-1)%n+1
-	wait := time.Duration(0)
-	if t, ok := e.latest(int(n - r + 1)); ok {
-		wait = max(t.Add(w).Sub(now), 0)
-	}
-	return satAdd(wait, saturatingMul(w, q))
-}
-
-func satAdd(a, b time.Duration) time.Duration {
-	if a > time.Duration(math.MaxInt64)-b {
-		return time.Duration(math.MaxInt64)
-	}
-	return a + b
-}
-
-func saturatingMul(d time.Duration, n int64) time.Duration {
-	if n > 0 && d > time.Duration(math.MaxInt64)/time.Duration(n) {
-		return time.Duration(math.MaxInt64)
-	}
-	return d * time.Duration(n)
 }

@@ -32,7 +32,6 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Short:         "Run jobs under several rate limits at once",
 		Long:          rootLong,
 		Example:       rootExample,
-		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -51,16 +50,19 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 			if len(args) == 0 && cmd.Flags().NFlag() == 0 && f.IOStreams.IsStdinTTY() {
 				return cmd.Help()
 			}
-			opts.Command = args
+			if err := opts.setArgs(args, cmd.ArgsLenAtDash()); err != nil {
+				return err
+			}
 			return runRun(cmd.Context(), opts)
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
+	root.Version = fullVersion()
 	root.SetVersionTemplate("pace version {{.Version}}\n")
 	root.Flags().SetInterspersed(false)
 	addRunFlags(root, opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
-	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), newCmdVersion(f))
+	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
 	root.InitDefaultCompletionCmd()
 	return root
 }
@@ -68,12 +70,16 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 // Main runs pace with the process's arguments, streams and signals, and
 // returns the exit code.
 func Main() int {
+	if code, ok := checkStdio(); !ok {
+		return code
+	}
+	raiseOpenFileLimit()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	// Handling SIGPIPE (and dropping it) makes a write to a closed stdout
 	// fail with EPIPE instead of killing pace, so pace can kill its jobs
-	// first (see pipeWatch). Children still start with the default action.
+	// first (see output). Children still start with the default action.
 	pipes := make(chan os.Signal, 1)
 	signal.Notify(pipes, syscall.SIGPIPE)
 	defer signal.Stop(pipes)
@@ -81,8 +87,8 @@ func Main() int {
 }
 
 // Execute runs pace with args and returns the exit code. Errors are
-// reported on f's stderr: usage errors with the usage (exit 2), others as
-// one line.
+// reported on f's stderr as one line; a usage error adds one line that
+// says where the usage is (exit 2).
 func Execute(f *Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
@@ -102,11 +108,55 @@ func Execute(f *Factory, args []string) int {
 	if errors.Is(err, errSilent) {
 		return ExitFailed
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %v\n", err)
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) || !started {
-		fmt.Fprintf(f.IOStreams.ErrOut, "\n%s", cmd.UsageString())
+		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", userFlagError(err))
+		fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return ExitUsage
 	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %v\n", err)
 	return ExitFailed
+}
+
+// flagHints says what users of xargs, GNU parallel and curl meant by
+// flags pace does not have.
+var flagHints = map[string]string{
+	"P":             "-P is xargs's and GNU parallel's; pace's is -j N (jobs at once)",
+	"max-procs":     "--max-procs is xargs's; pace's is -j N (jobs at once)",
+	"I":             "-I is xargs's; pace puts the item wherever {} stands in the command",
+	"replace":       "--replace is xargs's; pace puts the item wherever {} stands in the command",
+	"n":             "-n is xargs's; pace runs one item per job",
+	"max-args":      "--max-args is xargs's; pace runs one item per job",
+	"L":             "-L is xargs's; pace runs one item (line) per job",
+	"d":             "-d is xargs's; pace reads lines, or NUL-separated items with -0",
+	"arg-file":      "--arg-file is xargs's and GNU parallel's; pace's is -a FILE",
+	"Z":             "-Z is curl's; pace fetch's -j N sets the requests in flight",
+	"parallel-max":  "--parallel-max is curl's; pace fetch's -j N sets the requests in flight",
+	"rate-limit":    "pace's rate flag is -r N/PERIOD",
+	"limit-rate":    "--limit-rate is curl's bandwidth cap; pace's rate flag is -r N/PERIOD",
+	"delay":         "pace spaces calls with rules: -r 1/2s for one call every two seconds",
+	"output":        "pace fetch writes bodies to stdout, or one file per item with -o DIR/",
+	"H":             "",
+	"retry":         "pace's flag is --retries N",
+	"halt-on-error": "pace's flag is --halt now,fail=1",
+}
+
+// userFlagError rewrites cobra's and pflag's flag errors for users: the
+// message, with a hint for flags that other tools have.
+func userFlagError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown shorthand flag: '", "unknown flag: --"} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		name := rest
+		if i := strings.IndexAny(rest, "' "); i >= 0 {
+			name = rest[:i]
+		}
+		if hint := flagHints[name]; hint != "" {
+			return msg + "; " + hint
+		}
+	}
+	return msg
 }

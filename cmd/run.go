@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/tmpl"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/command"
 )
 
 // RunOptions are the inputs of pace run.
@@ -24,6 +29,12 @@ type RunOptions struct {
 	// Command is the command template; empty means each item is a
 	// command line.
 	Command []string
+	// Sources are the input sources given after the command with ::: and
+	// ::::, as GNU parallel takes them; none means -a or stdin.
+	Sources []source
+	// dashed says that the command came after "--": arguments in it that
+	// look like pace's flags are meant for the command.
+	dashed bool
 }
 
 const runLong = `Run one command per input item, at most -j at a time, starting each only
@@ -93,13 +104,15 @@ const runExample = `  # 5 starts per second and 12 per 3 seconds, 4 at a time
 func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	opts := &RunOptions{IO: f.IOStreams, Factory: f}
 	cmd := &cobra.Command{
-		Use:     "run [flags] [--] [<command> [<arg>...]]",
+		Use:     "run [flags] [--] [<command> [<arg>...]] [::: <item>... | :::: <file>...]...",
 		Short:   "Run a command per input item under rate rules",
 		Long:    runLong,
 		Example: runExample,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Command = args
+			if err := opts.setArgs(args, cmd.ArgsLenAtDash()); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -115,7 +128,24 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 // the `pace [flags] -- command` shorthand).
 func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	addCommonFlags(cmd, &opts.Common, defaultRunMargin)
-	cmd.Flags().BoolVar(&opts.Shell, "shell", false, "run every command under \"sh -c\" (items in COMMAND are quoted for it)")
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.Shell, "shell", false, "run every command under \"sh -c\" (items in COMMAND are quoted for it)")
+}
+
+// setArgs splits the command line after the flags into the command and
+// its input sources, and refuses what looks like a mistake.
+func (opts *RunOptions) setArgs(args []string, dash int) error {
+	cmdArgs, sources, err := splitSources(args)
+	if err != nil {
+		return err
+	}
+	opts.Command, opts.Sources, opts.dashed = cmdArgs, sources, dash >= 0 && dash == 0
+	if !opts.dashed {
+		if err := paceFlagAfterCommand(cmdArgs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runRun runs pace run with checked options.
@@ -125,34 +155,46 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	ios := opts.IO
+	readOpts, err := o.readOptions()
+	if err != nil {
+		return err
+	}
 
-	var builder runner.Builder
-	readOpts := runner.ReadOptions{NUL: o.Null}
+	var builder command.Builder
 	if len(opts.Command) > 0 {
-		tmpl, err := runner.NewTemplate(opts.Command, opts.Shell)
+		c, err := tmpl.ParseCommand(opts.Command, opts.Shell)
 		if err != nil {
 			return flagErrorf("%v", err)
 		}
-		if !opts.Shell && !o.DryRun {
-			if err := checkProgram(tmpl, opts.Command[0]); err != nil {
-				return reportf(ios, ExitUsage, "%v", err)
-			}
+		if err := checkCommand(c, opts.Command, opts.Shell, o.DryRun); err != nil {
+			return reportf(ios, ExitUsage, "%v", err)
 		}
-		builder = tmpl
+		builder = commandBuilder{c}
 	} else {
-		builder = runner.LineBuilder{Shell: opts.Shell}
+		builder = command.Lines{Shell: opts.Shell}
 		readOpts.Skip = isCommentOrBlank
 	}
 
-	in, err := openInput(o.Input, ios.In)
+	in, err := opts.openInput(ios.In)
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
 	defer in.close()
+	if in.product {
+		if o.ColSep != "" {
+			return flagErrorf("--colsep splits the lines of -a or stdin; with ::: and :::: the sources are the columns")
+		}
+		readOpts.NUL, readOpts.ColSep, readOpts.ColJoin = true, productColSepRe, " "
+	}
 
-	executor := &runner.CommandExecutor{Builder: builder, Timeout: o.Timeout}
+	ex := &command.Executor{Builder: builder, Timeout: o.Timeout}
+	defer ex.Close()
+	var executor runner.Executor = ex
+	if o.Cost != nil {
+		executor = costing{Executor: ex, expr: o.Cost, rules: o.allRules()}
+	}
 	if o.DryRun {
-		return dryRun(ctx, ios, o, executor, nil, in, readOpts)
+		return dryRun(ctx, opts.Factory, o, executor, nil, in, readOpts)
 	}
 	s := &session{
 		f:           opts.Factory,
@@ -160,29 +202,49 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		executor:    executor,
 		input:       in,
 		readOpts:    readOpts,
-		printResult: printOutput(o.Tag),
+		print:       printOutput(o.Tag),
+		logCommand:  jobLogCommand,
+		show:        func(item string) string { return item },
+		filesPerJob: 6, // stdin, two pipes (both ends while starting), two spill files
 	}
 	return s.run(ctx)
 }
 
-// checkProgram makes sure the template's program exists before anything
-// runs, and suggests --shell for what looks like a shell command line.
-func checkProgram(tmpl *runner.Template, first string) error {
-	const hint = "; to run it as a shell command line, add --shell"
-	prog, plain := tmpl.Program()
-	if !plain {
-		if strings.ContainsAny(first, " \t") && strings.ContainsAny(first, "|;&<>$`") {
-			return fmt.Errorf("command %q looks like a shell command line%s", first, hint)
-		}
-		return nil // the program comes from the item
+// commandBuilder builds each job's argv from a command template.
+type commandBuilder struct{ c *tmpl.Command }
+
+// Build expands the template with the job's item, columns, number and slot.
+func (b commandBuilder) Build(job *runner.Job) ([]string, error) {
+	argv, err := b.c.Expand(tmpl.Values{Item: job.Item, Columns: job.Cols, Seq: job.Seq, Slot: job.Slot})
+	if err != nil {
+		return nil, runner.Permanent(err)
 	}
-	if _, err := exec.LookPath(prog); err != nil {
-		if strings.ContainsAny(prog, " \t") {
-			return fmt.Errorf("command %q not found%s", prog, hint)
-		}
-		return fmt.Errorf("command %q not found", prog)
+	return argv, nil
+}
+
+// checkCommand refuses, before anything runs, a command that cannot run:
+// a program that does not exist or is not executable, or a whole command
+// line given as one word.
+func checkCommand(c *tmpl.Command, args []string, shell, dryRun bool) error {
+	const hint = "to run it as a shell command line, add --shell"
+	if !shell && len(args) == 1 && strings.ContainsAny(args[0], " \t") {
+		return fmt.Errorf("command %q is one word that holds spaces: give its words separately "+
+			"(pace run -- %s), or %s", args[0], args[0], hint)
 	}
-	return nil
+	prog, plain := c.Program()
+	if !plain || dryRun {
+		return nil // the program comes from the item, or the shell
+	}
+	_, err := exec.LookPath(prog)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("command %q is not executable: chmod +x it, or run it with its interpreter (pace run -- sh %s ...)", prog, prog)
+	case strings.ContainsAny(prog, " \t|;&<>$`"):
+		return fmt.Errorf("command %q not found; %s", prog, hint)
+	}
+	return fmt.Errorf("command %q not found", prog)
 }
 
 // isCommentOrBlank reports whether a command line has nothing to run.
@@ -192,17 +254,20 @@ func isCommentOrBlank(line string) bool {
 }
 
 // printOutput returns the printer of a job's output: stdout, then stderr,
-// each line prefixed with the item when tag is set.
-func printOutput(tag bool) func(out, errOut io.Writer, r *runner.Result) {
-	return func(out, errOut io.Writer, r *runner.Result) {
+// each line prefixed with the item when tag is set. It returns the error
+// of writing stdout: the job's output is lost.
+func printOutput(tag bool) func(out, errOut io.Writer, r *runner.Result) error {
+	return func(out, errOut io.Writer, r *runner.Result) error {
+		var err error
 		if tag {
 			prefix := r.Job.Item + "\t"
-			r.Stdout.WriteTo(&prefixWriter{w: out, prefix: prefix})
+			_, err = r.Stdout.WriteTo(&prefixWriter{w: out, prefix: prefix})
 			r.Stderr.WriteTo(&prefixWriter{w: errOut, prefix: prefix})
-			return
+			return err
 		}
-		r.Stdout.WriteTo(out)
+		_, err = r.Stdout.WriteTo(out)
 		r.Stderr.WriteTo(errOut)
+		return err
 	}
 }
 
@@ -241,29 +306,40 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // and --resume or --resume-failed it shows what a resumed run would do:
 // items the log says are done are left out, and an input that differs from
 // the log is refused as the real run would refuse it. The log is only read.
-// logCommand is the command's job log Command column (nil: the command line).
-func dryRun(ctx context.Context, ios *IOStreams, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *input, readOpts runner.ReadOptions) error {
+// logCommand is the command's job log Command column (nil: the command
+// line). An interrupt stops it as it stops a real run.
+func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *input, readOpts items.ReadOptions) error {
+	ios := f.IOStreams
 	jl, err := loadJobLog(&o.JobLogOptions, e.Prepare, logCommand)
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	items := make(chan runner.Item)
-	errc := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	sigs := &interrupts{signals: f.Signals, grace: 0, out: ios.ErrOut}
+	sigs.watch(cancel)
+	defer sigs.close()
+	out := &output{w: ios.Out, broken: cancel}
+
+	queue := make(chan runner.Item)
+	errc := make(chan error, 1)
 	go func() {
-		defer close(items)
-		errc <- jl.readItems(rctx, in.r, readOpts, items)
+		defer close(queue)
+		errc <- jl.readItems(rctx, in.r, readOpts, queue)
 	}()
 	failed := false
 	var seq, skipped int64
-	for it := range items {
+	var writeErr error
+	for it := range queue {
+		if rctx.Err() != nil {
+			break
+		}
 		seq++
 		if it.Skip {
 			skipped++
 			continue
 		}
-		job := runner.Job{Seq: seq, Item: it.Text, Attempt: 1, Slot: int((seq-1)%int64(o.Jobs)) + 1}
+		job := runner.Job{Seq: seq, Item: it.Text, Cols: it.Cols, Attempt: 1, Slot: int((seq-1)%int64(o.Jobs)) + 1}
 		err := it.Err
 		if err == nil {
 			err = e.Prepare(&job)
@@ -275,13 +351,26 @@ func dryRun(ctx context.Context, ios *IOStreams, o *CommonOptions, e runner.Exec
 			failed = true
 			continue
 		}
-		fmt.Fprintln(ios.Out, job.CommandLine())
-	}
-	if err := <-errc; err != nil {
-		if errors.Is(err, runner.ErrInputChanged) {
-			return reportf(ios, ExitUsage, "%v", err)
+		if _, err := fmt.Fprintln(out, job.CommandLine()); err != nil {
+			writeErr = err
+			cancel()
+			break
 		}
-		return reportf(ios, ExitFailed, "%s: %v", in.name, err)
+	}
+	cancel()
+	readErr := <-errc
+	switch sig := sigs.signal(); {
+	case sig != nil:
+		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", signalName(sig))
+	case out.closed():
+		return &ExitError{Code: ExitBrokenPipe}
+	case writeErr != nil:
+		return reportf(ios, ExitFailed, "write: %v", writeErr)
+	case readErr != nil && !errors.Is(readErr, context.Canceled):
+		if errors.Is(readErr, joblog.ErrInputChanged) {
+			return reportf(ios, ExitUsage, "%v", readErr)
+		}
+		return reportf(ios, ExitFailed, "%s: %v", in.name, readErr)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(ios.ErrOut, "pace: %d items done in job log %s would be skipped\n", skipped, o.JobLog)

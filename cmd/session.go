@@ -5,260 +5,112 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
 
 // session is one run of a pool over the items of an input with the
-// common options: limiter, progress bar, verbose log, interrupts, summary
-// and exit code. pace run and pace fetch differ only in the executor and
-// in how a result is printed.
+// common options: pace run and pace fetch differ only in the executor and
+// in how a result is printed. Its life has three parts: setup (backend,
+// job log, display), one supervisor that owns every goroutine of the run
+// (reader, interrupts, progress, pool), and a pure function from what
+// happened to the summary and the exit code (summarize).
 type session struct {
 	f    *Factory
 	opts *CommonOptions
-	// executor prepares and runs each job.
-	executor runner.Executor
+	// executor prepares and runs each job; useBackend, if set, hands it
+	// the backend once that is open (fetch pauses it on a 429).
+	executor   runner.Executor
+	useBackend func(throttle.Backend)
 	// input and readOpts say where the items come from.
 	input    *input
-	readOpts runner.ReadOptions
-	// printResult prints an item's final result; out and errOut already
-	// keep clear of the progress bar.
-	printResult func(out, errOut io.Writer, r *runner.Result)
-	// extendSummary, if set, adds to the summary before it is written.
-	extendSummary func(*Summary)
-	// logCommand, if set, makes the job log's Command column; nil means
-	// the command line.
+	readOpts items.ReadOptions
+	// print prints an item's final result: its output on out (stdout,
+	// whose write errors it returns) and errOut.
+	print func(out, errOut io.Writer, r *runner.Result) error
+	// logCommand makes the job log's Command column.
 	logCommand func(*runner.Job) string
+	// show returns an item as it may be shown (credentials redacted).
+	show func(item string) string
+	// filesPerJob is how many file descriptors a job may hold at once,
+	// for the cap on -j that the open-file limit sets.
+	filesPerJob int
+	// learn makes pace learn the server's limits from its answers (429s,
+	// published policies); adopt keeps the rules the server publishes.
+	learn, adopt bool
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
 // code; everything has been reported by then.
 func (s *session) run(ctx context.Context) error {
-	ios, o, clock := s.f.IOStreams, s.opts, s.f.Clock
-	lim, err := s.limiter()
-	if err != nil {
-		code := ExitUsage
-		if errors.Is(err, throttle.ErrBackend) {
-			code = ExitBackend
-		}
-		return reportf(ios, code, "%v", err)
-	}
-	defer stopLimiter(lim)
-
-	disp := &display{}
-	// A Redis limiter checks the rules stored in Redis before anything
-	// runs, and reports Redis outages from then on (redis.go).
-	if err := startLimiter(ctx, lim, displayWriter{disp, ios.ErrOut}, s.f.Signals); err != nil {
-		return reportf(ios, limiterExitCode(err, ExitBackend), "%v", err)
-	}
-	if o.Progress == progressAlways || o.Progress == progressAuto && ios.IsStderrTTY() {
-		disp.bar = newBar(ios.ErrOut, -1)
-	}
-	defer disp.close()
+	ios, o := s.f.IOStreams, s.opts
+	disp := newDisplay(ios, o.Progress, o.ProgressInterval)
 	errOut := displayWriter{disp, ios.ErrOut}
 
+	// Interrupts: before the run, the first one cancels the setup.
+	setupCtx, cancelSetup := context.WithCancel(ctx)
+	defer cancelSetup()
+	sigs := &interrupts{signals: s.f.Signals, grace: o.Grace, out: errOut}
+	sigs.watch(cancelSetup)
+	defer sigs.close()
+
+	jobs := o.Jobs
+	if limit, ok := openFileLimit(); ok {
+		if n := jobsForFiles(limit, s.filesPerJob); n < jobs {
+			fmt.Fprintf(errOut, "pace: warning: -j %d needs about %d open files, but only %d may be open (ulimit -n); running %d jobs at once\n",
+				jobs, reservedFiles+jobs*s.filesPerJob, limit, n)
+			jobs = n
+		}
+	}
+
+	backend, err := s.f.openBackend(setupCtx, o, errOut)
+	if err != nil {
+		if sig := sigs.signal(); sig != nil {
+			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+		}
+		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
+	}
+	defer backend.Close()
+	if s.useBackend != nil {
+		s.useBackend(backend)
+	}
+
 	// The job log: earlier rows count against the rules (joblog.go).
-	jl, err := openJobLog(&o.JobLogOptions, s.executor.Prepare, s.logCommand)
+	jl, err := openJobLog(&o.JobLogOptions, o.allRules(), s.executor.Prepare, s.logCommand)
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	defer jl.close()
-	recent, err := jl.seed(lim, o.Rules, clock.Now())
+	recent, err := jl.seed(backend, o.allRules(), time.Now())
 	if err != nil {
+		jl.close()
 		return reportf(ios, ExitUsage, "%v", err)
 	}
 	jl.announce(errOut, recent, o.Verbose)
-
-	var log *slog.Logger
-	var limiter runner.Limiter = lim
-	if o.Verbose {
-		log = newLogger(errOut)
-		limiter = &loggingLimiter{Limiter: lim, log: log, clock: clock}
+	if sig := sigs.signal(); sig != nil {
+		jl.close()
+		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
 	}
 
-	t := &tally{}
-	etas := newETAEstimator(o.Rules)
-	var total atomic.Int64
-	total.Store(-1)
-	// stdout may close under us (| head): then stop like a second
-	// interrupt. The write that finds out holds the display's lock, so
-	// the stopping happens on its own goroutine.
-	var onBroken func()
-	var brokenDone sync.WaitGroup
-	stdout := &pipeWatch{w: ios.Out, broken: func() { brokenDone.Go(onBroken) }}
-	onEvent := func(ev runner.Event) {
-		t.observe(ev)
-		switch ev.Kind {
-		case runner.JobStarted:
-			etas.admitted(ev.Admitted)
-			if log != nil {
-				log.Info("job started", "seq", ev.Job.Seq, "attempt", ev.Job.Attempt, "slot", ev.Job.Slot,
-					"waited", ev.Waited.Round(time.Microsecond), "cmd", ev.Job.CommandLine())
-			}
-		case runner.JobFinished:
-			jl.record(ev.Result, errOut)
-			if log != nil {
-				r := ev.Result
-				level := slog.LevelInfo
-				if !r.OK() {
-					level = slog.LevelWarn
-				}
-				log.Log(context.Background(), level, "job finished", "seq", r.Job.Seq, "attempt", r.Job.Attempt,
-					"status", r.Status(), "duration", r.Runtime.Round(time.Microsecond), "retry", ev.Retry)
-			}
-		case runner.JobDone:
-			disp.write(func() {
-				s.printResult(stdout, ios.ErrOut, ev.Result)
-				if !ev.Result.OK() {
-					reportFailure(ios.ErrOut, ev.Result)
-				}
-			})
-			disp.add(1)
-		}
+	res := s.supervise(ctx, backend, jl, jobs, disp, sigs)
+	if err := jl.close(); err != nil && res.jobLogErr == nil {
+		res.jobLogErr = err
+		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}
-	pool, err := runner.NewPool(runner.Options{
-		Jobs: o.Jobs, Limiter: limiter, Executor: s.executor, Retries: o.Retries,
-		KeepOrder: o.KeepOrder, Clock: clock, OnEvent: onEvent,
-	})
-	if err != nil {
-		return reportf(ios, ExitUsage, "%v", err)
-	}
-
-	jobCtx, cancelJobs := context.WithCancelCause(ctx)
-	defer cancelJobs(nil)
-	readCtx, cancelRead := context.WithCancel(jobCtx)
-	defer cancelRead()
-
-	// The reader: items as they arrive.
-	items := make(chan runner.Item)
-	readDone := make(chan struct{})
-	var readErr error
-	go func() {
-		defer close(items)
-		defer close(readDone) // first: once items is closed, readErr is known
-		readErr = jl.readItems(readCtx, s.input.r, s.readOpts, items)
-	}()
-	if ios.IsStdinTTY() && s.input.r == ios.In {
-		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
-	}
-
-	var wg sync.WaitGroup
-	runDone := make(chan struct{})
-	if disp.bar != nil && s.input.counter != nil {
-		wg.Add(1)
-		go func() { // count a regular file's items for the bar's total
-			defer wg.Done()
-			if n := jl.toRun(s.input.count(readCtx, s.readOpts)); n >= 0 {
-				total.Store(n)
-				disp.setTotal(n)
-			}
-		}()
-	}
-
-	// Interrupts: the first stops admissions and starts the grace period,
-	// the second (or the end of the grace period) kills the jobs.
-	var stopping atomic.Bool
-	sigs := &interrupts{
-		signals: s.f.Signals, clock: clock, grace: o.Grace, out: errOut, running: t.inFlight,
-		stop: func() { pool.Stop(); cancelRead(); stopping.Store(true) },
-		kill: cancelJobs,
-	}
-	onBroken = func() {
-		fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", t.inFlight())
-		sigs.stop()
-		cancelJobs(runner.ErrKillNow)
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sigs.watch(runDone)
-	}()
-
-	// The bar's rule usage and ETA.
-	if disp.bar != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				timer := clock.NewTimer(refreshEvery)
-				select {
-				case <-timer.C():
-				case <-runDone:
-					timer.Stop()
-					return
-				}
-				st := lim.Stats()
-				tot := total.Load()
-				started, inFlight, mean := t.progress()
-				eta := etas.estimate(clock.Now(), tot-started, inFlight, st.Rules, o.Margin, o.Jobs, mean)
-				msg := ""
-				if stopping.Load() {
-					msg = "stopping"
-				}
-				disp.describe(barText(st, eta, tot >= 0, msg))
-			}
-		}()
-	}
-
-	start := clock.Now()
-	runErr := pool.Run(jobCtx, items)
-	brokenDone.Wait()
-	elapsed := clock.Now().Sub(start)
-	close(runDone)
-	cancelRead()
-	wg.Wait()
-	disp.close()
-
-	// The reader may still be blocked reading a pipe or terminal; it
-	// cannot be interrupted, and the process is about to exit anyway.
-	readFailed := false
-	select {
-	case <-readDone:
-		readFailed = readErr != nil && !errors.Is(readErr, context.Canceled)
-	default:
-	}
-
-	sum := t.summary(o.Jobs, elapsed)
-	sum.Skipped = jl.skipped()
-	st := lim.Stats()
-	sum.setRules(st)
-	if rl, ok := lim.(interface{ RedisStats() throttle.RedisStats }); ok {
-		sum.setRedis(o.Redis.GlobalJobs, st, rl.RedisStats())
-	}
-	if s.extendSummary != nil {
-		s.extendSummary(sum)
-	}
-	code := ExitOK
-	switch {
-	case runErr != nil:
-		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %v\n", runErr)
-		code = limiterExitCode(runErr, ExitBackend) // 2 for rules that differ from the fleet's
-	case sigs.first != nil:
-		sum.Interrupted = signalName(sigs.first)
-		code, _ = sigs.exitCode()
-	case stdout.closed():
-		sum.Interrupted = "SIGPIPE"
-		code = ExitBrokenPipe
-	case readFailed:
-		fmt.Fprintf(ios.ErrOut, "pace: %s: %v\n", s.input.name, readErr)
-		code = ExitFailed
-		if sum.Attempts == 0 && sum.Failed == 0 {
-			code = ExitUsage
-		}
-	case sum.Failed > 0:
+	sum, code := summarize(res)
+	if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
 		code = ExitFailed
 	}
-	sum.ExitCode = code
-	switch o.Summary {
-	case summaryText:
-		sum.writeText(ios.ErrOut)
-	case summaryJSON:
-		sum.writeJSON(ios.ErrOut)
+	if o.SummaryFile != "" {
+		if err := writeSummaryFile(o.SummaryFile, sum); err != nil {
+			fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
+			if code == ExitOK {
+				code = ExitFailed
+			}
+		}
 	}
 	if code != ExitOK {
 		return &ExitError{Code: code}
@@ -266,31 +118,205 @@ func (s *session) run(ctx context.Context) error {
 	return nil
 }
 
-// limiter returns the session's limiter: the in-memory one unless the
-// factory says otherwise.
-func (s *session) limiter() (Limiter, error) {
-	if s.f.NewLimiter != nil {
-		return s.f.NewLimiter(s.opts)
-	}
-	o := s.opts
-	if o.Redis.URL != "" {
-		return newRedisLimiter(&o.Redis, o.Rules, o.Margin, o.Verbose, s.f.Clock) // redis.go
-	}
-	return throttle.New(o.Rules, throttle.WithMaxInFlight(o.Jobs), throttle.WithMargin(o.Margin),
-		throttle.WithClock(s.f.Clock))
+// runFacts is what happened during a run: everything the summary and the
+// exit code are made of.
+type runFacts struct {
+	opts     *CommonOptions
+	jobs     int // -j after the open-file cap
+	elapsed  time.Duration
+	tally    tallySnapshot
+	stats    throttle.Stats
+	skipped  int64 // items a --resume skipped
+	total    int64 // items in the input, -1 if unknown
+	read     int64 // items read from the input
+	readAll  bool  // the input was read to its end
+	readErr  error
+	limitErr error // the backend failed
+	signal   string
+	pipe     bool // stdout closed by its reader
+	// jobLogErr and outputErr: the first failure to write a row or a
+	// job's output, which stopped admissions.
+	jobLogErr, outputErr error
+	unlogged             []int64 // items that ran but have no row
+	learned              *learned
+	halted               *halted // --halt stopped the run
 }
 
-// reportFailure prints one line about an item that failed for good.
-func reportFailure(w io.Writer, r *runner.Result) {
-	if r.Err != nil {
-		fmt.Fprintf(w, "pace: %v\n", r.Err)
-		return
+// supervise runs the pool over the input with every goroutine the run
+// needs, and returns once all of them have ended.
+func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *jobLog, jobs int, disp *display, sigs *interrupts) *runFacts {
+	ios, o := s.f.IOStreams, s.opts
+	errOut := displayWriter{disp, ios.ErrOut}
+	facts := &runFacts{opts: o, jobs: jobs, total: -1}
+
+	jobCtx, cancelJobs := context.WithCancelCause(ctx)
+	defer cancelJobs(nil)
+	readCtx, cancelRead := context.WithCancel(jobCtx)
+	defer cancelRead()
+
+	var pool *runner.Pool
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(func() { pool.Stop(); cancelRead() }) }
+
+	var learn *learner
+	if s.learn {
+		learn = newLearner(backend, o.allRules(), s.adopt, func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) })
+		backend = learn
 	}
-	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, r.Status(), r.Job.CommandLine())
+	rec := newRecorder(s, backend, jl, disp, errOut, stop)
+	rec.learn = learn
+	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
+	rec.out.broken = func() {
+		// Stop at once, so that no job starts (and spends quota) after
+		// stdout has gone: stop takes no lock of the display's. The
+		// write that found out holds that lock, so the message and the
+		// kill go from a goroutine of their own.
+		stop()
+		go func() {
+			fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", rec.tally.inFlight())
+			cancelJobs(runner.ErrKillNow)
+		}()
+	}
+	var limiter runner.Limiter = backend
+	if rec.log != nil {
+		limiter = loggingLimiter{Backend: backend, log: rec.log}
+	}
+	var err error
+	pool, err = runner.NewPool(runner.Options{
+		Jobs: jobs, Limiter: limiter, Executor: s.executor, Retries: o.Retries,
+		KeepOrder: o.KeepOrder, OnEvent: rec.onEvent, RetryDelay: retryDelay, Reorder: o.Reorder,
+	})
+	if err != nil { // the options were checked: unreachable
+		panic(err)
+	}
+	sigs.arm(rec.tally.inFlight, stop, cancelJobs)
+
+	// The reader: items as they arrive, counted.
+	in := make(chan runner.Item)
+	readDone := make(chan struct{})
+	var (
+		readN   int64
+		readErr error
+		readAll bool
+	)
+	go func() {
+		defer close(in)
+		defer close(readDone) // first: once in is closed, the counts are known
+		counted := make(chan runner.Item)
+		var err error
+		go func() {
+			defer close(counted)
+			err = jl.readItems(readCtx, s.input.r, s.readOpts, counted)
+		}()
+		for it := range counted {
+			select {
+			case in <- it:
+				if !it.Skip {
+					readN++
+				}
+			case <-readCtx.Done():
+			}
+		}
+		readErr, readAll = err, err == nil && readCtx.Err() == nil
+	}()
+	if ios.IsStdinTTY() && s.input.r == ios.In {
+		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
+	}
+
+	var wg sync.WaitGroup
+	runDone := make(chan struct{})
+	total := newTotal()
+	if disp.shows() && s.input.counter != nil {
+		wg.Go(func() { // count a regular file's items for the total and the ETA
+			if n := jl.toRun(s.input.count(readCtx, s.readOpts)); n >= 0 {
+				total.set(n)
+			}
+		})
+	}
+	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o) })
+
+	start := time.Now()
+	facts.limitErr = pool.Run(jobCtx, in)
+	facts.elapsed = time.Since(start)
+	close(runDone)
+	cancelRead()
+	wg.Wait()
+	disp.close()
+
+	// The reader may still be blocked reading a pipe or terminal; it
+	// cannot be interrupted, and the process is about to exit anyway.
+	select {
+	case <-readDone:
+		facts.read, facts.readAll = readN, readAll
+		if !errors.Is(readErr, context.Canceled) {
+			facts.readErr = readErr
+		}
+	default:
+		facts.read = -1
+	}
+	facts.tally = rec.tally.snapshot()
+	facts.stats = backend.Stats()
+	facts.skipped = jl.skipped()
+	facts.total = total.get()
+	if sig := sigs.signal(); sig != nil {
+		facts.signal = signalName(sig)
+	}
+	facts.pipe = rec.out.closed()
+	facts.jobLogErr, facts.outputErr, facts.unlogged = rec.failures()
+	if learn != nil {
+		l := learn.report()
+		facts.learned = &l
+	}
+	facts.halted = rec.haltedBy()
+	if facts.limitErr != nil {
+		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %s\n", userMessage(facts.limitErr))
+	}
+	if facts.readErr != nil {
+		fmt.Fprintf(ios.ErrOut, "pace: %s: %s\n", s.input.name, userMessage(facts.readErr))
+	}
+	rec.reportUnlogged(ios.ErrOut)
+	return facts
+}
+
+// retryDelay is how long a failed attempt waits before its retry is
+// admitted: a connection that failed is given a moment, doubling with
+// each attempt (a 429 or 503 has paused the backend already).
+func retryDelay(r *runner.Result) time.Duration {
+	if r.HTTP == nil || r.HTTP.Conn == "" {
+		return 0
+	}
+	return min(250*time.Millisecond<<min(r.Job.Attempt-1, 8), 30*time.Second)
+}
+
+// backendExitCode is the exit code for a backend that failed with err: 2
+// for rules that differ from those of the processes sharing the quota
+// (throttle.ErrRuleMismatch), 3 when its store failed (throttle.ErrBackend),
+// else otherwise.
+func backendExitCode(err error, otherwise int) int {
+	switch {
+	case errors.Is(err, throttle.ErrRuleMismatch):
+		return ExitUsage
+	case errors.Is(err, throttle.ErrBackend):
+		return ExitBackend
+	}
+	return otherwise
 }
 
 // reportf prints "pace: message" on stderr and returns the exit error.
 func reportf(ios *IOStreams, code int, format string, args ...any) error {
 	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
 	return &ExitError{Code: code}
+}
+
+// reservedFiles is how many open files pace keeps for itself (its input,
+// job log, stdio, connections) when it caps -j by the open-file limit.
+const reservedFiles = 64
+
+// jobsForFiles returns how many jobs can run at once when each holds
+// perJob descriptors and at most limit may be open: at least 1.
+func jobsForFiles(limit, perJob int) int {
+	if perJob <= 0 {
+		return maxJobs
+	}
+	return max(1, (limit-reservedFiles)/perJob)
 }

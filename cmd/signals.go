@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
-	"github.com/pace-cli/pace/throttle"
 )
 
 // errGraceOver is the cause of the job context's cancellation when the
@@ -18,56 +18,110 @@ var errGraceOver = errors.New("grace period over")
 
 // interrupts turns SIGINT and SIGTERM into pace's two-stage stop: the
 // first signal stops admissions and starts the grace period; the second
-// signal, or the end of the grace period, kills the running jobs.
+// signal, or the end of the grace period, kills the running jobs. Before
+// the run starts (while the backend checks its rules, say) the first
+// signal cancels the setup instead. It is safe for concurrent use.
 type interrupts struct {
 	signals <-chan os.Signal
-	clock   throttle.Clock
 	grace   time.Duration
-	out     io.Writer   // where the messages go
+	out     io.Writer // where the messages go
+
+	mu      sync.Mutex
+	first   os.Signal
 	running func() int  // jobs running now, for the messages
-	stop    func()      // stop admitting
+	stop    func()      // stop admitting (or cancel the setup)
 	kill    func(error) // cancel the jobs with a cause
-	first   os.Signal   // the first signal; read it after watch returns
+	done    chan struct{}
+	exited  chan struct{}
+	armed   bool // the run has started: signals stop and kill it
 }
 
-// watch handles signals until done is closed.
-func (in *interrupts) watch(done <-chan struct{}) {
+// watch starts handling signals until close is called. Before arm, a
+// signal calls setup.
+func (in *interrupts) watch(setup func()) {
+	in.done, in.exited = make(chan struct{}), make(chan struct{})
+	in.stop, in.kill, in.running = setup, func(error) {}, func() int { return 0 }
+	go in.loop()
+}
+
+// arm switches from the setup to the run: the first signal calls stop,
+// the second (or the end of the grace period) kill.
+func (in *interrupts) arm(running func() int, stop func(), kill func(error)) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.running, in.stop, in.kill = running, stop, kill
+	in.armed = true
+}
+
+// close stops handling signals and waits for the handler to return.
+func (in *interrupts) close() {
+	close(in.done)
+	<-in.exited
+}
+
+func (in *interrupts) loop() {
+	defer close(in.exited)
 	var grace <-chan time.Time
 	for {
 		select {
 		case sig := <-in.signals:
-			if in.first != nil {
-				fmt.Fprintf(in.out, "pace: %s again: killing %d running jobs\n", signalName(sig), in.running())
-				in.kill(runner.ErrKillNow)
+			in.mu.Lock()
+			first, stop, kill, running, armed := in.first, in.stop, in.kill, in.running, in.armed
+			if first == nil {
+				in.first = sig
+			}
+			in.mu.Unlock()
+			if !armed {
+				// The setup: cancel it and say nothing here; the
+				// session says that nothing ran.
+				if first == nil {
+					stop()
+				}
 				continue
 			}
-			in.first = sig
-			in.stop()
-			timer := in.clock.NewTimer(in.grace)
+			if first != nil {
+				fmt.Fprintf(in.out, "pace: %s again: killing %d running jobs\n", signalName(sig), running())
+				kill(runner.ErrKillNow)
+				continue
+			}
+			stop()
+			timer := time.NewTimer(in.grace)
 			defer timer.Stop()
-			grace = timer.C()
-			fmt.Fprintf(in.out, "pace: %s: starting no more jobs; waiting up to %v for %d running (interrupt again to kill them)\n",
-				signalName(sig), in.grace, in.running())
+			grace = timer.C
+			if n := running(); n > 0 {
+				fmt.Fprintf(in.out, "pace: %s: starting no more jobs; waiting up to %v for %d running (interrupt again to kill them)\n",
+					signalName(sig), in.grace, n)
+			} else {
+				fmt.Fprintf(in.out, "pace: %s: starting no more jobs\n", signalName(sig))
+			}
 		case <-grace:
 			grace = nil
-			fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running jobs\n", in.grace, in.running())
-			in.kill(errGraceOver)
-		case <-done:
+			in.mu.Lock()
+			kill, running := in.kill, in.running
+			in.mu.Unlock()
+			if n := running(); n > 0 {
+				fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running jobs\n", in.grace, n)
+			}
+			kill(errGraceOver)
+		case <-in.done:
 			return
 		}
 	}
 }
 
-// exitCode returns the exit code for the first signal, and whether there
-// was one.
-func (in *interrupts) exitCode() (int, bool) {
-	switch {
-	case in.first == nil:
-		return 0, false
-	case in.first == syscall.SIGTERM:
-		return ExitTerminated, true
+// signal returns the first signal, if one came.
+func (in *interrupts) signal() os.Signal {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.first
+}
+
+// signalExitCode returns the exit code for a run stopped by sig.
+func signalExitCode(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return ExitTerminated
 	}
-	return ExitInterrupted, true
+	return ExitInterrupted
 }
 
 // signalName names a signal as the summary shows it.

@@ -22,37 +22,29 @@ func newLogger(w io.Writer) *slog.Logger {
 }
 
 // loggingLimiter logs every admission that had to wait: how long and on
-// which rule. The pool admits one job at a time, so the change in the
-// limiter's statistics across one Acquire belongs to that admission.
+// what. The pool admits one job at a time, so the change in the backend's
+// statistics across one Admit belongs to that admission.
 type loggingLimiter struct {
-	Limiter
-	log   *slog.Logger
-	clock throttle.Clock
+	throttle.Backend
+	log *slog.Logger
 }
 
-// Acquire acquires from the wrapped limiter and logs the wait.
-func (l *loggingLimiter) Acquire(ctx context.Context) (func(), error) {
-	_, release, err := l.Admit(ctx)
-	return release, err
-}
-
-// Admit admits through the wrapped limiter, logs the wait, and passes on
-// the admission instant.
-func (l *loggingLimiter) Admit(ctx context.Context) (time.Time, func(), error) {
+// Admit admits through the backend and logs the wait.
+func (l loggingLimiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
 	before := l.Stats()
-	t0 := l.clock.Now()
-	at, release, err := admit(ctx, l.Limiter)
+	a, err := l.Backend.Admit(ctx, cost)
 	if err != nil {
-		return at, release, err
+		return nil, err
 	}
-	if waited := l.clock.Now().Sub(t0); waited > 0 {
-		l.log.Info("waited", "rule", waitedOn(before, l.Stats()), "wait", waited.Round(time.Microsecond))
+	if a.Waited >= time.Millisecond {
+		after := l.Stats()
+		l.log.Info("waited", "on", waitedOn(before, after), "wait", a.Waited.Round(time.Microsecond), "margin", after.Margin.Round(time.Millisecond))
 	}
-	return at, release, nil
+	return a, nil
 }
 
 // waitedOn names what an admission waited on, from the statistics before
-// and after it: the rule whose wait time grew most, the in-flight cap, or
+// and after it: the rule whose wait time grew most, the fleet's slots, or
 // a pause.
 func waitedOn(before, after throttle.Stats) string {
 	best, bestGrowth := "", time.Duration(0)
@@ -65,9 +57,9 @@ func waitedOn(before, after throttle.Stats) string {
 		}
 	}
 	if g := after.SlotWaitTime - before.SlotWaitTime; g > bestGrowth {
-		best, bestGrowth = "in-flight cap", g
+		best, bestGrowth = "fleet slots", g
 	}
-	if g := after.PausedFor - before.PausedFor; g > bestGrowth {
+	if g := after.PauseWaitTime - before.PauseWaitTime; g > bestGrowth {
 		best = "pause: " + after.PauseReason
 	}
 	if best == "" {

@@ -5,29 +5,27 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 // ErrPermanent marks a failure that would happen again on every attempt,
 // such as a command line that cannot be parsed or a program that does not
 // exist. The pool never retries a result whose Err wraps it.
-var ErrPermanent = errors.New("runner: permanent failure")
+var ErrPermanent = errors.New("permanent failure")
+
+// ErrNotStarted marks an attempt that was admitted but could not start for
+// lack of resources of pace's own (too many open files, no memory for a
+// process): not a failure of the job. The pool tries it again, without
+// counting it as an attempt, and a job log has no row for it.
+var ErrNotStarted = errors.New("could not start for lack of resources")
 
 // permanentFailure is an error that wraps ErrPermanent without saying so
 // in its message.
-type permanentFailure struct {
-	msg string
-	err error
-}
+type permanentFailure struct{ err error }
 
-func (e *permanentFailure) Error() string {
-	if e.msg == "" {
-		return e.err.Error()
-	}
-	return e.msg
-}
-
-func (e *permanentFailure) Unwrap() error { return e.err }
-
+func (e *permanentFailure) Error() string        { return e.err.Error() }
+func (e *permanentFailure) Unwrap() error        { return e.err }
 func (e *permanentFailure) Is(target error) bool { return target == ErrPermanent }
 
 // Permanent returns err marked as a permanent failure: errors.Is(.,
@@ -42,13 +40,16 @@ func Permanent(err error) error {
 // ErrKillNow, as the cause of a context's cancellation (see
 // context.WithCancelCause), asks executors to kill running jobs at once
 // instead of terminating them gracefully.
-var ErrKillNow = errors.New("runner: kill now")
+var ErrKillNow = errors.New("kill now")
 
 // Item is one input item as read, or the error that reading it met (for
 // instance an item longer than allowed). An item with an error becomes a
 // failed job that never starts.
 type Item struct {
 	Text string
+	// Cols are the item's columns, when the input is split into columns
+	// (nil: the item is one column).
+	Cols []string
 	Err  error
 	// Skip marks an item that takes its Seq but does not run and has no
 	// events, such as one that a resumed run finds done in its job log.
@@ -61,6 +62,8 @@ type Job struct {
 	Seq int64
 	// Item is the input item.
 	Item string
+	// Cols are the item's columns (nil: the item is one column).
+	Cols []string
 	// Attempt counts attempts at this item, from 1.
 	Attempt int
 	// Slot is the job slot, 1..Options.Jobs, lowest free first. No two
@@ -69,6 +72,9 @@ type Job struct {
 	// Argv is what the job runs, set by Executor.Prepare. For commands it
 	// is the argv; other executors put what identifies the call there.
 	Argv []string
+	// Cost is what the call costs under cost rules, set by
+	// Executor.Prepare; 0 means 1.
+	Cost int
 }
 
 // CommandLine returns Argv as one line, each argument quoted for a POSIX
@@ -88,18 +94,57 @@ func (j *Job) CommandLine() string {
 	return b.String()
 }
 
+// Quote returns s quoted for a POSIX shell: unchanged when it is made only
+// of characters no shell treats specially, else in quotes: double quotes
+// for a string with a single quote and nothing double quotes expand,
+// single quotes otherwise.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("_@%+=:,./-", c) >= 0) {
+			safe = false
+			break
+		}
+	}
+	switch {
+	case safe:
+		return s
+	case strings.Contains(s, "'") && !strings.ContainsAny(s, "\"$`\\!"):
+		return `"` + s + `"` // it's reads better than 'it'\''s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // Result is how one attempt ended. It carries what a job log row needs:
 // the job (sequence number, attempt, command line), the admission instant,
 // the runtime, the exit code and the signal.
 type Result struct {
 	Job Job
-	// Start is the instant the limiter admitted the attempt, by the
-	// pool's clock; zero if it was never admitted.
+	// Start is the instant the limiter admitted the attempt; zero if it
+	// was never admitted.
 	Start time.Time
-	// Waited is how long admission took (the rules and the in-flight cap).
+	// Waited is how long admission took (the rules, the in-flight cap,
+	// pauses).
 	Waited time.Duration
 	// Runtime is the time from admission to the end of the attempt.
 	Runtime time.Duration
+	// Sent is when the call left, as the executor saw it: the child's exec
+	// returned, or the request was written. Zero when unknown (it never
+	// left, or the executor cannot tell).
+	Sent time.Time
+	// Lag is the admission's latency plus the time from the admission's
+	// return to Sent: how long after the limiter recorded the call it
+	// really left. Zero when Sent is.
+	Lag time.Duration
+	// Cost is the call's true cost when the executor learned it from the
+	// call (a response header or body); 0 when it did not. The pool then
+	// corrects the admission's cost before releasing it.
+	Cost int
 	// ExitCode is the process's exit code, or -1 when it did not exit
 	// normally (killed by a signal, or never started).
 	ExitCode int
@@ -115,9 +160,41 @@ type Result struct {
 	// Stdout and Stderr hold the attempt's output; either may be nil. The
 	// pool closes them once the result has been reported.
 	Stdout, Stderr *Capture
-	// HTTP is set by FetchExecutor: the response's status, size and any
-	// pause it caused.
-	HTTP *HTTPResult
+	// HTTP is set by the fetch executor: the response's status, size and
+	// any pause it caused.
+	HTTP *HTTPInfo
+}
+
+// HTTPInfo is what a fetch attempt adds to its Result.
+type HTTPInfo struct {
+	// Method and URL say what was fetched; URL has its credentials
+	// redacted.
+	Method, URL string
+	// StatusCode is the final response's status, or 0 if none came.
+	StatusCode int
+	// Status is the status line's text, such as "200 OK".
+	Status string
+	// Proto is the protocol of the response, such as "HTTP/2.0".
+	Proto string
+	// Bytes counts the body bytes kept: written to Result.Stdout or to
+	// File. The body of a failed response is not counted.
+	Bytes int64
+	// File is the file the body was written to, with an output directory.
+	File string
+	// PauseUntil is set when this response made the executor pause all
+	// admissions (429 or 503, or rate-limit headers saying the quota is
+	// spent); PauseReason says why.
+	PauseUntil  time.Time
+	PauseReason string
+	// Conn is set when no response came because of the connection:
+	// "refused", "reset", "dns", "timeout", "tls".
+	Conn string
+	// Policy is the rate rules the response's headers publish, if any
+	// (RateLimit-Policy and the like); PolicyHeader names the header.
+	Policy       []throttle.Rule
+	PolicyHeader string
+	// RetryAfter is how long a 429 or 503 asked to wait, if it said.
+	RetryAfter time.Duration
 }
 
 // OK reports whether the attempt succeeded: it ran and exited with status 0.
@@ -165,11 +242,16 @@ func SignalName(n int) string {
 type EventKind int
 
 const (
-	// JobStarted: an attempt was admitted and is starting. Event.Job is set.
+	// JobStarted: an attempt was admitted and is starting. Event.Job and
+	// Event.Admission are set.
 	JobStarted EventKind = iota + 1
 	// JobFinished: an attempt ended. Event.Result is set, and Event.Retry
 	// says whether another attempt at the item will follow.
 	JobFinished
+	// JobNotStarted: an admitted attempt could not start for lack of
+	// pace's own resources (see ErrNotStarted). Event.Result is set; the
+	// same attempt will be tried again.
+	JobNotStarted
 	// JobDone: an item's final result. Event.Result is set. With
 	// KeepOrder these come in input order, else right after the final
 	// JobFinished. Items that fail before they start (an Item with Err, a
@@ -184,6 +266,8 @@ func (k EventKind) String() string {
 		return "started"
 	case JobFinished:
 		return "finished"
+	case JobNotStarted:
+		return "not started"
 	case JobDone:
 		return "done"
 	}
@@ -195,12 +279,11 @@ type Event struct {
 	Kind EventKind
 	// Job is the attempt that started (JobStarted), else Result.Job.
 	Job Job
-	// Admitted is the admission instant (JobStarted).
-	Admitted time.Time
-	// Waited is how long admission took (JobStarted).
-	Waited time.Duration
-	// Result is set for JobFinished and JobDone. The callback may read
-	// its output but must not keep it: the pool closes it afterwards.
+	// Admission is the attempt's admission (JobStarted).
+	Admission *throttle.Admission
+	// Result is set for JobFinished, JobNotStarted and JobDone. The
+	// callback may read its output but must not keep it: the pool closes
+	// it afterwards.
 	Result *Result
 	// Retry is set on a JobFinished whose item will be tried again.
 	Retry bool

@@ -1,49 +1,35 @@
 package runner
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
-// Limiter admits job starts. Acquire blocks until a job may start, and
-// returns the function that tells the limiter it has ended. A
-// *throttle.Limiter is one.
+// Limiter admits job starts: Admit blocks until a call of the given cost
+// may start, and the Admission it returns is released once the job has
+// ended. Every throttle.Backend is one.
 type Limiter interface {
-	Acquire(ctx context.Context) (release func(), err error)
-}
-
-// Admitter is a Limiter that also reports the instant at which it
-// admitted a call, as throttle's limiters do. The pool then stamps the
-// result with that instant (Result.Start): a job log must show when the
-// rules counted the call, and the pool's clock, read a moment later, could
-// make two calls admitted exactly one window apart look closer than that.
-type Admitter interface {
-	Admit(ctx context.Context) (admitted time.Time, release func(), err error)
+	Admit(ctx context.Context, cost int) (*throttle.Admission, error)
 }
 
 // Executor prepares and runs jobs.
 type Executor interface {
-	// Prepare fills in job.Argv before the job is admitted. An error means
-	// the job cannot run at all (it fails without consuming quota and is
-	// not retried). It is called from one goroutine at a time.
+	// Prepare fills in job.Argv (and job.Cost, for cost rules) before the
+	// job is admitted. An error means the job cannot run at all: it fails
+	// without consuming quota and is not retried. It is called from one
+	// goroutine at a time.
 	Prepare(job *Job) error
 	// Execute runs the job and returns how it ended. It must return soon
-	// after ctx is done. Result.Job, Start and Runtime are filled in by
-	// the pool.
+	// after ctx is done. Result.Job, Start, Waited and Runtime are filled
+	// in by the pool.
 	Execute(ctx context.Context, job *Job) *Result
 }
-
-// Clock tells the time. A throttle.Clock is one.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Options configure a Pool.
 type Options struct {
@@ -56,6 +42,10 @@ type Options struct {
 	// Retries is how many more times a failed item is tried. Each retry is
 	// admitted by the limiter again: it is a real call.
 	Retries int
+	// RetryDelay, if set, returns how long after a failed attempt its
+	// retry may be admitted (a connection refused is worth a pause; a 429
+	// has paused the limiter already). nil retries at once.
+	RetryDelay func(r *Result) time.Duration
 	// KeepOrder delivers JobDone events in input order. To keep memory
 	// bounded the pool then starts no item more than OrderWindow items
 	// after the oldest one whose result is not delivered yet.
@@ -63,19 +53,31 @@ type Options struct {
 	// OrderWindow bounds how far ahead of the oldest undelivered item the
 	// pool runs with KeepOrder; 0 means 4 × Jobs.
 	OrderWindow int
-	// Clock stamps admissions and measures runtimes; nil means the
-	// system clock.
-	Clock Clock
+	// Reorder lets calls overtake one another at admission: instead of
+	// one Admit at a time, in input order, the pool asks the limiter to
+	// admit as many jobs as it has free slots, at once, and starts each
+	// as it is admitted. With a limiter that admits whatever fits first
+	// (throttle.WithReorder), cheap calls then go while a costly one
+	// waits for room.
+	Reorder bool
 	// OnEvent receives every event, from one goroutine at a time, in the
 	// order they happen. It should return quickly: admissions and other
 	// events wait for it.
 	OnEvent func(Event)
 }
 
+// notStartedRetries bounds how often an attempt that could not start for
+// lack of resources is tried again before it fails; notStartedBackoff is
+// the first pause before such a retry, doubling up to a second.
+const (
+	notStartedRetries = 20
+	notStartedBackoff = 50 * time.Millisecond
+)
+
 // Pool runs one job per item: it reads items as they arrive, starts each
-// once a slot is free and the limiter admits it, holds the limiter's
-// release until the job ends, retries failures, and reports everything
-// through Options.OnEvent.
+// once a slot is free and the limiter admits it, holds the admission until
+// the job ends, retries failures, and reports everything through
+// Options.OnEvent.
 //
 // Stop stops admissions and lets running jobs finish; cancelling the
 // context given to Run also kills them (through the executor). Run returns
@@ -103,9 +105,6 @@ func NewPool(opts Options) (*Pool, error) {
 	if opts.OrderWindow <= 0 {
 		opts.OrderWindow = 4 * opts.Jobs
 	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
-	}
 	if opts.OnEvent == nil {
 		opts.OnEvent = func(Event) {}
 	}
@@ -121,18 +120,18 @@ var errStopped = errors.New("runner: stopped")
 
 // admission is the admitter's answer for one job.
 type admission struct {
-	job     Job
-	release func()
-	err     error
-	at      time.Time // when the admitter got the answer, by the pool's clock
-	stamp   time.Time // when the limiter admitted the call (at if it does not say)
-	waited  time.Duration
+	job Job
+	a   *throttle.Admission
+	err error
+	at  time.Time // when the admitter got the answer
 }
 
-// retry is an item waiting for another attempt.
+// retry is an attempt waiting to be admitted again.
 type retry struct {
-	job  Job
-	last *Result // the failed attempt, reported if no other comes
+	job       Job
+	last      *Result   // the failed attempt, reported if no other comes; nil for a job not started
+	notBefore time.Time // no admission before
+	starts    int       // times it could not start for lack of resources
 }
 
 // Run reads items until items is closed, ctx is done or Stop is called,
@@ -147,41 +146,38 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 	admissions := make(chan admission)
 	results := make(chan *Result)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // the admitter: one Acquire at a time, in order
-		defer wg.Done()
-		for job := range requests {
-			t0 := p.opts.Clock.Now()
-			var release func()
-			var stamp time.Time
-			var err error
-			switch l := p.opts.Limiter.(type) {
-			case nil:
-			case Admitter:
-				stamp, release, err = l.Admit(admitCtx)
-			default:
-				release, err = l.Acquire(admitCtx)
-			}
-			if release == nil {
-				release = func() {}
-			}
-			at := p.opts.Clock.Now()
-			if stamp.IsZero() {
-				stamp = at
-			}
-			admissions <- admission{job: job, release: release, err: err, at: at, stamp: stamp, waited: at.Sub(t0)}
+	admit := func(job Job) {
+		var ad admission
+		ad.job = job
+		if p.opts.Limiter != nil {
+			ad.a, ad.err = p.opts.Limiter.Admit(admitCtx, max(job.Cost, 1))
+		} else {
+			ad.a = throttle.NewAdmission(nil, 0, time.Now(), max(job.Cost, 1), 0)
 		}
-	}()
+		ad.at = time.Now()
+		admissions <- ad
+	}
+	wg.Go(func() { // the admitter: one Admit at a time, in order, unless Reorder
+		for job := range requests {
+			if p.opts.Reorder {
+				wg.Go(func() { admit(job) })
+			} else {
+				admit(job)
+			}
+		}
+	})
 
 	s := &state{
 		pool:    p,
-		slots:   make([]bool, p.opts.Jobs),
 		next:    1,
 		nextOut: 1,
 		order:   make(map[int64]*Result),
+		starts:  make(map[int64]int),
+		pending: make(map[int64]retry),
 	}
 	stop := p.stop
 	done := ctx.Done()
+	var timer *time.Timer
 	for {
 		if !s.stopping { // Stop or cancel may have come while busy
 			select {
@@ -198,12 +194,19 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			break
 		}
 		var in <-chan Item
+		var wake <-chan time.Time
 		if s.canAdmit() {
-			if len(s.retries) > 0 {
-				r := s.retries[0]
-				s.retries = s.retries[1:]
-				s.request(requests, r.job, r.last)
+			if r, ok := s.dueRetry(); ok {
+				s.request(requests, r)
 				continue
+			}
+			if t, ok := s.nextRetry(); ok {
+				if timer == nil {
+					timer = time.NewTimer(time.Until(t))
+				} else {
+					timer.Reset(time.Until(t))
+				}
+				wake = timer.C
 			}
 			if !s.inputDone && s.windowOpen() {
 				in = items
@@ -215,7 +218,7 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 				s.inputDone = true
 				continue
 			}
-			job := Job{Seq: s.next, Item: it.Text, Attempt: 1}
+			job := Job{Seq: s.next, Item: it.Text, Cols: it.Cols, Attempt: 1}
 			s.next++
 			if it.Skip {
 				s.skip(job.Seq)
@@ -225,7 +228,8 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 				s.final(&Result{Job: job, ExitCode: -1, Err: fmt.Errorf("job %d: %w", job.Seq, it.Err)})
 				continue
 			}
-			s.request(requests, job, nil)
+			s.request(requests, retry{job: job})
+		case <-wake:
 		case a := <-admissions:
 			s.admitted(a, admitCtx, ctx, results, &wg)
 		case r := <-results:
@@ -240,6 +244,9 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			cancelAdmit()
 		}
 	}
+	if timer != nil {
+		timer.Stop()
+	}
 	close(requests)
 	wg.Wait()
 	return s.err
@@ -248,14 +255,15 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 // state is Run's bookkeeping, owned by Run's goroutine.
 type state struct {
 	pool      *Pool
-	slots     []bool // slots[i]: slot i+1 is taken
-	inFlight  int    // attempts admitted and not ended
-	pending   bool   // a job is with the admitter
-	pendLast  *Result
+	free      slotHeap        // slots given back, lowest first
+	nextSlot  int             // slots 1..nextSlot-1 have been handed out before
+	inFlight  int             // attempts admitted and not ended
+	pending   map[int64]retry // jobs with the admitter, by Seq
 	retries   []retry
 	next      int64 // Seq of the next item
 	nextOut   int64 // Seq of the next JobDone with KeepOrder
 	order     map[int64]*Result
+	starts    map[int64]int // per item in flight: times it could not start before
 	inputDone bool
 	stopping  bool
 	err       error // the limiter's failure
@@ -263,7 +271,7 @@ type state struct {
 
 // finished reports whether Run may return.
 func (s *state) finished() bool {
-	if s.pending || s.inFlight > 0 {
+	if len(s.pending) > 0 || s.inFlight > 0 {
 		return false
 	}
 	if s.stopping {
@@ -275,16 +283,7 @@ func (s *state) finished() bool {
 
 // canAdmit reports whether another job may go to the admitter.
 func (s *state) canAdmit() bool {
-	return !s.stopping && !s.pending && s.freeSlots() > 0
-}
-
-// freeSlots is the number of untaken slots; the pending job holds one.
-func (s *state) freeSlots() int {
-	n := len(s.slots) - s.inFlight
-	if s.pending {
-		n--
-	}
-	return n
+	return !s.stopping && (len(s.pending) == 0 || s.pool.opts.Reorder) && s.inFlight+len(s.pending) < s.pool.opts.Jobs
 }
 
 // windowOpen reports whether a new item may start under KeepOrder.
@@ -292,75 +291,118 @@ func (s *state) windowOpen() bool {
 	return !s.pool.opts.KeepOrder || s.next < s.nextOut+int64(s.pool.opts.OrderWindow)
 }
 
-// takeSlot returns the lowest free slot number and marks it taken.
-func (s *state) takeSlot() int {
-	for i, taken := range s.slots {
-		if !taken {
-			s.slots[i] = true
-			return i + 1
+// dueRetry takes the first retry whose time has come, if any.
+func (s *state) dueRetry() (retry, bool) {
+	now := time.Now()
+	for i, r := range s.retries {
+		if !r.notBefore.After(now) {
+			s.retries = append(s.retries[:i], s.retries[i+1:]...)
+			return r, true
 		}
 	}
-	panic("runner: no free slot") // canAdmit guarantees one
+	return retry{}, false
 }
 
-// request prepares job and hands it to the admitter, or fails it if it
-// cannot be prepared. last is the item's previous attempt, if any.
-func (s *state) request(requests chan<- Job, job Job, last *Result) {
+// nextRetry returns when the earliest retry is due, if there is one.
+func (s *state) nextRetry() (time.Time, bool) {
+	var t time.Time
+	for _, r := range s.retries {
+		if t.IsZero() || r.notBefore.Before(t) {
+			t = r.notBefore
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// takeSlot returns the lowest free slot number.
+func (s *state) takeSlot() int {
+	if s.free.Len() > 0 {
+		return heap.Pop(&s.free).(int)
+	}
+	s.nextSlot++
+	return s.nextSlot
+}
+
+// giveSlot returns slot to the free ones.
+func (s *state) giveSlot(slot int) { heap.Push(&s.free, slot) }
+
+// request prepares r's job and hands it to the admitter, or fails it if it
+// cannot be prepared.
+func (s *state) request(requests chan<- Job, r retry) {
+	job := r.job
 	job.Slot = s.takeSlot()
 	if err := s.pool.opts.Executor.Prepare(&job); err != nil {
-		s.slots[job.Slot-1] = false
-		if last != nil {
-			last.Close()
+		s.giveSlot(job.Slot)
+		if r.last != nil {
+			r.last.Close()
 		}
 		s.final(&Result{Job: job, ExitCode: -1, Err: err})
 		return
 	}
-	s.pending, s.pendLast = true, last
+	s.pending[job.Seq] = r
 	requests <- job
 }
 
 // admitted starts the job the admitter let through, or drops it.
 func (s *state) admitted(a admission, admitCtx, ctx context.Context, results chan<- *Result, wg *sync.WaitGroup) {
-	s.pending = false
-	last := s.pendLast
-	s.pendLast = nil
+	r := s.pending[a.job.Seq]
+	delete(s.pending, a.job.Seq)
 	if a.err == nil && s.stopping {
+		a.a.Release()
 		a.err = errStopped // admitted just as the pool stopped: too late
 	}
 	if a.err != nil {
-		a.release()
-		s.slots[a.job.Slot-1] = false
+		s.giveSlot(a.job.Slot)
 		if admitCtx.Err() == nil && a.err != errStopped {
-			s.err = fmt.Errorf("runner: admit job %d: %w", a.job.Seq, a.err)
+			s.err = fmt.Errorf("admit job %d: %w", a.job.Seq, a.err)
 			s.stopping = true
 		}
-		if last != nil {
-			s.final(last) // a retry that never ran: the last attempt stands
+		if r.last != nil {
+			s.final(r.last) // a retry that never ran: the last attempt stands
 		} else {
 			s.skip(a.job.Seq)
 		}
 		return
 	}
-	if last != nil {
-		last.Close()
+	if r.last != nil {
+		r.last.Close()
 	}
 	s.inFlight++
-	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admitted: a.stamp, Waited: a.waited, InFlight: s.inFlight})
-	wg.Add(1)
-	go func(job Job) {
-		defer wg.Done()
+	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admission: a.a, InFlight: s.inFlight})
+	wg.Go(func() {
+		job := a.job
 		res := s.pool.opts.Executor.Execute(ctx, &job)
-		end := s.pool.opts.Clock.Now()
-		a.release()
-		res.Job, res.Start, res.Waited, res.Runtime = job, a.stamp, a.waited, end.Sub(a.at)
+		end := time.Now()
+		if res.Cost > 0 && res.Cost != a.a.Cost {
+			// The call said what it really cost; a correction that fails
+			// leaves the estimate, which the rules then keep.
+			_ = a.a.Correct(res.Cost)
+		}
+		a.a.Release()
+		res.Job, res.Start, res.Waited, res.Runtime = job, a.a.At, a.a.Waited, end.Sub(a.at)
+		if !res.Sent.IsZero() {
+			res.Lag = a.a.Latency + res.Sent.Sub(a.at)
+		}
 		results <- res
-	}(a.job)
+	})
+	s.starts[a.job.Seq] = r.starts
 }
 
 // ended handles an attempt's result.
 func (s *state) ended(r *Result) {
 	s.inFlight--
-	s.slots[r.Job.Slot-1] = false
+	s.giveSlot(r.Job.Slot)
+	starts := s.starts[r.Job.Seq]
+	delete(s.starts, r.Job.Seq)
+	if errors.Is(r.Err, ErrNotStarted) && !s.stopping && starts < notStartedRetries {
+		s.pool.opts.OnEvent(Event{Kind: JobNotStarted, Job: r.Job, Result: r, InFlight: s.inFlight})
+		job := r.Job
+		job.Argv = nil
+		d := min(notStartedBackoff<<starts, time.Second)
+		r.Close()
+		s.retries = append(s.retries, retry{job: job, notBefore: time.Now().Add(d), starts: starts + 1})
+		return
+	}
 	again := !r.OK() && r.Job.Attempt <= s.pool.opts.Retries && !s.stopping &&
 		!errors.Is(r.Err, ErrPermanent)
 	s.pool.opts.OnEvent(Event{Kind: JobFinished, Job: r.Job, Result: r, Retry: again, InFlight: s.inFlight})
@@ -368,7 +410,13 @@ func (s *state) ended(r *Result) {
 		job := r.Job
 		job.Attempt++
 		job.Argv = nil
-		s.retries = append(s.retries, retry{job: job, last: r})
+		var notBefore time.Time
+		if f := s.pool.opts.RetryDelay; f != nil {
+			if d := f(r); d > 0 {
+				notBefore = time.Now().Add(d)
+			}
+		}
+		s.retries = append(s.retries, retry{job: job, last: r, notBefore: notBefore})
 		return
 	}
 	s.final(r)
@@ -413,10 +461,29 @@ func (s *state) deliver(r *Result) {
 	r.Close()
 }
 
-// failRetries makes the last attempt of every queued retry final.
+// failRetries makes the last attempt of every queued retry final; a job
+// that never started has none and is skipped.
 func (s *state) failRetries() {
 	for _, r := range s.retries {
-		s.final(r.last)
+		if r.last != nil {
+			s.final(r.last)
+		} else {
+			s.skip(r.job.Seq)
+		}
 	}
 	s.retries = nil
+}
+
+// slotHeap is a min-heap of free slot numbers.
+type slotHeap []int
+
+func (h slotHeap) Len() int           { return len(h) }
+func (h slotHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h slotHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *slotHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *slotHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -4,157 +4,309 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/throttletest"
 )
 
-var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// The pool tests run in synctest bubbles: time.Now and timers are fake and
+// time moves only when every goroutine in the bubble is blocked, so the
+// instants they check are exact and nothing sleeps for real. A pool that
+// hangs makes the bubble deadlock, which fails the test with the stacks.
 
-// wait bounds how long a test waits for the pool to do something that it
-// must do; it only matters when the code under test is broken.
-const wait = 10 * time.Second
-
-// call is one Execute on a fakeExec, waiting for the test's verdict.
-type call struct {
-	job   Job
-	ctx   context.Context
-	reply chan int // exit code
-}
-
-// fakeExec hands every Execute to the test through calls.
+// fakeExec is an Executor whose jobs do what run says; without run they
+// succeed at once. It records what it was asked.
 type fakeExec struct {
-	calls     chan call
-	prepErr   func(*Job) error
-	running   atomic.Int32
-	peak      atomic.Int32
-	mu        sync.Mutex
-	prepared  []Job
-	cancelled atomic.Int32
-}
+	// prep, if set, ends Prepare; its error fails the job.
+	prep func(*Job) error
+	// run, if set, runs the job.
+	run func(ctx context.Context, job *Job) *Result
 
-func newFakeExec() *fakeExec { return &fakeExec{calls: make(chan call)} }
+	mu       sync.Mutex
+	prepared []Job
+	executed []Job
+	running  int
+	peak     int
+}
 
 func (f *fakeExec) Prepare(job *Job) error {
+	job.Argv = []string{"fake", job.Item}
 	f.mu.Lock()
 	f.prepared = append(f.prepared, *job)
 	f.mu.Unlock()
-	if f.prepErr != nil {
-		if err := f.prepErr(job); err != nil {
-			return err
-		}
+	if f.prep != nil {
+		return f.prep(job)
 	}
-	job.Argv = []string{"fake", job.Item}
 	return nil
 }
 
 func (f *fakeExec) Execute(ctx context.Context, job *Job) *Result {
-	n := f.running.Add(1)
-	defer f.running.Add(-1)
-	for {
-		p := f.peak.Load()
-		if n <= p || f.peak.CompareAndSwap(p, n) {
-			break
-		}
+	f.mu.Lock()
+	f.executed = append(f.executed, *job)
+	f.running++
+	f.peak = max(f.peak, f.running)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.running--
+		f.mu.Unlock()
+	}()
+	if f.run == nil {
+		return &Result{}
 	}
-	c := call{job: *job, ctx: ctx, reply: make(chan int, 1)}
-	select {
-	case f.calls <- c:
-	case <-ctx.Done():
-		f.cancelled.Add(1)
-		return &Result{ExitCode: -1, Signal: 9}
+	return f.run(ctx, job)
+}
+
+// preparedSeqs returns the Seq of every job prepared, in order.
+func (f *fakeExec) preparedSeqs() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s []int64
+	for _, j := range f.prepared {
+		s = append(s, j.Seq)
 	}
+	return s
+}
+
+// executions returns the number of Execute calls.
+func (f *fakeExec) executions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.executed)
+}
+
+// killed is what a fake job returns when its context ends.
+func killed() *Result { return &Result{ExitCode: -1, Signal: 9} }
+
+// sleepCtx sleeps for d and reports true, or reports false as soon as ctx
+// is done.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
-	case code := <-c.reply:
-		return &Result{ExitCode: code}
+	case <-tm.C:
+		return true
 	case <-ctx.Done():
-		f.cancelled.Add(1)
-		return &Result{ExitCode: -1, Signal: 9}
+		return false
 	}
 }
 
-// next returns the next call, failing the test if none comes.
-func (f *fakeExec) next(t *testing.T) call {
+// hold returns a run function whose jobs take d and exit 0.
+func hold(d time.Duration) func(context.Context, *Job) *Result {
+	return func(ctx context.Context, _ *Job) *Result {
+		if !sleepCtx(ctx, d) {
+			return killed()
+		}
+		return &Result{}
+	}
+}
+
+// call is one job handed to the test by handOff, waiting for its result.
+type call struct {
+	job   Job
+	ctx   context.Context
+	reply chan *Result
+}
+
+// exit ends the call's job with exit code code.
+func (c call) exit(code int) { c.reply <- &Result{ExitCode: code} }
+
+// handOff returns a run function that hands every job to the test through
+// calls and returns the result the test replies with. A job whose context
+// ends first is killed.
+func handOff(calls chan<- call) func(context.Context, *Job) *Result {
+	return func(ctx context.Context, job *Job) *Result {
+		c := call{job: *job, ctx: ctx, reply: make(chan *Result, 1)}
+		select {
+		case calls <- c:
+		case <-ctx.Done():
+			return killed()
+		}
+		select {
+		case r := <-c.reply:
+			return r
+		case <-ctx.Done():
+			return killed()
+		}
+	}
+}
+
+// nextCall returns a job that is running, once the bubble is idle.
+func nextCall(t *testing.T, calls <-chan call) call {
 	t.Helper()
+	synctest.Wait()
 	select {
-	case c := <-f.calls:
+	case c := <-calls:
 		return c
-	case <-time.After(wait):
-		t.Fatal("no job started")
+	default:
+		t.Fatal("no job running, want one")
 		return call{}
 	}
 }
 
-// gateLimiter admits one caller per grant.
-type gateLimiter struct {
-	grants   chan error
-	acquired atomic.Int32
-	released atomic.Int32
-	waiting  chan struct{} // receives when a caller starts waiting
-}
-
-func newGate() *gateLimiter {
-	return &gateLimiter{grants: make(chan error), waiting: make(chan struct{}, 100)}
-}
-
-func (g *gateLimiter) Acquire(ctx context.Context) (func(), error) {
-	g.waiting <- struct{}{}
+// noCall checks that no job is running, once the bubble is idle.
+func noCall(t *testing.T, calls <-chan call) {
+	t.Helper()
+	synctest.Wait()
 	select {
-	case err := <-g.grants:
-		if err != nil {
-			return nil, err
+	case c := <-calls:
+		t.Fatalf("job %d (%q) running, want none", c.job.Seq, c.job.Item)
+	default:
+	}
+}
+
+// correction is one CorrectAdmission a fakeLimiter received.
+type correction struct {
+	id       uint64
+	at       time.Time
+	from, to int
+	released bool // the admission had been released before
+}
+
+// fakeLimiter admits after wait, or, with a gate, when the test grants
+// it; it owns the admissions it hands out and records what happens to
+// them.
+type fakeLimiter struct {
+	wait       time.Duration
+	latency    time.Duration // Admission.Latency
+	gate       chan error    // if set, each Admit takes its answer from it
+	correctErr error         // what CorrectAdmission returns
+
+	mu          sync.Mutex
+	costs       []int // of every Admit call
+	admitted    []time.Time
+	released    map[uint64]bool
+	corrections []correction
+}
+
+func (l *fakeLimiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+	start := time.Now()
+	l.mu.Lock()
+	l.costs = append(l.costs, cost)
+	id := uint64(len(l.costs))
+	l.mu.Unlock()
+	if l.gate != nil {
+		select {
+		case err := <-l.gate:
+			if err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		g.acquired.Add(1)
-		var once sync.Once
-		return func() { once.Do(func() { g.released.Add(1) }) }, nil
-	case <-ctx.Done():
+	}
+	if !sleepCtx(ctx, l.wait) {
 		return nil, ctx.Err()
 	}
+	l.mu.Lock()
+	l.admitted = append(l.admitted, time.Now())
+	l.mu.Unlock()
+	// The backend recorded the call latency before Admit returns.
+	a := throttle.NewAdmission(l, id, time.Now().Add(-l.latency), cost, time.Since(start))
+	a.Latency = l.latency
+	return a, nil
 }
 
-func (g *gateLimiter) grant(t *testing.T, err error) {
-	t.Helper()
-	select {
-	case g.grants <- err:
-	case <-time.After(wait):
-		t.Fatal("nobody waited for admission")
+func (l *fakeLimiter) ReleaseAdmission(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released == nil {
+		l.released = map[uint64]bool{}
 	}
+	l.released[id] = true
+}
+
+func (l *fakeLimiter) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.corrections = append(l.corrections, correction{id, at, from, to, l.released[id]})
+	return l.correctErr
+}
+
+// grant answers the Admit waiting at the gate with err.
+func (l *fakeLimiter) grant(t *testing.T, err error) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case l.gate <- err:
+	default:
+		t.Fatal("nobody waits for admission")
+	}
+}
+
+// counts returns how many Admit calls came, how many were admitted and how
+// many admissions were released.
+func (l *fakeLimiter) counts() (calls, admitted, released int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.costs), len(l.admitted), len(l.released)
+}
+
+// event is an Event and when it came.
+type event struct {
+	Event
+	at time.Time
 }
 
 // recorder keeps the events a pool reports.
 type recorder struct {
 	mu     sync.Mutex
-	events []Event
+	events []event
 }
 
 func (r *recorder) on(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, e)
+	r.events = append(r.events, event{e, time.Now()})
 }
 
-func (r *recorder) list() []Event {
+func (r *recorder) list() []event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
+	return slices.Clone(r.events)
 }
 
-// kinds summarises events as "started 1", "finished 1", "done 1".
-func (r *recorder) kinds() []string {
-	var out []string
+// of returns the events of kind k.
+func (r *recorder) of(k EventKind) []event {
+	var out []event
 	for _, e := range r.list() {
-		out = append(out, fmt.Sprintf("%v %d", e.Kind, e.Job.Seq))
+		if e.Kind == k {
+			out = append(out, e)
+		}
 	}
 	return out
 }
 
-func feed(items ...string) chan Item {
-	ch := make(chan Item, len(items))
-	for _, s := range items {
+// kinds summarises the events as "started 1/1", "finished 1/1", "done
+// 1/1": kind, Seq and Attempt.
+func (r *recorder) kinds() []string {
+	var out []string
+	for _, e := range r.list() {
+		out = append(out, fmt.Sprintf("%v %d/%d", e.Kind, e.Job.Seq, e.Job.Attempt))
+	}
+	return out
+}
+
+// doneSeqs returns the Seq of every JobDone, in order.
+func (r *recorder) doneSeqs() []int64 {
+	var s []int64
+	for _, e := range r.of(JobDone) {
+		s = append(s, e.Job.Seq)
+	}
+	return s
+}
+
+// feed returns a closed channel holding one item per text.
+func feed(texts ...string) chan Item {
+	ch := make(chan Item, len(texts))
+	for _, s := range texts {
 		ch <- Item{Text: s}
 	}
 	close(ch)
@@ -169,492 +321,919 @@ func nItems(n int) []string {
 	return s
 }
 
-// runPool runs p in the background and returns a function that waits for
-// Run's error.
-func runPool(ctx context.Context, p *Pool, items <-chan Item) func(t *testing.T) error {
+// endless feeds items until stop is called, which returns how many the
+// pool took.
+func endless() (items chan Item, stop func() int) {
+	items = make(chan Item)
+	quit := make(chan struct{})
+	taken := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case items <- Item{Text: fmt.Sprint("item", n+1)}:
+				n++
+			case <-quit:
+				taken <- n
+				return
+			}
+		}
+	}()
+	return items, func() int { close(quit); return <-taken }
+}
+
+func newPool(t *testing.T, opts Options) *Pool {
+	t.Helper()
+	p, err := NewPool(opts)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	return p
+}
+
+// runBackground runs p in a goroutine; the function it returns waits for
+// Run to return and returns its error.
+func runBackground(ctx context.Context, p *Pool, items <-chan Item) func() error {
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx, items) }()
-	return func(t *testing.T) error {
-		t.Helper()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(wait):
-			t.Fatal("Run did not return")
-			return nil
+	return func() error { return <-errc }
+}
+
+func TestNewPoolRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no jobs", Options{Jobs: 0, Executor: &fakeExec{}}, "jobs = 0"},
+		{"negative jobs", Options{Jobs: -3, Executor: &fakeExec{}}, "jobs = -3"},
+		{"no executor", Options{Jobs: 1}, "no executor"},
+		{"negative retries", Options{Jobs: 1, Executor: &fakeExec{}, Retries: -1}, "retries = -1"},
+	}
+	for _, tt := range tests {
+		p, err := NewPool(tt.opts)
+		if err == nil || p != nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: NewPool(%+v) = %v, %v; want nil and an error containing %q", tt.name, tt.opts, p, err, tt.want)
 		}
 	}
 }
 
 func TestPoolCapsInFlightAndAssignsSlots(t *testing.T) {
-	ex := newFakeExec()
-	rec := &recorder{}
-	p, err := NewPool(Options{Jobs: 3, Executor: ex, OnEvent: rec.on})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := runPool(context.Background(), p, feed(nItems(10)...))
-
-	held := map[int]call{} // slot -> call
-	for i := 0; i < 10; i++ {
-		for len(held) < 3 && i+len(held) < 10 {
-			c := ex.next(t)
-			if c.job.Slot < 1 || c.job.Slot > 3 {
-				t.Fatalf("job %d has slot %d, want 1..3", c.job.Seq, c.job.Slot)
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		inUse := map[int]int64{} // slot -> job holding it
+		ex := &fakeExec{}
+		ex.run = func(ctx context.Context, job *Job) *Result {
+			mu.Lock()
+			if job.Slot < 1 || job.Slot > 3 {
+				t.Errorf("job %d has slot %d, want 1..3", job.Seq, job.Slot)
 			}
-			if other, ok := held[c.job.Slot]; ok {
-				t.Fatalf("jobs %d and %d both hold slot %d", other.job.Seq, c.job.Seq, c.job.Slot)
+			if other, ok := inUse[job.Slot]; ok {
+				t.Errorf("jobs %d and %d both hold slot %d", other, job.Seq, job.Slot)
 			}
-			held[c.job.Slot] = c
+			inUse[job.Slot] = job.Seq
+			mu.Unlock()
+			// Lengths that make slots free out of order.
+			sleepCtx(ctx, time.Duration(job.Seq*7%5+1)*100*time.Millisecond)
+			mu.Lock()
+			delete(inUse, job.Slot)
+			mu.Unlock()
+			return &Result{}
 		}
-		// Finish the job in the middle slot if any, else any: slots free
-		// out of order.
-		slot := 2
-		if _, ok := held[slot]; !ok {
-			for s := range held {
-				slot = s
-				break
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 3, Executor: ex, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed(nItems(10)...)); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if ex.peak != 3 {
+			t.Errorf("peak jobs running = %d, want 3", ex.peak)
+		}
+		for _, e := range rec.list() {
+			if e.InFlight < 0 || e.InFlight > 3 {
+				t.Errorf("event %v %d reports %d in flight, want 0..3", e.Kind, e.Job.Seq, e.InFlight)
 			}
 		}
-		held[slot].reply <- 0
-		delete(held, slot)
-	}
-	if err := done(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	if got := ex.peak.Load(); got != 3 {
-		t.Errorf("peak jobs running = %d, want 3", got)
-	}
-	var doneSeqs []int64
-	for _, e := range rec.list() {
-		if e.InFlight > 3 || e.InFlight < 0 {
-			t.Errorf("event %v %d reports %d in flight, want 0..3", e.Kind, e.Job.Seq, e.InFlight)
+		done := rec.of(JobDone)
+		if len(done) != 10 {
+			t.Errorf("%d JobDone events, want 10", len(done))
 		}
-		if e.Kind == JobDone {
-			doneSeqs = append(doneSeqs, e.Job.Seq)
+		for _, e := range done {
 			if !e.Result.OK() {
 				t.Errorf("job %d: %s, want ok", e.Job.Seq, e.Result.Status())
 			}
 		}
-	}
-	if len(doneSeqs) != 10 {
-		t.Errorf("got %d JobDone events, want 10", len(doneSeqs))
-	}
+	})
 }
 
+// TestPoolLowestFreeSlot: a job takes the lowest free slot, whatever order
+// the slots were freed in.
 func TestPoolLowestFreeSlot(t *testing.T) {
-	ex := newFakeExec()
-	p, _ := NewPool(Options{Jobs: 3, Executor: ex})
-	done := runPool(context.Background(), p, feed(nItems(4)...))
-	calls := map[int64]call{}
-	for range 3 {
-		c := ex.next(t)
-		calls[c.job.Seq] = c
-	}
-	for seq, slot := range map[int64]int{1: 1, 2: 2, 3: 3} {
-		if got := calls[seq].job.Slot; got != slot {
-			t.Errorf("job %d slot = %d, want %d", seq, got, slot)
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		p := newPool(t, Options{Jobs: 4, Executor: &fakeExec{run: handOff(calls)}})
+		items := make(chan Item) // the test feeds items one at a time
+		wait := runBackground(context.Background(), p, items)
+		running := map[int64]call{}
+		startItem := func(seq int64, wantSlot int) {
+			t.Helper()
+			items <- Item{Text: fmt.Sprint("item", seq)}
+			c := nextCall(t, calls)
+			if c.job.Seq != seq || c.job.Slot != wantSlot {
+				t.Errorf("job %d started in slot %d, want job %d in slot %d", c.job.Seq, c.job.Slot, seq, wantSlot)
+			}
+			running[c.job.Seq] = c
 		}
-	}
-	calls[2].reply <- 0
-	c4 := ex.next(t)
-	if c4.job.Seq != 4 || c4.job.Slot != 2 {
-		t.Errorf("job %d got slot %d, want job 4 in slot 2 (the one freed)", c4.job.Seq, c4.job.Slot)
-	}
-	calls[1].reply <- 0
-	calls[3].reply <- 0
-	c4.reply <- 0
-	done(t)
+		for seq := int64(1); seq <= 4; seq++ {
+			startItem(seq, int(seq))
+		}
+		// Free slots 3, 1, 4 in that order: a queue would give 3 first,
+		// a stack 4.
+		for _, seq := range []int64{3, 1, 4} {
+			running[seq].exit(0)
+			delete(running, seq)
+			synctest.Wait()
+		}
+		startItem(5, 1)
+		startItem(6, 3)
+		startItem(7, 4)
+		close(items)
+		for _, c := range running {
+			c.exit(0)
+		}
+		if err := wait(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	})
 }
 
-func TestPoolAdmitsEveryAttemptAndStampsIt(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	ex := newFakeExec()
-	gate := newGate()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 1, Executor: ex, Limiter: gate, Retries: 2, Clock: clock, OnEvent: rec.on})
-	done := runPool(context.Background(), p, feed("a", "b"))
+// TestPoolAllocatesSlotsLazily: with -j 100000 and 3 items only slots 1..3
+// are handed out, and the run allocates no more than one with -j 3.
+func TestPoolAllocatesSlotsLazily(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		p := newPool(t, Options{Jobs: 100_000, Executor: &fakeExec{run: handOff(calls)}})
+		wait := runBackground(context.Background(), p, feed("a", "b", "c"))
+		var slots []int
+		var running []call
+		for range 3 {
+			c := nextCall(t, calls)
+			slots = append(slots, c.job.Slot)
+			running = append(running, c)
+		}
+		noCall(t, calls)
+		slices.Sort(slots)
+		if !slices.Equal(slots, []int{1, 2, 3}) {
+			t.Errorf("slots %v, want [1 2 3]", slots)
+		}
+		for _, c := range running {
+			c.exit(0)
+		}
+		if err := wait(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	})
 
-	// Item a fails twice, then succeeds; b succeeds at once.
-	wantStarts := []struct {
-		seq     int64
-		attempt int
-		code    int
-	}{{1, 1, 1}, {1, 2, 7}, {1, 3, 0}, {2, 1, 0}}
-	for i, w := range wantStarts {
-		<-gate.waiting
-		clock.Advance(time.Second) // admission waits 1s
-		gate.grant(t, nil)
-		c := ex.next(t)
-		if c.job.Seq != w.seq || c.job.Attempt != w.attempt {
-			t.Fatalf("start %d: job %d attempt %d, want job %d attempt %d", i, c.job.Seq, c.job.Attempt, w.seq, w.attempt)
+	// Bytes allocated by one run of 3 instant items, the least of a few
+	// runs so that a stray allocation elsewhere does not count.
+	allocated := func(jobs int, keepOrder bool) uint64 {
+		least := uint64(math.MaxUint64)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			p, err := NewPool(Options{Jobs: jobs, Executor: &fakeExec{}, KeepOrder: keepOrder})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background(), feed("a", "b", "c")); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
 		}
-		if got := int(gate.acquired.Load()) - int(gate.released.Load()); got != 1 {
-			t.Errorf("start %d: %d releases outstanding, want 1 (held while the job runs)", i, got)
-		}
-		clock.Advance(500 * time.Millisecond) // the job runs 0.5s
-		c.reply <- w.code
+		return least
 	}
-	if err := done(t); err != nil {
-		t.Fatal(err)
-	}
-	if a, r := gate.acquired.Load(), gate.released.Load(); a != 4 || r != 4 {
-		t.Errorf("acquired %d, released %d; want 4 and 4 (every attempt admitted and released)", a, r)
-	}
-	var starts []time.Time
-	var retries []bool
-	for _, e := range rec.list() {
-		switch e.Kind {
-		case JobStarted:
-			starts = append(starts, e.Admitted)
-			if e.Waited != time.Second {
-				t.Errorf("job %d attempt %d waited %v, want 1s", e.Job.Seq, e.Job.Attempt, e.Waited)
-			}
-		case JobFinished:
-			retries = append(retries, e.Retry)
-			if e.Result.Runtime != 500*time.Millisecond {
-				t.Errorf("job %d attempt %d runtime %v, want 500ms", e.Job.Seq, e.Job.Attempt, e.Result.Runtime)
-			}
-			if !e.Result.Start.Equal(starts[len(starts)-1]) {
-				t.Errorf("job %d result start %v, want the admission instant %v", e.Job.Seq, e.Result.Start, starts[len(starts)-1])
-			}
-		case JobDone:
-			if e.Job.Seq == 1 && (e.Job.Attempt != 3 || !e.Result.OK()) {
-				t.Errorf("item 1 final: attempt %d %s, want attempt 3 ok", e.Job.Attempt, e.Result.Status())
-			}
+	for _, keepOrder := range []bool{false, true} {
+		small, big := allocated(3, keepOrder), allocated(100_000, keepOrder)
+		// Anything kept per slot (even a byte) would cost 100 KB.
+		if big > small+32<<10 {
+			t.Errorf("KeepOrder %v: Run with Jobs 100000 allocated %d bytes, with Jobs 3 %d; want about the same",
+				keepOrder, big, small)
 		}
 	}
-	wantAt := []time.Time{t0.Add(1 * time.Second), t0.Add(2500 * time.Millisecond), t0.Add(4 * time.Second), t0.Add(5500 * time.Millisecond)}
-	for i := range wantAt {
-		if i >= len(starts) || !starts[i].Equal(wantAt[i]) {
-			t.Errorf("admissions at %v, want %v", starts, wantAt)
-			break
+}
+
+// TestPoolAdmitsEveryAttemptAndStampsIt: every attempt, retries included,
+// is admitted and holds its admission while it runs; results carry the
+// admission's instant and wait.
+func TestPoolAdmitsEveryAttemptAndStampsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		lim := &fakeLimiter{wait: time.Second}
+		// Item a fails twice, then succeeds; b succeeds at once.
+		codes := map[string][]int{"a": {1, 7, 0}, "b": {0}}
+		ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+			if _, admitted, released := lim.counts(); admitted-released != 1 {
+				t.Errorf("job %d attempt %d runs with %d admissions held, want 1", job.Seq, job.Attempt, admitted-released)
+			}
+			sleepCtx(ctx, 500*time.Millisecond)
+			return &Result{ExitCode: codes[job.Item][job.Attempt-1]}
+		}}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: lim, Retries: 2, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed("a", "b")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
 		}
-	}
-	if want := []bool{true, true, false, false}; fmt.Sprint(retries) != fmt.Sprint(want) {
-		t.Errorf("JobFinished.Retry = %v, want %v", retries, want)
-	}
+		if calls, admitted, released := lim.counts(); calls != 4 || admitted != 4 || released != 4 {
+			t.Errorf("Admit called %d times, admitted %d, released %d; want 4, 4, 4", calls, admitted, released)
+		}
+		want := []string{
+			"started 1/1", "finished 1/1", "started 1/2", "finished 1/2", "started 1/3", "finished 1/3", "done 1/3",
+			"started 2/1", "finished 2/1", "done 2/1",
+		}
+		if got := rec.kinds(); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		// Each admission waits 1s after the previous attempt's 0.5s.
+		wantAt := []time.Duration{1000 * time.Millisecond, 2500 * time.Millisecond, 4000 * time.Millisecond, 5500 * time.Millisecond}
+		started, finished := rec.of(JobStarted), rec.of(JobFinished)
+		if len(started) != 4 || len(finished) != 4 {
+			t.Fatalf("%d started, %d finished, want 4 and 4", len(started), len(finished))
+		}
+		for i, s := range started {
+			f := finished[i]
+			a := s.Admission
+			if a == nil || a.At.Sub(t0) != wantAt[i] || a.Waited != time.Second {
+				t.Errorf("attempt %d/%d: admission %+v, want at t0+%v after waiting 1s", s.Job.Seq, s.Job.Attempt, a, wantAt[i])
+				continue
+			}
+			r := f.Result
+			if !r.Start.Equal(a.At) || r.Waited != time.Second || r.Runtime != 500*time.Millisecond {
+				t.Errorf("attempt %d/%d: result start t0+%v, waited %v, runtime %v; want t0+%v, 1s, 500ms",
+					f.Job.Seq, f.Job.Attempt, r.Start.Sub(t0), r.Waited, r.Runtime, wantAt[i])
+			}
+			if r.Job.Slot != 1 || r.Job.Attempt != s.Job.Attempt || !slices.Equal(r.Job.Argv, []string{"fake", s.Job.Item}) {
+				t.Errorf("attempt %d/%d: result job %+v, want the job that started", f.Job.Seq, f.Job.Attempt, r.Job)
+			}
+		}
+		var retries []bool
+		for _, f := range finished {
+			retries = append(retries, f.Retry)
+		}
+		if want := []bool{true, true, false, false}; !slices.Equal(retries, want) {
+			t.Errorf("JobFinished.Retry = %v, want %v", retries, want)
+		}
+		if d := rec.of(JobDone)[0]; d.Job.Attempt != 3 || !d.Result.OK() {
+			t.Errorf("item 1 final: attempt %d %s, want attempt 3 ok", d.Job.Attempt, d.Result.Status())
+		}
+	})
 }
 
 func TestPoolRetriesExhausted(t *testing.T) {
-	ex := newFakeExec()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex, Retries: 1, OnEvent: rec.on})
-	done := runPool(context.Background(), p, feed("a"))
-	ex.next(t).reply <- 3
-	c := ex.next(t)
-	if c.job.Attempt != 2 {
-		t.Fatalf("second call is attempt %d, want 2", c.job.Attempt)
-	}
-	c.reply <- 4
-	done(t)
-	ev := rec.list()
-	last := ev[len(ev)-1]
-	if last.Kind != JobDone || last.Result.ExitCode != 4 || last.Job.Attempt != 2 {
-		t.Errorf("last event %v attempt %d exit %d, want done, attempt 2, exit 4", last.Kind, last.Job.Attempt, last.Result.ExitCode)
-	}
-}
-
-// permExec fails every job permanently.
-type permExec struct{ calls atomic.Int32 }
-
-func (*permExec) Prepare(job *Job) error { job.Argv = []string{"x"}; return nil }
-func (e *permExec) Execute(context.Context, *Job) *Result {
-	e.calls.Add(1)
-	return &Result{ExitCode: -1, Err: fmt.Errorf("start x: %w", ErrPermanent)}
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(_ context.Context, job *Job) *Result { return &Result{ExitCode: 2 + job.Attempt} }}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, Retries: 1, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed("a")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		want := []string{"started 1/1", "finished 1/1", "started 1/2", "finished 1/2", "done 1/2"}
+		if got := rec.kinds(); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		if d := rec.of(JobDone); len(d) != 1 || d[0].Result.ExitCode != 4 {
+			t.Errorf("final result %+v, want attempt 2's exit 4", d)
+		}
+	})
 }
 
 func TestPoolDoesNotRetryPermanentFailures(t *testing.T) {
-	ex := &permExec{}
-	p, _ := NewPool(Options{Jobs: 1, Executor: ex, Retries: 5})
-	if err := p.Run(context.Background(), feed("a", "b")); err != nil {
-		t.Fatal(err)
-	}
-	if n := ex.calls.Load(); n != 2 {
-		t.Errorf("Execute called %d times, want 2 (no retries of permanent failures)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(_ context.Context, job *Job) *Result {
+			if job.Item == "wrapped" {
+				return &Result{ExitCode: -1, Err: fmt.Errorf("start x: %w", ErrPermanent)}
+			}
+			return &Result{ExitCode: -1, Err: Permanent(errors.New("start y: no such file"))}
+		}}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Retries: 5, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed("wrapped", "marked")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if n := ex.executions(); n != 2 {
+			t.Errorf("Execute called %d times, want 2 (no retries of permanent failures)", n)
+		}
+		for _, f := range rec.of(JobFinished) {
+			if f.Retry {
+				t.Errorf("job %d: JobFinished.Retry = true for %v, want false", f.Job.Seq, f.Result.Err)
+			}
+		}
+		if d := rec.of(JobDone); len(d) != 2 || d[1].Result.Status() != "start y: no such file" {
+			t.Errorf("JobDone events %+v, want 2, the second with status %q", d, "start y: no such file")
+		}
+	})
 }
 
+// TestPoolFailsBadItemsWithoutAdmission: an item that could not be read
+// and a job that cannot be prepared fail without being admitted.
 func TestPoolFailsBadItemsWithoutAdmission(t *testing.T) {
-	ex := newFakeExec()
-	ex.prepErr = func(j *Job) error {
-		if j.Item == "unparseable" {
-			return fmt.Errorf("job %d: %w", j.Seq, ErrBadLine)
+	synctest.Test(t, func(t *testing.T) {
+		errTooLong := errors.New("item too long")
+		errBadLine := errors.New("unbalanced quote")
+		ex := &fakeExec{prep: func(j *Job) error {
+			if j.Item == "unparseable" {
+				return Permanent(fmt.Errorf("job %d: %w", j.Seq, errBadLine))
+			}
+			return nil
+		}}
+		lim := &fakeLimiter{}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: lim, Retries: 3, OnEvent: rec.on})
+		items := make(chan Item, 3)
+		items <- Item{Err: errTooLong}
+		items <- Item{Text: "unparseable"}
+		items <- Item{Text: "fine"}
+		close(items)
+		if err := p.Run(context.Background(), items); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
 		}
-		return nil
-	}
-	gate := newGate()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 1, Executor: ex, Limiter: gate, Retries: 3, OnEvent: rec.on})
-	items := make(chan Item, 3)
-	items <- Item{Err: ErrItemTooLong}
-	items <- Item{Text: "unparseable"}
-	items <- Item{Text: "fine"}
-	close(items)
-	done := runPool(context.Background(), p, items)
-	<-gate.waiting
-	gate.grant(t, nil)
-	c := ex.next(t)
-	if c.job.Seq != 3 {
-		t.Errorf("first job to run is %d, want 3", c.job.Seq)
-	}
-	c.reply <- 0
-	done(t)
-	if n := gate.acquired.Load(); n != 1 {
-		t.Errorf("limiter admitted %d jobs, want 1: bad items consume no quota", n)
-	}
-	var bad []string
-	for _, e := range rec.list() {
-		if e.Kind == JobStarted && e.Job.Seq != 3 {
-			t.Errorf("job %d started, want it failed before starting", e.Job.Seq)
+		if calls, _, _ := lim.counts(); calls != 1 {
+			t.Errorf("Admit called %d times, want 1: bad items consume no quota", calls)
 		}
-		if e.Kind == JobDone && e.Job.Seq != 3 {
-			bad = append(bad, fmt.Sprintf("%d %v", e.Job.Seq, e.Result.Err))
-			if !errors.Is(e.Result.Err, ErrPermanent) || e.Result.OK() {
-				t.Errorf("job %d: err %v, want a permanent failure", e.Job.Seq, e.Result.Err)
+		want := []string{"done 1/1", "done 2/1", "started 3/1", "finished 3/1", "done 3/1"}
+		if got := rec.kinds(); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		done := rec.of(JobDone)
+		for i, wantErr := range []error{errTooLong, errBadLine} {
+			r := done[i].Result
+			if !errors.Is(r.Err, wantErr) || r.OK() || r.ExitCode != -1 || !r.Start.IsZero() {
+				t.Errorf("job %d: err %v, exit %d, start %v; want %v, exit -1, never admitted", r.Job.Seq, r.Err, r.ExitCode, r.Start, wantErr)
 			}
 		}
-	}
-	if len(bad) != 2 {
-		t.Errorf("bad items reported: %q, want 2", bad)
-	}
-}
-
-func TestPoolKeepOrder(t *testing.T) {
-	ex := newFakeExec()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex, KeepOrder: true, OrderWindow: 3, OnEvent: rec.on})
-	done := runPool(context.Background(), p, feed(nItems(5)...))
-	c1, c2 := ex.next(t), ex.next(t)
-	if c1.job.Seq == 2 {
-		c1, c2 = c2, c1
-	}
-	c2.reply <- 0 // job 2 ends first; its result waits for job 1
-	c3 := ex.next(t)
-	if c3.job.Seq != 3 {
-		t.Fatalf("third start is job %d, want 3", c3.job.Seq)
-	}
-	c3.reply <- 0 // now jobs 2 and 3 wait; job 4 is outside the window (1+3)
-	c1.reply <- 0
-	c4, c5 := ex.next(t), ex.next(t)
-	c5.reply <- 0
-	c4.reply <- 0
-	done(t)
-
-	var order []int64
-	started4, finished1 := -1, -1
-	for i, e := range rec.list() {
-		switch {
-		case e.Kind == JobDone:
-			order = append(order, e.Job.Seq)
-		case e.Kind == JobStarted && e.Job.Seq == 4:
-			started4 = i
-		case e.Kind == JobFinished && e.Job.Seq == 1:
-			finished1 = i
+		if r := done[2].Result; !r.OK() || r.Job.Slot != 1 {
+			t.Errorf("job 3: %s in slot %d, want ok in slot 1 (the bad items' slot given back)", r.Status(), r.Job.Slot)
 		}
+	})
+}
+
+// TestPoolPassesColumnsAndSkips: an item's columns reach the job, and a
+// skipped item takes its Seq but has no events and does not hold up the
+// order.
+func TestPoolPassesColumnsAndSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, KeepOrder: true, OnEvent: rec.on})
+		items := make(chan Item, 3)
+		items <- Item{Text: "a\t1", Cols: []string{"a", "1"}}
+		items <- Item{Text: "done before", Skip: true}
+		items <- Item{Text: "c"}
+		close(items)
+		if err := p.Run(context.Background(), items); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if got := ex.preparedSeqs(); !slices.Equal(got, []int64{1, 3}) {
+			t.Errorf("prepared jobs %v, want [1 3]", got)
+		}
+		for _, e := range rec.list() {
+			if e.Job.Seq == 2 {
+				t.Errorf("event %v for the skipped item", e.Kind)
+			}
+		}
+		if got := rec.doneSeqs(); !slices.Equal(got, []int64{1, 3}) {
+			t.Errorf("JobDone order %v, want [1 3]", got)
+		}
+		ex.mu.Lock()
+		defer ex.mu.Unlock()
+		cols := map[int64][]string{}
+		for _, j := range ex.executed {
+			cols[j.Seq] = j.Cols
+		}
+		if !slices.Equal(cols[1], []string{"a", "1"}) || cols[3] != nil {
+			t.Errorf("job columns %q and %q, want [a 1] and none", cols[1], cols[3])
+		}
+	})
+}
+
+// TestPoolKeepOrderWindow: with KeepOrder, results come in input order,
+// and while item 1 runs no item more than OrderWindow after it starts.
+func TestPoolKeepOrderWindow(t *testing.T) {
+	tests := []struct {
+		jobs, window int
+		wantAhead    int // items started while item 1 runs, itself included
+	}{
+		{jobs: 2, window: 3, wantAhead: 3},
+		{jobs: 2, window: 0, wantAhead: 8}, // 0: 4 × jobs
+		{jobs: 3, window: 1, wantAhead: 1},
+		{jobs: 4, window: 100, wantAhead: 12},
 	}
-	if fmt.Sprint(order) != "[1 2 3 4 5]" {
-		t.Errorf("JobDone order %v, want [1 2 3 4 5]", order)
-	}
-	if started4 < finished1 {
-		t.Errorf("job 4 started (event %d) before job 1 finished (event %d): window of 3 not kept\n%q", started4, finished1, rec.kinds())
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("jobs=%d,window=%d", tt.jobs, tt.window), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+					if job.Seq == 1 {
+						<-release
+					}
+					return &Result{}
+				}}
+				rec := &recorder{}
+				p := newPool(t, Options{Jobs: tt.jobs, Executor: ex, KeepOrder: true, OrderWindow: tt.window, OnEvent: rec.on})
+				wait := runBackground(context.Background(), p, feed(nItems(12)...))
+				synctest.Wait()
+				if got := ex.executions(); got != tt.wantAhead {
+					t.Errorf("%d items started while item 1 runs, want %d", got, tt.wantAhead)
+				}
+				if d := rec.of(JobDone); len(d) != 0 {
+					t.Errorf("%d JobDone events before item 1 ended, want none", len(d))
+				}
+				close(release)
+				if err := wait(); err != nil {
+					t.Fatalf("Run = %v, want nil", err)
+				}
+				if got, want := rec.doneSeqs(), []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; !slices.Equal(got, want) {
+					t.Errorf("JobDone order %v, want %v", got, want)
+				}
+			})
+		})
 	}
 }
 
+// TestPoolRetryDelay: a retry is admitted exactly RetryDelay after its
+// failed attempt ended, and other items run meanwhile.
+func TestPoolRetryDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+			switch {
+			case job.Item == "a" && job.Attempt == 1:
+				sleepCtx(ctx, 100*time.Millisecond)
+				return &Result{ExitCode: 1}
+			case job.Item == "b":
+				sleepCtx(ctx, time.Second)
+			}
+			return &Result{}
+		}}
+		var asked []string
+		rec := &recorder{}
+		p := newPool(t, Options{
+			Jobs: 2, Executor: ex, Retries: 1, Limiter: &fakeLimiter{}, OnEvent: rec.on,
+			RetryDelay: func(r *Result) time.Duration {
+				asked = append(asked, fmt.Sprintf("%d/%d exit %d", r.Job.Seq, r.Job.Attempt, r.ExitCode))
+				return 3 * time.Second
+			},
+		})
+		if err := p.Run(context.Background(), feed("a", "b", "c")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if want := []string{"1/1 exit 1"}; !slices.Equal(asked, want) {
+			t.Errorf("RetryDelay asked about %q, want %q", asked, want)
+		}
+		var got []string
+		for _, e := range rec.of(JobStarted) {
+			got = append(got, fmt.Sprintf("%d/%d at +%v", e.Job.Seq, e.Job.Attempt, e.Admission.At.Sub(t0)))
+		}
+		want := []string{"1/1 at +0s", "2/1 at +0s", "3/1 at +100ms", "1/2 at +3.1s"}
+		if !slices.Equal(got, want) {
+			t.Errorf("starts %q, want %q", got, want)
+		}
+	})
+}
+
+// TestPoolRequeuesJobsNotStarted: an attempt that could not start for lack
+// of resources is tried again as the same attempt, after 50ms, 100ms,
+// 200ms..., without a JobFinished and without using a retry.
+func TestPoolRequeuesJobsNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		tries := 0 // of item a, one at a time
+		ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+			if job.Item == "b" {
+				sleepCtx(ctx, time.Second)
+				return &Result{}
+			}
+			if tries++; tries <= 3 {
+				return &Result{ExitCode: -1, Err: fmt.Errorf("job %d: start: %w", job.Seq, ErrNotStarted)}
+			}
+			return &Result{}
+		}}
+		lim := &fakeLimiter{}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, Limiter: lim, OnEvent: rec.on}) // no retries
+		if err := p.Run(context.Background(), feed("a", "b")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		var gotA []string
+		for _, e := range rec.list() {
+			if e.Job.Seq == 1 {
+				gotA = append(gotA, fmt.Sprintf("%v %d/%d at +%v", e.Kind, e.Job.Seq, e.Job.Attempt, e.at.Sub(t0)))
+			}
+		}
+		want := []string{
+			"started 1/1 at +0s", "not started 1/1 at +0s",
+			"started 1/1 at +50ms", "not started 1/1 at +50ms",
+			"started 1/1 at +150ms", "not started 1/1 at +150ms",
+			"started 1/1 at +350ms", "finished 1/1 at +350ms", "done 1/1 at +350ms",
+		}
+		if !slices.Equal(gotA, want) {
+			t.Errorf("item 1 events\n%q, want\n%q", gotA, want)
+		}
+		for _, e := range rec.of(JobNotStarted) {
+			if !errors.Is(e.Result.Err, ErrNotStarted) || e.Retry {
+				t.Errorf("JobNotStarted: err %v, retry %v; want ErrNotStarted, false", e.Result.Err, e.Retry)
+			}
+		}
+		if d := rec.of(JobDone); len(d) != 2 || !d[0].Result.OK() || !d[1].Result.OK() {
+			t.Errorf("JobDone events %+v, want both items ok", d)
+		}
+		if calls, admitted, released := lim.counts(); calls != 5 || admitted != 5 || released != 5 {
+			t.Errorf("Admit called %d times, admitted %d, released %d; want 5 each (every try is admitted)", calls, admitted, released)
+		}
+	})
+}
+
+// TestPoolGivesUpOnJobsNotStarted: after 20 tries that could not start,
+// with the backoff doubling to a second, the attempt fails as any other.
+func TestPoolGivesUpOnJobsNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(context.Context, *Job) *Result {
+			return &Result{ExitCode: -1, Err: fmt.Errorf("fork: %w", ErrNotStarted)}
+		}}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed("a")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if n := ex.executions(); n != 21 {
+			t.Errorf("Execute called %d times, want 21", n)
+		}
+		if n := len(rec.of(JobNotStarted)); n != 20 {
+			t.Errorf("%d JobNotStarted events, want 20", n)
+		}
+		started := rec.of(JobStarted)
+		for i := 1; i < len(started); i++ {
+			gap := started[i].at.Sub(started[i-1].at)
+			want := min(50*time.Millisecond<<(i-1), time.Second)
+			if gap != want || started[i].Job.Attempt != 1 {
+				t.Errorf("try %d: attempt %d, %v after the previous, want attempt 1, %v", i+1, started[i].Job.Attempt, gap, want)
+			}
+		}
+		fin, done := rec.of(JobFinished), rec.of(JobDone)
+		if len(fin) != 1 || fin[0].Retry || len(done) != 1 || !errors.Is(done[0].Result.Err, ErrNotStarted) {
+			t.Errorf("finished %+v, done %+v; want one of each, failed with ErrNotStarted", fin, done)
+		}
+	})
+}
+
+// TestPoolStopDropsJobNotStarted: a job waiting to be tried again after a
+// failure to start has no attempt to report when the pool stops: it is
+// dropped like an item never read, and Run does not wait for its backoff.
+func TestPoolStopDropsJobNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(context.Context, *Job) *Result {
+			return &Result{ExitCode: -1, Err: ErrNotStarted}
+		}}
+		rec := &recorder{}
+		var p *Pool
+		p = newPool(t, Options{Jobs: 1, Executor: ex, OnEvent: func(e Event) {
+			rec.on(e)
+			if e.Kind == JobNotStarted {
+				p.Stop()
+			}
+		}})
+		start := time.Now()
+		if err := p.Run(context.Background(), feed("a", "b")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Run took %v, want it to return at once", d)
+		}
+		if got, want := rec.kinds(), []string{"started 1/1", "not started 1/1"}; !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+}
+
+// TestPoolCorrectsCost: the pool asks the limiter for Job.Cost (0 means
+// 1) and, when the result says what the call really cost, corrects the
+// admission before releasing it.
+func TestPoolCorrectsCost(t *testing.T) {
+	tests := []struct {
+		name               string
+		estimate, trueCost int
+		correctErr         error
+		wantAdmit          int
+		wantCorrect        bool
+	}{
+		{"no estimate, no true cost", 0, 0, nil, 1, false},
+		{"true cost higher", 5, 7, nil, 5, true},
+		{"true cost lower", 3, 1, nil, 3, true},
+		{"true cost as estimated", 5, 5, nil, 5, false},
+		{"no estimate, true cost 4", 0, 4, nil, 1, true},
+		{"correction fails", 2, 9, throttle.ErrBackend, 2, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ex := &fakeExec{
+					prep: func(j *Job) error { j.Cost = tt.estimate; return nil },
+					run: func(ctx context.Context, _ *Job) *Result {
+						sleepCtx(ctx, time.Second)
+						return &Result{Cost: tt.trueCost}
+					},
+				}
+				lim := &fakeLimiter{correctErr: tt.correctErr}
+				rec := &recorder{}
+				p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: lim, OnEvent: rec.on})
+				if err := p.Run(context.Background(), feed("a")); err != nil {
+					t.Fatalf("Run = %v, want nil", err)
+				}
+				lim.mu.Lock()
+				defer lim.mu.Unlock()
+				if !slices.Equal(lim.costs, []int{tt.wantAdmit}) || len(lim.released) != 1 {
+					t.Errorf("Admit costs %v, %d released; want [%d], 1", lim.costs, len(lim.released), tt.wantAdmit)
+				}
+				var want []correction
+				if tt.wantCorrect {
+					at := rec.of(JobStarted)[0].Admission.At
+					want = []correction{{id: 1, at: at, from: tt.wantAdmit, to: tt.trueCost}}
+				}
+				if !slices.Equal(lim.corrections, want) {
+					t.Errorf("corrections %+v, want %+v (before the release)", lim.corrections, want)
+				}
+				if d := rec.of(JobDone); len(d) != 1 || !d[0].Result.OK() || d[0].Result.Cost != tt.trueCost {
+					t.Errorf("JobDone %+v, want one ok result of cost %d", d, tt.trueCost)
+				}
+			})
+		})
+	}
+}
+
+// TestPoolLag: Lag is the admission's latency plus the time from the
+// admission's return to Sent, however long admission waited; zero without
+// Sent.
+func TestPoolLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+			var r Result
+			sleepCtx(ctx, 30*time.Millisecond)
+			if job.Item == "sent" {
+				r.Sent = time.Now()
+			}
+			sleepCtx(ctx, 70*time.Millisecond)
+			return &r
+		}}
+		lim := &fakeLimiter{wait: time.Second, latency: 20 * time.Millisecond}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: lim, OnEvent: rec.on})
+		t0 := time.Now()
+		if err := p.Run(context.Background(), feed("sent", "unknown")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		done := rec.of(JobDone)
+		if len(done) != 2 {
+			t.Fatalf("%d JobDone events, want 2", len(done))
+		}
+		if r := done[0].Result; r.Lag != 50*time.Millisecond || r.Runtime != 100*time.Millisecond || r.Waited != time.Second {
+			t.Errorf("sent after 30ms: lag %v, runtime %v, waited %v; want 50ms (20ms latency + 30ms), 100ms, 1s", r.Lag, r.Runtime, r.Waited)
+		}
+		// Start is the backend's instant, 20ms before Admit returned.
+		if r := done[0].Result; r.Start.Sub(t0) != 980*time.Millisecond {
+			t.Errorf("start t0+%v, want the admission's instant t0+980ms", r.Start.Sub(t0))
+		}
+		if r := done[1].Result; r.Lag != 0 || !r.Sent.IsZero() {
+			t.Errorf("no Sent: lag %v, sent %v; want 0 and zero", r.Lag, r.Sent)
+		}
+	})
+}
+
+// TestPoolStopLetsRunningJobsFinish: after Stop nothing more is admitted
+// or read, the retry waiting for admission fails with its last result,
+// and running jobs finish undisturbed.
 func TestPoolStopLetsRunningJobsFinish(t *testing.T) {
-	ex := newFakeExec()
-	gate := newGate()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex, Limiter: gate, Retries: 3, OnEvent: rec.on})
-	items := make(chan Item) // endless: never closed
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case items <- Item{Text: fmt.Sprint(i)}:
-			case <-time.After(wait):
-				return
-			}
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		ex := &fakeExec{run: handOff(calls)}
+		lim := &fakeLimiter{gate: make(chan error)}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, Limiter: lim, Retries: 3, OnEvent: rec.on})
+		items, stopFeed := endless()
+		wait := runBackground(context.Background(), p, items)
+		lim.grant(t, nil)
+		c1 := nextCall(t, calls)
+		lim.grant(t, nil)
+		c2 := nextCall(t, calls)
+		c1.exit(1) // fails: its retry waits for admission
+		synctest.Wait()
+		if n, _, _ := lim.counts(); n != 3 {
+			t.Fatalf("Admit called %d times, want 3 (the retry waiting)", n)
 		}
-	}()
-	done := runPool(context.Background(), p, items)
-	<-gate.waiting
-	gate.grant(t, nil)
-	c1 := ex.next(t)
-	<-gate.waiting
-	gate.grant(t, nil)
-	c2 := ex.next(t)
-	c1.reply <- 1  // fails: a retry is queued, then waits for a slot... no: a slot is free
-	<-gate.waiting // the retry (or next item) waits for admission
-	p.Stop()
-	p.Stop() // idempotent
-	if c2.ctx.Err() != nil {
-		t.Error("Stop cancelled a running job's context, want it left to finish")
-	}
-	c2.reply <- 0
-	if err := done(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	started := 0
-	for _, e := range rec.list() {
-		if e.Kind == JobStarted {
-			started++
+		p.Stop()
+		p.Stop() // idempotent
+		synctest.Wait()
+		if err := c2.ctx.Err(); err != nil {
+			t.Errorf("Stop cancelled a running job's context (%v), want it left to finish", err)
 		}
-	}
-	if started != 2 {
-		t.Errorf("%d jobs started, want 2 (nothing admitted after Stop)", started)
-	}
-	if a, r := gate.acquired.Load(), gate.released.Load(); a != r {
-		t.Errorf("acquired %d, released %d: slots leaked", a, r)
-	}
+		c2.exit(0)
+		if err := wait(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if n := stopFeed(); n != 2 {
+			t.Errorf("pool took %d items, want the 2 it ran", n)
+		}
+		want := []string{"started 1/1", "started 2/1", "finished 1/1", "done 1/1", "finished 2/1", "done 2/1"}
+		if got := rec.kinds(); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		if d := rec.of(JobDone); len(d) == 2 && (d[0].Result.ExitCode != 1 || !d[1].Result.OK()) {
+			t.Errorf("final results %s and %s, want exit status 1 (the last attempt) and ok", d[0].Result.Status(), d[1].Result.Status())
+		}
+		if _, admitted, released := lim.counts(); admitted != 2 || released != 2 {
+			t.Errorf("admitted %d, released %d; want 2 and 2", admitted, released)
+		}
+	})
+}
+
+// TestPoolStopFailsDelayedRetries: Stop does not wait for a retry's delay;
+// the retry fails with its last attempt.
+func TestPoolStopFailsDelayedRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{run: func(context.Context, *Job) *Result { return &Result{ExitCode: 3} }}
+		rec := &recorder{}
+		var p *Pool
+		p = newPool(t, Options{Jobs: 1, Executor: ex, Retries: 2,
+			RetryDelay: func(*Result) time.Duration { return time.Hour },
+			OnEvent: func(e Event) {
+				rec.on(e)
+				if e.Kind == JobFinished {
+					p.Stop()
+				}
+			}})
+		start := time.Now()
+		if err := p.Run(context.Background(), feed("a", "b")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Run took %v, want it to return at once", d)
+		}
+		if got, want := rec.kinds(), []string{"started 1/1", "finished 1/1", "done 1/1"}; !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
 }
 
 func TestPoolStopBeforeRun(t *testing.T) {
-	ex := newFakeExec()
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex})
-	p.Stop()
-	if err := p.Run(context.Background(), feed("a", "b")); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(ex.prepared); n != 0 {
-		t.Errorf("%d jobs prepared after Stop, want 0", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, OnEvent: rec.on})
+		p.Stop()
+		if err := p.Run(context.Background(), feed("a", "b")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if n := len(ex.preparedSeqs()); n != 0 {
+			t.Errorf("%d jobs prepared after Stop, want 0", n)
+		}
+		if ev := rec.kinds(); len(ev) != 0 {
+			t.Errorf("events %q after Stop, want none", ev)
+		}
+	})
 }
 
+// TestPoolCancelKillsRunningJobs: cancelling Run's context kills the
+// running jobs, fails the queued retries with their last attempt, reads
+// no more items, and Run returns nil at once.
 func TestPoolCancelKillsRunningJobs(t *testing.T) {
-	ex := newFakeExec()
-	ctx, cancel := context.WithCancel(context.Background())
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex})
-	done := runPool(ctx, p, feed(nItems(5)...))
-	ex.next(t)
-	ex.next(t)
-	cancel()
-	if err := done(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	if n := ex.cancelled.Load(); n != 2 {
-		t.Errorf("%d running jobs saw the cancellation, want 2", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		ex := &fakeExec{run: handOff(calls)}
+		rec := &recorder{}
+		ctx, cancel := context.WithCancel(context.Background())
+		p := newPool(t, Options{Jobs: 2, Executor: ex, Retries: 1, OnEvent: rec.on,
+			RetryDelay: func(*Result) time.Duration { return time.Hour }})
+		wait := runBackground(ctx, p, feed(nItems(5)...))
+		c1, c2 := nextCall(t, calls), nextCall(t, calls)
+		if c1.job.Seq != 1 {
+			c1, c2 = c2, c1
+		}
+		c1.exit(1) // its retry waits an hour; item 3 starts
+		c3 := nextCall(t, calls)
+		start := time.Now()
+		cancel()
+		if err := wait(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Run took %v after the cancellation, want it to return at once", d)
+		}
+		for _, c := range []call{c2, c3} {
+			if c.ctx.Err() == nil {
+				t.Errorf("job %d: context not cancelled", c.job.Seq)
+			}
+		}
+		if got := ex.preparedSeqs(); !slices.Equal(got, []int64{1, 2, 3}) {
+			t.Errorf("prepared jobs %v, want [1 2 3]", got)
+		}
+		status := map[int64]string{}
+		for _, d := range rec.of(JobDone) {
+			status[d.Job.Seq] = d.Result.Status()
+		}
+		want := map[int64]string{1: "exit status 1", 2: "killed by SIGKILL", 3: "killed by SIGKILL"}
+		if fmt.Sprint(status) != fmt.Sprint(want) {
+			t.Errorf("final results %v, want %v", status, want)
+		}
+	})
 }
 
+// TestPoolLimiterFailureStopsAdmissions: a limiter error stops admissions,
+// lets the running job finish, and is what Run returns; a cancellation by
+// Stop is not an error.
 func TestPoolLimiterFailureStopsAdmissions(t *testing.T) {
-	backend := errors.New("backend down")
-	ex := newFakeExec()
-	gate := newGate()
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex, Limiter: gate})
-	done := runPool(context.Background(), p, feed(nItems(5)...))
-	<-gate.waiting
-	gate.grant(t, nil)
-	c := ex.next(t)
-	<-gate.waiting
-	gate.grant(t, backend)
-	c.reply <- 0 // the running job still finishes
-	err := done(t)
-	if !errors.Is(err, backend) {
-		t.Fatalf("Run = %v, want an error wrapping %v", err, backend)
-	}
-	if n := gate.acquired.Load(); n != 1 {
-		t.Errorf("%d admissions, want 1", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		ex := &fakeExec{run: handOff(calls)}
+		lim := &fakeLimiter{gate: make(chan error)}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: ex, Limiter: lim, OnEvent: rec.on})
+		wait := runBackground(context.Background(), p, feed(nItems(5)...))
+		lim.grant(t, nil)
+		c := nextCall(t, calls)
+		lim.grant(t, throttle.ErrBackend)
+		synctest.Wait()
+		if c.ctx.Err() != nil {
+			t.Error("the limiter's failure cancelled the running job, want it left to finish")
+		}
+		c.exit(0)
+		err := wait()
+		if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "admit job 2") {
+			t.Fatalf("Run = %v, want an error about job 2 wrapping %v", err, throttle.ErrBackend)
+		}
+		if n, _, _ := lim.counts(); n != 2 {
+			t.Errorf("Admit called %d times, want 2", n)
+		}
+		if got := ex.preparedSeqs(); !slices.Equal(got, []int64{1, 2}) {
+			t.Errorf("prepared jobs %v, want [1 2]", got)
+		}
+		if got, want := rec.kinds(), []string{"started 1/1", "finished 1/1", "done 1/1"}; !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
 }
 
+// TestPoolWithThrottleLimiter runs the pool on the real limiter: starts
+// keep 2/s and 3/2s, at most 2 in flight, as fast as the rules allow.
 func TestPoolWithThrottleLimiter(t *testing.T) {
-	// The real limiter with a fake clock: starts keep 2/s and 3/2s, and
-	// each holds one of 2 slots while it runs.
-	clock := throttletest.NewFakeClock(t0)
-	rules := []throttle.Rule{{N: 2, Window: time.Second}, {N: 3, Window: 2 * time.Second}}
-	lim, err := throttle.New(rules, throttle.WithClock(clock), throttle.WithMaxInFlight(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := newFakeExec()
-	rec := &recorder{}
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex, Limiter: lim, Clock: clock, OnEvent: rec.on})
-	done := runPool(context.Background(), p, feed(nItems(7)...))
-	// Whenever the limiter sleeps, move the clock to its deadline.
-	stop := make(chan struct{})
-	asleep := make(chan struct{})
-	go func() {
-		for {
-			clock.BlockUntilTimers(1)
-			select {
-			case asleep <- struct{}{}:
-			case <-stop:
-				return
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 2, Window: time.Second}, {N: 3, Window: 2 * time.Second}}
+		lim, err := throttle.New(rules, throttle.WithMaxInFlight(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const jobTime = 100 * time.Millisecond
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 2, Executor: &fakeExec{run: hold(jobTime)}, Limiter: lim, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed(nItems(7)...)); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		var starts []time.Time
+		for _, e := range rec.of(JobStarted) {
+			starts = append(starts, e.Admission.At)
+		}
+		if len(starts) != 7 {
+			t.Fatalf("%d starts, want 7", len(starts))
+		}
+		for _, r := range throttle.Check(rules, throttle.Calls(starts...)) {
+			if r.Violations > 0 {
+				t.Errorf("rule %v broken %d times; starts %v", r.Rule, r.Violations, starts)
 			}
 		}
-	}()
-	defer func() { close(stop); clock.NewTimer(time.Hour) }()
-	for finished := 0; finished < 7; {
-		select {
-		case c := <-ex.calls:
-			c.reply <- 0
-			finished++
-		case <-asleep:
-			if next, ok := clock.Next(); ok {
-				clock.Set(next)
-			}
-		case <-time.After(wait):
-			t.Fatal("stuck")
+		if got, want := starts[6].Sub(starts[0]), throttle.Fastest(rules, 7, 2, jobTime); got != want {
+			t.Errorf("makespan %v, want the fastest legal one, %v", got, want)
 		}
-	}
-	done(t)
-	var starts []time.Time
-	for _, e := range rec.list() {
-		if e.Kind == JobStarted {
-			starts = append(starts, e.Admitted)
+		if s := lim.Stats(); s.InFlight != 0 || s.PeakInFlight > 2 {
+			t.Errorf("limiter in flight %d, peak %d; want 0 and at most 2", s.InFlight, s.PeakInFlight)
 		}
-	}
-	if len(starts) != 7 {
-		t.Fatalf("%d starts, want 7", len(starts))
-	}
-	for _, r := range throttle.Check(rules, starts) {
-		if r.Violations > 0 {
-			t.Errorf("rule %v broken %d times; starts %v", r.Rule, r.Violations, starts)
-		}
-	}
-	if s := lim.Stats(); s.InFlight != 0 || s.PeakInFlight > 2 {
-		t.Errorf("limiter in flight %d peak %d, want 0 and <= 2", s.InFlight, s.PeakInFlight)
-	}
+	})
 }
 
-func TestNewPoolRejectsBadOptions(t *testing.T) {
-	for _, o := range []Options{
-		{Jobs: 0, Executor: newFakeExec()},
-		{Jobs: 1},
-		{Jobs: 1, Executor: newFakeExec(), Retries: -1},
-	} {
-		if _, err := NewPool(o); err == nil {
-			t.Errorf("NewPool(%+v) = nil error, want one", o)
-		}
-	}
-}
-
+// TestPoolReadsItemsOnlyAsNeeded: the pool takes an item only when it can
+// start it, so memory stays bounded however fast items come.
 func TestPoolReadsItemsOnlyAsNeeded(t *testing.T) {
-	// Endless input: the pool takes an item only when it can start it, so
-	// memory stays bounded however fast items come.
-	ex := newFakeExec()
-	p, _ := NewPool(Options{Jobs: 2, Executor: ex})
-	items := make(chan Item)
-	var sent atomic.Int32
-	stopFeed := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case items <- Item{Text: "y"}:
-				sent.Add(1)
-			case <-stopFeed:
-				return
-			}
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan call)
+		p := newPool(t, Options{Jobs: 2, Executor: &fakeExec{run: handOff(calls)}})
+		items, stopFeed := endless()
+		wait := runBackground(context.Background(), p, items)
+		c1, c2 := nextCall(t, calls), nextCall(t, calls)
+		noCall(t, calls)
+		p.Stop()
+		c1.exit(0)
+		c2.exit(0)
+		if err := wait(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
 		}
-	}()
-	done := runPool(context.Background(), p, items)
-	c1, c2 := ex.next(t), ex.next(t) // both slots busy: no reason to read on
-	p.Stop()
-	c1.reply <- 0
-	c2.reply <- 0
-	done(t)
-	close(stopFeed)
-	if n := sent.Load(); n != 2 {
-		t.Errorf("pool took %d items in all, want exactly the 2 it ran", n)
-	}
+		if n := stopFeed(); n != 2 {
+			t.Errorf("pool took %d items in all, want exactly the 2 it ran", n)
+		}
+	})
 }

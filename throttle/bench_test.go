@@ -17,7 +17,7 @@ const (
 	counterRules = "1000000000/s,10000000000/m,100000000000/d"
 )
 
-func benchWait(b *testing.B, spec string) {
+func benchWait(b *testing.B, spec string, cost int) {
 	rules, err := ParseRules(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +29,7 @@ func benchWait(b *testing.B, spec string) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := l.Wait(ctx); err != nil {
+		if err := l.WaitN(ctx, cost); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -37,8 +37,17 @@ func benchWait(b *testing.B, spec string) {
 
 // BenchmarkWait3Rules is uncontended admission under 3 rules.
 func BenchmarkWait3Rules(b *testing.B) {
-	b.Run("exact", func(b *testing.B) { benchWait(b, exactRules) })
-	b.Run("counter", func(b *testing.B) { benchWait(b, counterRules) })
+	b.Run("exact", func(b *testing.B) { benchWait(b, exactRules, 1) })
+	b.Run("counter", func(b *testing.B) { benchWait(b, counterRules, 1) })
+}
+
+// Weighted rules that never block at benchmark speeds: one count rule and
+// two cost rules, admitting calls of cost 7.
+const weightedRules = "100000/ms,cost:10000000/ms,cost:10000000/2ms"
+
+// BenchmarkWaitN3Rules is uncontended weighted admission under 3 rules.
+func BenchmarkWaitN3Rules(b *testing.B) {
+	b.Run("exact", func(b *testing.B) { benchWait(b, weightedRules, 7) })
 }
 
 // BenchmarkXTimeRate3 is the same admission with golang.org/x/time/rate:
@@ -134,27 +143,20 @@ func fillRule(b *testing.B, rule Rule) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	clock := &stepClock{t: time.Unix(0, 0)}
-	l, err := New([]Rule{rule}, WithClock(clock))
+	l, err := New([]Rule{rule})
 	if err != nil {
 		b.Fatal(err)
 	}
+	t := time.Now()
 	step := rule.Window / time.Duration(rule.N+1)
 	for range rule.N {
-		if !l.AllowAt(clock.t) {
+		if !l.AllowN(t, 1) {
 			b.Fatalf("rule %v refused a call", rule)
 		}
-		clock.t = clock.t.Add(step)
+		t = t.Add(step)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(l)
 	return after.HeapAlloc - before.HeapAlloc
 }
-
-// stepClock is a clock moved by hand, for benchmarks that may not import
-// the fake clock's timer machinery.
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time                 { return c.t }
-func (c *stepClock) NewTimer(d time.Duration) Timer { panic("stepClock: no timers") }

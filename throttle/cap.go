@@ -24,7 +24,7 @@ func newSlots(max int) *slots { return &slots{max: max} }
 
 // acquire takes a slot, waiting for one in FIFO order. If ctx ends first
 // it holds nothing and returns ctx's error.
-func (s *slots) acquire(ctx context.Context, clock Clock) error {
+func (s *slots) acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (s *slots) acquire(ctx context.Context, clock Clock) error {
 	}
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
-	start := clock.Now()
+	start := time.Now()
 	s.mu.Unlock()
 
 	select {
@@ -44,7 +44,7 @@ func (s *slots) acquire(ctx context.Context, clock Clock) error {
 		// release handed its slot straight to us (and counted it).
 		s.mu.Lock()
 		s.waits++
-		s.waitTime += max(clock.Now().Sub(start), 0)
+		s.waitTime += max(time.Since(start), 0)
 		s.mu.Unlock()
 		return nil
 	case <-ctx.Done():

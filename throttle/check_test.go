@@ -11,13 +11,13 @@ import (
 
 var checkT0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// checkAt returns instants t0 + offset for each offset.
-func checkAt(offsets ...time.Duration) []time.Time {
-	ts := make([]time.Time, len(offsets))
+// checkAt returns calls of cost 1 at instants t0 + offset for each offset.
+func checkAt(offsets ...time.Duration) []Call {
+	cs := make([]Call, len(offsets))
 	for i, d := range offsets {
-		ts[i] = checkT0.Add(d)
+		cs[i] = Call{At: checkT0.Add(d), Cost: 1}
 	}
-	return ts
+	return cs
 }
 
 func TestCheck(t *testing.T) {
@@ -174,7 +174,7 @@ func TestScheduleIsLegalAndTight(t *testing.T) {
 				continue // cannot move earlier without reordering
 			}
 			earlier := slices.Clone(times)
-			earlier[k] = earlier[k].Add(-1)
+			earlier[k].At = earlier[k].At.Add(-1)
 			if checkLegal(rules, earlier, jobs, runtime) {
 				t.Fatalf("%s: Schedule = %v, but call %d could go 1ns earlier", name, off, k)
 			}
@@ -182,17 +182,17 @@ func TestScheduleIsLegalAndTight(t *testing.T) {
 	}
 }
 
-// checkLegal reports whether sorted admission instants keep every rule and the
+// checkLegal reports whether sorted admissions keep every rule and the
 // in-flight cap (jobs <= 0: none) with calls lasting runtime.
-func checkLegal(rules []Rule, times []time.Time, jobs int, runtime time.Duration) bool {
-	for _, res := range Check(rules, times) {
+func checkLegal(rules []Rule, calls []Call, jobs int, runtime time.Duration) bool {
+	for _, res := range Check(rules, calls) {
 		if res.Violations > 0 {
 			return false
 		}
 	}
 	if jobs > 0 {
-		for k := jobs; k < len(times); k++ {
-			if times[k].Before(times[k-jobs].Add(runtime)) {
+		for k := jobs; k < len(calls); k++ {
+			if calls[k].At.Before(calls[k-jobs].At.Add(runtime)) {
 				return false
 			}
 		}
@@ -215,9 +215,11 @@ func TestCheckAgreesWithBruteForce(t *testing.T) {
 		// before it in time, or at the same instant and not after it in input.
 		want := CheckResult{Rule: r, First: -1}
 		firstAt := time.Time{}
-		for i, ti := range times {
+		for i, ci := range times {
+			ti := ci.At
 			count := 0
-			for j, tj := range times {
+			for j, cj := range times {
+				tj := cj.At
 				if tj.After(ti.Add(-r.Window)) && (tj.Before(ti) || tj.Equal(ti) && j <= i) {
 					count++
 				}
@@ -246,9 +248,143 @@ func ExampleFastest() {
 func ExampleCheck() {
 	rules, _ := ParseRules("2/s")
 	t0 := time.Unix(1700000000, 0)
-	calls := []time.Time{t0, t0.Add(400 * time.Millisecond), t0.Add(900 * time.Millisecond), t0.Add(1900 * time.Millisecond)}
+	calls := Calls(t0, t0.Add(400*time.Millisecond), t0.Add(900*time.Millisecond), t0.Add(1900*time.Millisecond))
 	for _, res := range Check(rules, calls) {
 		fmt.Printf("%v: %d violations, first at index %d, peak usage %.1f\n", res.Rule, res.Violations, res.First, res.PeakUsage)
 	}
 	// Output: 2/s: 1 violations, first at index 2, peak usage 1.5
+}
+
+func TestCheckCosts(t *testing.T) {
+	const ms = time.Millisecond
+	rules := []Rule{{N: 2, Window: time.Second}, {N: 10, Window: time.Second, Cost: true}}
+	calls := []Call{
+		{At: checkT0, Cost: 4},
+		{At: checkT0.Add(100 * ms), Cost: 6},  // 10: at the limit
+		{At: checkT0.Add(1000 * ms), Cost: 7}, // (0, 1s] holds 6+7 = 13: the 4 at 0 has left
+		{At: checkT0.Add(1100 * ms), Cost: 0}, // counts as 1
+	}
+	got := Check(rules, calls)
+	want := []CheckResult{
+		{Rule: rules[0], First: -1, Peak: 2, PeakUsage: 1},
+		// (0, 1s] holds 6+7 = 13 at 1s: a violation; (100ms, 1.1s] holds 7+1.
+		{Rule: rules[1], Violations: 1, First: 2, Peak: 13, PeakUsage: 1.3},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Check(%v, %v) =\n%+v, want\n%+v", rules, calls, got, want)
+	}
+}
+
+func TestScheduleCosts(t *testing.T) {
+	s := time.Second
+	rules := []Rule{{N: 5, Window: s}, {N: 100, Window: s, Cost: true}}
+	got := ScheduleCosts(rules, []int{60, 30, 20, 50, 1, 100}, 0, 0)
+	// 60+30 fit at 0; 20 would make 110, so it waits for the 60 to leave
+	// (1s); 50 fits with 30+20; 1 fits once the 30 has left, also at 1s;
+	// 100 needs the window empty: the calls of 1s leave at 2s.
+	want := []time.Duration{0, 0, s, s, s, 2 * s}
+	if !slices.Equal(got, want) {
+		t.Errorf("ScheduleCosts = %v, want %v", got, want)
+	}
+}
+
+// ScheduleCosts is legal and tight for random costs, as Schedule is for
+// counts: moving any call 1ns earlier breaks a rule or the cap.
+func TestScheduleCostsIsLegalAndTight(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		rules := []Rule{{N: 1 + rng.IntN(6), Window: time.Duration(1+rng.IntN(50)) * time.Millisecond}}
+		maxCost := 1 + rng.IntN(30)
+		for range rng.IntN(3) {
+			rules = append(rules, Rule{N: maxCost + rng.IntN(40), Window: time.Duration(1+rng.IntN(50)) * time.Millisecond, Cost: true})
+		}
+		n, jobs := 1+rng.IntN(40), rng.IntN(5)
+		runtime := time.Duration(rng.IntN(20)) * time.Millisecond
+		costs := make([]int, n)
+		for i := range costs {
+			costs[i] = 1 + rng.IntN(maxCost)
+		}
+		name := fmt.Sprintf("trial %d: %v costs=%v jobs=%d runtime=%v", trial, rules, costs, jobs, runtime)
+		off := ScheduleCosts(rules, costs, jobs, runtime)
+		calls := make([]Call, n)
+		for i := range calls {
+			calls[i] = Call{At: checkT0.Add(off[i]), Cost: costs[i]}
+		}
+		if !checkLegal(rules, calls, jobs, runtime) {
+			t.Fatalf("%s: ScheduleCosts = %v breaks a rule: %+v", name, off, Check(rules, calls))
+		}
+		for k := 1; k < n; k++ {
+			if off[k] == off[k-1] {
+				continue
+			}
+			earlier := slices.Clone(calls)
+			earlier[k].At = earlier[k].At.Add(-1)
+			if checkLegal(rules, earlier, jobs, runtime) {
+				t.Fatalf("%s: ScheduleCosts = %v, but call %d could go 1ns earlier", name, off, k)
+			}
+		}
+	}
+}
+
+func TestCheckCostsAgreesWithBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 300 {
+		r := Rule{N: 1 + rng.IntN(20), Window: time.Duration(1+rng.IntN(10)) * time.Millisecond, Cost: true}
+		calls := make([]Call, rng.IntN(30))
+		for i := range calls {
+			calls[i] = Call{At: checkT0.Add(time.Duration(rng.IntN(40)) * time.Millisecond / 2), Cost: 1 + rng.IntN(8)}
+		}
+		got := Check([]Rule{r}, calls)[0]
+		want := CheckResult{Rule: r, First: -1}
+		var firstAt time.Time
+		for i, ci := range calls {
+			held := 0
+			for j, cj := range calls {
+				if cj.At.After(ci.At.Add(-r.Window)) && (cj.At.Before(ci.At) || cj.At.Equal(ci.At) && j <= i) {
+					held += cj.Cost
+				}
+			}
+			want.Peak = max(want.Peak, held)
+			if held > r.N {
+				want.Violations++
+				if want.First < 0 || ci.At.Before(firstAt) {
+					want.First, firstAt = i, ci.At
+				}
+			}
+		}
+		want.PeakUsage = float64(want.Peak) / float64(r.N)
+		if got != want {
+			t.Fatalf("trial %d: Check(%v, %v) = %+v, want %+v", trial, r, calls, got, want)
+		}
+	}
+}
+
+// Plan with no history is ScheduleCosts; with history it counts what the
+// past already spent of each window.
+func TestPlan(t *testing.T) {
+	s := time.Second
+	rules := []Rule{{N: 5, Window: s}, {N: 12, Window: 3 * s}}
+	start := checkT0.Add(10 * s)
+	ones := make([]int, 30)
+	for i := range ones {
+		ones[i] = 1
+	}
+	got := Plan(rules, nil, ones, start, 0, 0)
+	for i, off := range Schedule(rules, 30, 0, 0) {
+		if !got[i].Equal(start.Add(off)) {
+			t.Fatalf("Plan without history: call %d at %v, want %v", i, got[i].Sub(start), off)
+		}
+	}
+	// 5 calls spent 500ms ago: the next 5 wait until they leave.
+	var past []Call
+	for range 5 {
+		past = append(past, Call{At: start.Add(-500 * time.Millisecond), Cost: 1})
+	}
+	got = Plan(rules, past, ones[:6], start, 0, 0)
+	if d := got[0].Sub(start); d != 500*time.Millisecond {
+		t.Errorf("first call after 5 recent ones at +%v, want +500ms", d)
+	}
+	if d := got[5].Sub(start); d != 1500*time.Millisecond {
+		t.Errorf("sixth call at +%v, want +1.5s", d)
+	}
 }

@@ -92,8 +92,10 @@ func TestSeedScenario(t *testing.T) {
 		if s.PeakInFlight > 4 || s.InFlight != 0 || s.Admitted != 30 {
 			t.Errorf("peak in flight %d (cap 4), in flight %d, admitted %d", s.PeakInFlight, s.InFlight, s.Admitted)
 		}
-		if s.PeakBinding < 0 || s.Rules[s.PeakBinding].PeakUsage != 1 {
-			t.Errorf("PeakBinding = %d in %+v; want a rule at 100%% peak usage", s.PeakBinding, s.Rules)
+		for _, r := range s.Rules {
+			if r.PeakUsage != 1 {
+				t.Errorf("rule %v peak usage %v, want 1: the fastest schedule fills both", r.Rule, r.PeakUsage)
+			}
 		}
 	})
 }
@@ -154,42 +156,72 @@ func TestStackedLimitersBreakRules(t *testing.T) {
 	t.Logf("violations over 30 calls: stacked %d, combined %d", stackedBad, combinedBad)
 }
 
-// greedy returns the admission instants of the fastest FIFO schedule: each
-// arrival (sorted) goes at the earliest instant no rule forbids.
-func greedy(rules []Rule, arrivals []time.Time) []time.Time {
-	var out []time.Time
-	for i, a := range arrivals {
-		at := a
-		if i > 0 && out[i-1].After(at) {
-			at = out[i-1]
-		}
+// earliest returns the earliest instant at or after at when a call of the
+// given cost fits every rule, given the calls admitted before it.
+func earliest(rules []Rule, before []Call, at time.Time, cost int) time.Time {
+	for {
+		moved := false
 		for _, r := range rules {
-			if i >= r.N {
-				if free := out[i-r.N].Add(r.Window); free.After(at) {
-					at = free
+			w := 1
+			if r.Cost {
+				w = cost
+			}
+			// The newest calls that fit with this one may stay; the
+			// newest of the rest must leave: at its time + Window.
+			held := w
+			for j := len(before) - 1; j >= 0; j-- {
+				c := before[j]
+				if !c.At.After(at.Add(-r.Window)) {
+					break
 				}
+				cw := 1
+				if r.Cost {
+					cw = c.Cost
+				}
+				if held+cw > r.N {
+					at, moved = c.At.Add(r.Window), true
+					break
+				}
+				held += cw
 			}
 		}
-		out = append(out, at)
+		if !moved {
+			return at
+		}
 	}
-	return out
 }
 
-// Random rule sets and random arrivals from many goroutines: no violation,
-// and every admission at the earliest legal instant (the greedy optimum).
+// Random rule sets (count and cost rules), random costs and random
+// arrivals from many goroutines: no violation, admission in arrival order,
+// and every admission at the earliest legal instant (the greedy optimum
+// for FIFO order).
 func TestLimiterProperty(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		var rules []Rule
 		for range 1 + rng.IntN(3) {
 			rules = append(rules, Rule{N: 1 + rng.IntN(8), Window: time.Duration(1+rng.IntN(200)) * 10 * time.Millisecond})
 		}
+		maxCost := 1
+		if seed%2 == 1 { // weighted
+			maxCost = 1 + rng.IntN(20)
+			for range 1 + rng.IntN(2) {
+				rules = append(rules, Rule{N: maxCost + rng.IntN(40), Window: time.Duration(1+rng.IntN(200)) * 10 * time.Millisecond, Cost: true})
+			}
+		}
 		margin := time.Duration(rng.IntN(3)) * 5 * time.Millisecond
 		callers := 2 + rng.IntN(30)
-		delays := make([][]time.Duration, callers)
-		for c := range delays {
+		type plan struct {
+			delay time.Duration
+			cost  int
+		}
+		plans := make([][]plan, callers)
+		for c := range plans {
 			for range 1 + rng.IntN(4) {
-				delays[c] = append(delays[c], time.Duration(rng.IntN(3000))*time.Millisecond)
+				// Each caller's delays are distinct modulo 1ms, so no two
+				// callers ever arrive at the same instant.
+				d := time.Duration(rng.IntN(3000))*time.Millisecond + time.Duration(c+1)*time.Microsecond
+				plans[c] = append(plans[c], plan{d, 1 + rng.IntN(maxCost)})
 			}
 		}
 		synctest.Test(t, func(t *testing.T) {
@@ -197,43 +229,55 @@ func TestLimiterProperty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			type record struct {
+				arrived, admitted time.Time
+				cost              int
+			}
 			var (
-				mu               sync.Mutex
-				arrivals, admits []time.Time
-				wg               sync.WaitGroup
+				mu      sync.Mutex
+				records []record
+				wg      sync.WaitGroup
 			)
 			for c := range callers {
 				wg.Go(func() {
-					for _, d := range delays[c] {
-						time.Sleep(d)
-						mu.Lock()
-						arrivals = append(arrivals, time.Now())
-						mu.Unlock()
-						if err := l.Wait(context.Background()); err != nil {
+					for _, p := range plans[c] {
+						time.Sleep(p.delay)
+						arrived := time.Now()
+						a, err := l.Admit(context.Background(), p.cost)
+						if err != nil {
 							panic(err)
 						}
+						a.Release()
 						mu.Lock()
-						admits = append(admits, time.Now())
+						records = append(records, record{arrived, a.At, p.cost})
 						mu.Unlock()
 					}
 				})
 			}
 			wg.Wait()
-			cmp := func(a, b time.Time) int { return a.Compare(b) }
-			slices.SortFunc(arrivals, cmp)
-			slices.SortFunc(admits, cmp)
+			slices.SortFunc(records, func(a, b record) int { return a.arrived.Compare(b.arrived) })
 			strict := make([]Rule, len(rules))
+			var calls []Call
 			for i, r := range rules {
-				strict[i] = Rule{N: r.N, Window: r.Window + margin}
+				strict[i] = Rule{N: r.N, Window: r.Window + margin, Cost: r.Cost}
 			}
-			if n := violations(strict, admits); n != 0 {
-				t.Fatalf("seed %d rules %v margin %v: %d violations", seed, rules, margin, n)
+			for i, rec := range records {
+				if i > 0 && rec.admitted.Before(records[i-1].admitted) {
+					t.Fatalf("seed %d: call %d admitted before the call that arrived before it", seed, i)
+				}
+				at := rec.arrived
+				if i > 0 && records[i-1].admitted.After(at) {
+					at = records[i-1].admitted
+				}
+				if want := earliest(strict, calls, at, rec.cost); !rec.admitted.Equal(want) {
+					t.Fatalf("seed %d rules %v margin %v: call %d (cost %d) admitted at %v, greedy optimum %v",
+						seed, rules, margin, i, rec.cost, rec.admitted.Sub(records[0].arrived), want.Sub(records[0].arrived))
+				}
+				calls = append(calls, Call{At: rec.admitted, Cost: rec.cost})
 			}
-			want := greedy(strict, arrivals)
-			for i := range want {
-				if !admits[i].Equal(want[i]) {
-					t.Fatalf("seed %d rules %v margin %v: admission %d at %v, greedy optimum %v",
-						seed, rules, margin, i, admits[i].Sub(arrivals[0]), want[i].Sub(arrivals[0]))
+			for _, res := range Check(strict, calls) {
+				if res.Violations != 0 {
+					t.Fatalf("seed %d: rule %v broken %d times", seed, res.Rule, res.Violations)
 				}
 			}
 		})

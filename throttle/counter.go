@@ -2,7 +2,7 @@ package throttle
 
 // CounterAbove is the default size above which a rule is kept by a sliding
 // window counter instead of an exact log: a rule with N > CounterAbove uses
-// at most counterBuckets+2 small buckets instead of N timestamps.
+// at most counterBuckets+2 small buckets instead of up to N entries.
 const CounterAbove = 100_000
 
 // counterBuckets is how many buckets a counter splits its window into. The
@@ -10,20 +10,21 @@ const CounterAbove = 100_000
 const counterBuckets = 1024
 
 // slidingCounter keeps one rule with bounded memory. The window is split
-// into buckets of width g; a call counts in the bucket holding its time.
-// The count at now is the sum of every bucket that overlaps (now-w, now],
-// the oldest, partly covered one counted whole. Any true window is covered
-// by the buckets the counter sums, so it never admits more than n calls in
-// any window. The price is that a call leaves the count up to g later than
-// it leaves the true window: throughput drops by at most g/(w+g).
+// into buckets of width g; a call adds its weight to the bucket holding its
+// time. The weight held at now is the sum of every bucket that overlaps
+// (now-w, now], the oldest, partly covered one counted whole. Any true
+// window is covered by the buckets the counter sums, so it never admits
+// more than n in any window. The price is that a call leaves the count up
+// to g later than it leaves the true window: throughput drops by at most
+// g/(w+g).
 type slidingCounter struct {
 	n     int
 	w, g  int64
 	idx   []int64 // ring of bucket indexes, oldest at head
-	cnt   []int   // counts, parallel to idx
+	cnt   []int64 // weights, parallel to idx
 	head  int
 	size  int
-	total int // sum of cnt over live buckets
+	total int64 // sum of cnt over live buckets
 }
 
 func newSlidingCounter(n int, w int64, buckets int) *slidingCounter {
@@ -31,10 +32,14 @@ func newSlidingCounter(n int, w int64, buckets int) *slidingCounter {
 	if g < 1 {
 		g = 1
 	}
-	// A window overlaps at most ceil(w/g)+1 buckets.
-	slots := int((w+g-1)/g) + 2
-	return &slidingCounter{n: n, w: w, g: g, idx: make([]int64, slots), cnt: make([]int, slots)}
+	c := &slidingCounter{n: n, w: w, g: g}
+	c.idx, c.cnt = make([]int64, c.slots()), make([]int64, c.slots())
+	return c
 }
+
+// slots is the ring size the window needs: a window overlaps at most
+// ceil(w/g)+1 buckets, and one more is being filled.
+func (c *slidingCounter) slots() int { return int((c.w+c.g-1)/c.g) + 2 }
 
 // floorDiv divides rounding towards minus infinity (times may be negative
 // after seeding from before the limiter's epoch).
@@ -56,44 +61,71 @@ func (c *slidingCounter) evict(now int64) {
 	}
 }
 
-func (c *slidingCounter) delay(now int64) int64 {
+func (c *slidingCounter) delay(now int64, w int) int64 {
 	c.evict(now)
-	if c.total < c.n {
+	if c.total+int64(w) <= int64(c.n) {
 		return 0
 	}
-	// Walk from the oldest bucket until enough calls have left. Bucket k
+	// Walk from the oldest bucket until enough weight has left. Bucket k
 	// stops overlapping the window at t = (k+1)*g + w - 1.
 	left := c.total
 	for i := 0; i < c.size; i++ {
 		j := (c.head + i) % len(c.idx)
 		left -= c.cnt[j]
-		if left < c.n {
+		if left+int64(w) <= int64(c.n) {
 			return (c.idx[j]+1)*c.g + c.w - 1 - now
 		}
 	}
-	return 0 // unreachable: left reaches 0 < n
+	return 0 // unreachable: left reaches 0 and w <= n
 }
 
-func (c *slidingCounter) record(now int64) {
+func (c *slidingCounter) record(now int64, w int, _ uint64) {
 	c.evict(now)
 	k := floorDiv(now, c.g)
 	if c.size > 0 {
 		last := (c.head + c.size - 1) % len(c.idx)
 		if c.idx[last] == k {
-			c.cnt[last]++
-			c.total++
+			c.cnt[last] += int64(w)
+			c.total += int64(w)
 			return
 		}
 	}
 	// evict(now) left only buckets overlapping the window, fewer than
 	// len(c.idx), so there is room for one more.
 	j := (c.head + c.size) % len(c.idx)
-	c.idx[j], c.cnt[j] = k, 1
+	c.idx[j], c.cnt[j] = k, int64(w)
 	c.size++
-	c.total++
+	c.total += int64(w)
 }
 
-func (c *slidingCounter) count(now int64) int {
+func (c *slidingCounter) used(now int64) int {
 	c.evict(now)
-	return c.total
+	return int(c.total)
+}
+
+func (c *slidingCounter) adjust(_ uint64, at int64, delta int) {
+	k := floorDiv(at, c.g)
+	for i := 0; i < c.size; i++ {
+		j := (c.head + i) % len(c.idx)
+		if c.idx[j] == k {
+			d := max(int64(delta), -c.cnt[j])
+			c.cnt[j] += d
+			c.total += d
+			return
+		}
+	}
+}
+
+// setWidth keeps the bucket width and grows the ring if the wider window
+// overlaps more buckets.
+func (c *slidingCounter) setWidth(w int64) {
+	c.w = w
+	if need := c.slots(); need > len(c.idx) {
+		idx, cnt := make([]int64, need), make([]int64, need)
+		for i := 0; i < c.size; i++ {
+			j := (c.head + i) % len(c.idx)
+			idx[i], cnt[i] = c.idx[j], c.cnt[j]
+		}
+		c.idx, c.cnt, c.head = idx, cnt, 0
+	}
 }

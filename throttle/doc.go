@@ -1,20 +1,27 @@
 // Package throttle keeps several rate rules at once ("10 per second AND 500
-// per minute AND 10,000 per day") plus a cap on calls in flight.
+// per minute AND 10,000 per day", or "90,000 tokens per minute") plus a cap
+// on calls in flight.
 //
 // A Rule "N per W" means that no half-open window (t-W, t] holds more than
-// N calls. Limiter is the combined in-memory limiter: it asks every rule how
-// long a caller must wait, sleeps for the longest, asks again, and only when
-// all rules allow records the call in every rule with one timestamp. That
-// is what makes it exact where one limiter per rule, acquired one after the
-// other, is not (see docs/design.md).
+// N calls, or, for a cost rule, calls whose costs add up to more than N.
+// Limiter is the combined in-memory limiter: it asks every rule how long a
+// caller must wait, sleeps for the longest, asks again, and only when all
+// rules allow records the call in every rule with one timestamp. That is
+// what makes it exact where one limiter per rule, acquired one after the
+// other, is not (see docs/design.md). Its shape follows
+// golang.org/x/time/rate: Wait, Acquire and Do block; AllowN and DelayN
+// decide at an instant the caller brings; the N forms take a cost.
 //
-// Rules up to CounterAbove calls are kept in exact logs (one int64 per
-// call); larger ones in bounded-memory sliding window counters that never
-// admit more than N calls in any window.
+// Rules up to CounterAbove are kept in exact logs (one entry per call);
+// larger ones in bounded-memory sliding window counters that never admit
+// more than N in any window.
 //
-// RedisLimiter does the same across processes and hosts, as one atomic Lua
-// script per admission on the Redis server's clock.
+// Backend is the contract every limiter backend satisfies: this package's
+// Limiter, the Redis-backed one of package redisrate and the local store
+// of package localstore. Check and Schedule are an independent oracle: did
+// a list of calls keep the rules, and what is the fastest legal schedule.
 //
-// All time comes from a Clock; package throttletest has a fake one.
-// Limiters are safe for concurrent use by multiple goroutines.
+// The package uses only the standard library. Time comes from the time
+// package (tests run in testing/synctest bubbles). Limiters are safe for
+// concurrent use by multiple goroutines.
 package throttle

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/throttletest"
 )
 
 func ExampleParseRules() {
@@ -25,7 +24,7 @@ func ExampleParseRules() {
 	// 500 per 1m0s
 	// 10000 per 24h0m0s
 	// 10/s,500/m,10000/d
-	// throttle: rule "10/fortnight": want a period such as s, min, h, day, 3s, 500ms or 1m30s: invalid rule
+	// throttle: rule "10/fortnight": want a period such as s, min, h, day, 3s, 500ms or 1m30s
 }
 
 // Wait admits calls under every rule at once; it takes no in-flight slot.
@@ -73,21 +72,44 @@ func ExampleLimiter_Do() {
 	// <nil> 1
 }
 
-// Stats tells which rule binds: the one with the highest usage.
+// Stats tells which rule is closest to holding calls back: the one with
+// the highest usage.
 func ExampleLimiter_Stats() {
-	clock := throttletest.NewFakeClock(time.Unix(0, 0))
 	rules, _ := throttle.ParseRules("10/s,40/min")
-	l, _ := throttle.New(rules, throttle.WithClock(clock))
+	l, _ := throttle.New(rules)
+	now := time.Now()
 	for range 8 {
-		l.Allow()
+		l.AllowN(now, 1)
 	}
 	s := l.Stats()
 	for _, r := range s.Rules {
 		fmt.Printf("%v: %.0f%% used\n", r.Rule, 100*r.Usage)
 	}
-	fmt.Println("binding:", s.Rules[s.Binding].Rule)
+	fmt.Println("busiest:", s.Rules[s.Busiest()].Rule)
 	// Output:
 	// 10/s: 80% used
 	// 40/m: 20% used
-	// binding: 10/s
+	// busiest: 10/s
+}
+
+// Admit takes a cost: cost rules count it, count rules count the call.
+// Correct records the true cost once it is known.
+func ExampleLimiter_Admit() {
+	rules, _ := throttle.ParseRules("60/min,cost:90000/min") // requests and tokens per minute
+	l, _ := throttle.New(rules, throttle.WithMaxInFlight(4))
+	a, err := l.Admit(context.Background(), 1200) // an estimate of the tokens
+	if err != nil {
+		panic(err)
+	}
+	// ... make the call; the response says it used 800 tokens.
+	if err := a.Correct(800); err != nil {
+		panic(err)
+	}
+	a.Release()
+	for _, r := range l.Stats().Rules {
+		fmt.Printf("%v: %d used\n", r.Rule, r.Used)
+	}
+	// Output:
+	// 60/m: 1 used
+	// cost:90000/m: 800 used
 }

@@ -1,7 +1,9 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -17,52 +19,62 @@ import (
 // record the call when it alone admitted it, before the call really goes
 // out, and so let later calls through too soon.
 //
-// Admission is FIFO: a caller is never overtaken by one that came later.
-// A caller whose context ends while it waits consumes nothing and delays
-// nobody. Waiting is on timers from the limiter's Clock; nothing spins.
+// Calls may weigh more than one: WaitN and Admit take a cost, which cost
+// rules (Rule.Cost) count and count rules count as 1. Admission is FIFO: a
+// caller is never overtaken by one that came later, so a costly call at
+// the head waits until its whole cost fits and cheaper ones queue behind
+// it. A caller whose context ends while it waits consumes nothing and
+// delays nobody. Nothing spins: the head of the queue sleeps on one timer.
 //
-// Most callers want Acquire, which takes an in-flight slot (when
-// WithMaxInFlight set a cap), then waits for the rates, and returns the
-// function that gives the slot back. Wait waits for the rates only; Do runs
-// a function under the gate.
-//
-// A Limiter must be made with New. It is safe for concurrent use.
+// Most callers want Acquire, or Admit for a cost and the admission
+// instant: they take an in-flight slot (when WithMaxInFlight set a cap),
+// then wait for the rates. Wait and WaitN wait for the rates only; Do runs
+// a function under the gate. AllowN and DelayN decide at an instant the
+// caller brings, without waiting. The zero value is not usable: make a
+// Limiter with New. It is safe for concurrent use, and it satisfies
+// Backend.
 type Limiter struct {
-	clock  Clock
-	rules  []Rule
-	margin time.Duration
-	slots  *slots
+	rules   []Rule
+	slots   *slots
+	reorder bool
 
 	mu      sync.Mutex
 	epoch   time.Time // instant 0 of the internal timeline
-	offset  int64     // added to clock readings so the timeline never runs back
 	last    int64     // latest instant seen on the internal timeline
+	margin  time.Duration
 	windows []window
-	queue   []*waiter // FIFO; queue[0] is the only one allowed to sleep on the rules
-	pause   int64     // no admission before this instant
-	reason  string    // why the current pause was set
-	stats   stats
+	queue   []*waiter     // FIFO; queue[0] is the only one allowed to sleep on the rules
+	wake    chan struct{} // closed when room may have grown early (see kickLocked)
+	pause   int64         // no admission before this instant
+	reason  string        // why the current pause was set
+	serial  uint64        // calls recorded so far, seeds included
+	tally   *Tally
 	started bool // an admission or a Seed has happened
+	closed  bool
 }
 
 // waiter is a caller queued for admission.
 type waiter struct {
-	ready   chan struct{} // closed when the waiter becomes the head
+	ready   chan struct{} // closed when the waiter becomes the head, or was admitted
 	arrived int64
+	cost    int
+	// With reordering, the head admits a waiter behind it that fits:
+	// then admitted is set, with the instant and serial, before ready is
+	// closed.
+	admitted bool
+	at       int64
+	serial   uint64
 }
 
 // Option configures a Limiter.
 type Option func(*config)
 
 type config struct {
-	clock        Clock
 	margin       time.Duration
 	maxInFlight  int
 	counterAbove int
+	reorder      bool
 }
-
-// WithClock makes the limiter take time from c instead of the system clock.
-func WithClock(c Clock) Option { return func(cf *config) { cf.clock = c } }
 
 // WithMargin adds d to every rule's window, so that a server whose clock or
 // counting differs a little from the limiter's still sees every rule kept.
@@ -71,8 +83,8 @@ func WithClock(c Clock) Option { return func(cf *config) { cf.clock = c } }
 // docs/design.md). A negative d is treated as 0.
 func WithMargin(d time.Duration) Option { return func(cf *config) { cf.margin = max(d, 0) } }
 
-// WithMaxInFlight caps the calls in flight at n: Acquire takes one of n
-// slots before it waits for the rates. n <= 0 means no cap.
+// WithMaxInFlight caps the calls in flight at n: Acquire and Admit take
+// one of n slots before they wait for the rates. n <= 0 means no cap.
 func WithMaxInFlight(n int) Option { return func(cf *config) { cf.maxInFlight = n } }
 
 // WithCounterAbove keeps every rule with N > n in a bounded-memory sliding
@@ -80,24 +92,32 @@ func WithMaxInFlight(n int) Option { return func(cf *config) { cf.maxInFlight = 
 // WithCounterAbove(0) uses counters for all rules.
 func WithCounterAbove(n int) Option { return func(cf *config) { cf.counterAbove = n } }
 
+// WithReorder lets a call that fits now overtake calls queued before it
+// that do not: throughput before order. Without it admission is FIFO, and
+// a costly call at the head of the queue holds back cheaper ones behind it
+// until its whole cost fits. With it a steady stream of cheap calls can
+// hold a costly one back indefinitely.
+func WithReorder() Option { return func(cf *config) { cf.reorder = true } }
+
 // New returns a limiter keeping all rules. An empty rule set limits only
 // the calls in flight (if capped).
 func New(rules []Rule, opts ...Option) (*Limiter, error) {
-	cf := config{clock: SystemClock(), counterAbove: CounterAbove}
+	cf := config{counterAbove: CounterAbove}
 	for _, o := range opts {
 		o(&cf)
 	}
-	if err := validate(rules); err != nil {
+	if err := Validate(rules); err != nil {
 		return nil, err
 	}
 	l := &Limiter{
-		clock:  cf.clock,
-		rules:  append([]Rule(nil), rules...),
-		margin: cf.margin,
-		slots:  newSlots(cf.maxInFlight),
-		epoch:  cf.clock.Now(),
+		rules:   slices.Clone(rules),
+		margin:  cf.margin,
+		slots:   newSlots(cf.maxInFlight),
+		reorder: cf.reorder,
+		epoch:   time.Now(),
+		wake:    make(chan struct{}),
 	}
-	l.stats.rules = make([]ruleStat, len(rules))
+	l.tally = NewTally(len(rules))
 	for _, r := range rules {
 		w := int64(r.Window + cf.margin)
 		if r.N > cf.counterAbove {
@@ -110,82 +130,126 @@ func New(rules []Rule, opts ...Option) (*Limiter, error) {
 }
 
 // Rules returns the limiter's rules.
-func (l *Limiter) Rules() []Rule { return append([]Rule(nil), l.rules...) }
+func (l *Limiter) Rules() []Rule { return slices.Clone(l.rules) }
 
 // Margin returns the margin added to every window.
-func (l *Limiter) Margin() time.Duration { return l.margin }
+func (l *Limiter) Margin() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.margin
+}
 
-// internalLocked maps t onto the internal timeline. An instant earlier than
-// one already seen is taken as that one, and later instants are shifted by
-// the difference, so the timeline never runs backwards: a clock that steps
-// back neither admits early nor stalls for the step. Requires l.mu held.
-func (l *Limiter) internalLocked(t time.Time) int64 {
-	ns := int64(t.Sub(l.epoch)) + l.offset
-	if ns < l.last {
-		l.offset += l.last - ns
-		ns = l.last
+// SetMargin makes d the margin added to every window from now on. A
+// narrower margin frees room at once; calls already forgotten under a
+// narrower one are not remembered again by a wider one. A negative d is
+// treated as 0.
+func (l *Limiter) SetMargin(d time.Duration) {
+	d = max(d, 0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d == l.margin {
+		return
 	}
-	l.last = ns
-	return ns
+	narrower := d < l.margin
+	l.margin = d
+	for i, w := range l.windows {
+		w.setWidth(int64(l.rules[i].Window + d))
+	}
+	if narrower {
+		l.kickLocked()
+	}
+}
+
+// nowLocked maps t onto the internal timeline. An instant earlier than one
+// already seen is taken as that one, for this call only: the timeline
+// never runs backwards, and a caller bringing an old instant neither
+// admits early nor moves the timeline for later callers. Requires l.mu
+// held.
+func (l *Limiter) nowLocked(t time.Time) int64 {
+	l.last = max(int64(t.Sub(l.epoch)), l.last)
+	return l.last
 }
 
 // toTime maps an internal instant back to wall time. Requires l.mu held.
-func (l *Limiter) toTime(ns int64) time.Time {
-	return l.epoch.Add(time.Duration(ns - l.offset))
-}
+func (l *Limiter) toTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
-// delayLocked returns how long a caller at now must wait and why: the
-// index of the rule with the longest wait, or bindPause. Requires l.mu held.
-func (l *Limiter) delayLocked(now int64) (int64, int) {
+// delayLocked returns how long a call of the given cost at now must wait
+// and why: the index of the rule with the longest wait, or bindPause.
+// Requires l.mu held.
+func (l *Limiter) delayLocked(now int64, cost int) (int64, int) {
 	var d int64
 	why := bindNone
 	if p := l.pause - now; p > 0 {
 		d, why = p, bindPause
 	}
 	for i, w := range l.windows {
-		if wd := w.delay(now); wd > d {
+		if wd := w.delay(now, l.rules[i].weight(cost)); wd > d {
 			d, why = wd, i
 		}
 	}
 	return d, why
 }
 
-// admitLocked records a call at now in every rule. Requires l.mu held and
-// delayLocked(now) == 0.
-func (l *Limiter) admitLocked(now, arrived int64) {
+// admitLocked records a call of the given cost at now in every rule and
+// returns its serial. Requires l.mu held and delayLocked(now, cost) == 0.
+func (l *Limiter) admitLocked(now, arrived int64, cost int) uint64 {
 	l.started = true
+	l.serial++
 	for i, w := range l.windows {
-		w.record(now)
-		l.stats.rules[i].observe(w.count(now))
+		w.record(now, l.rules[i].weight(cost), l.serial)
+		l.tally.Observe(i, w.used(now))
 	}
-	l.stats.admit(now - arrived)
+	l.tally.Admit(time.Duration(now - arrived))
+	return l.serial
+}
+
+// kickLocked wakes the head of the queue, which may now fit earlier than
+// it planned. Requires l.mu held.
+func (l *Limiter) kickLocked() {
+	close(l.wake)
+	l.wake = make(chan struct{})
 }
 
 // Wait blocks until every rule admits one more call and records it, or
 // until ctx is done. It does not take an in-flight slot.
-func (l *Limiter) Wait(ctx context.Context) error {
-	_, err := l.wait(ctx)
+func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
+
+// WaitN is Wait for a call of the given cost. It fails at once, with an
+// error wrapping ErrBadCost, for a cost below 1 or above the N of a cost
+// rule: such a call could never be admitted.
+func (l *Limiter) WaitN(ctx context.Context, cost int) error {
+	_, _, err := l.wait(ctx, cost)
 	return err
 }
 
-// wait is Wait returning the instant the call was recorded at.
-func (l *Limiter) wait(ctx context.Context) (time.Time, error) {
+// wait is WaitN returning the instant the call was recorded and its serial.
+func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, error) {
+	if err := checkCost(l.rules, cost); err != nil {
+		return time.Time{}, 0, err
+	}
 	if err := ctx.Err(); err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	l.mu.Lock()
-	now := l.internalLocked(l.clock.Now())
-	if len(l.queue) == 0 {
-		if d, _ := l.delayLocked(now); d == 0 {
-			l.admitLocked(now, now)
+	if l.closed {
+		l.mu.Unlock()
+		return time.Time{}, 0, ErrClosed
+	}
+	now := l.nowLocked(time.Now())
+	if len(l.queue) == 0 || l.reorder {
+		if d, _ := l.delayLocked(now, cost); d == 0 {
+			s := l.admitLocked(now, now, cost)
 			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, nil
+			return at, s, nil
 		}
 	}
-	w := &waiter{ready: make(chan struct{}), arrived: now}
+	w := &waiter{ready: make(chan struct{}), arrived: now, cost: cost}
 	l.queue = append(l.queue, w)
 	head := len(l.queue) == 1
+	if !head && l.reorder {
+		l.kickLocked() // the head plans its wake-up for whoever fits first
+	}
 	l.mu.Unlock()
 
 	if !head {
@@ -194,39 +258,92 @@ func (l *Limiter) wait(ctx context.Context) (time.Time, error) {
 		case <-ctx.Done():
 			l.mu.Lock()
 			l.leaveLocked(w)
+			admitted := w.admitted
 			l.mu.Unlock()
-			return time.Time{}, ctx.Err()
+			if !admitted {
+				return time.Time{}, 0, ctx.Err()
+			}
+		}
+		l.mu.Lock()
+		admitted, at, serial := w.admitted, w.at, w.serial
+		l.mu.Unlock()
+		if admitted {
+			return l.toTimeSafe(at), serial, nil
 		}
 	}
-	return l.waitAsHead(ctx, w)
+	return l.waitAsHead(ctx, w, cost)
+}
+
+// toTimeSafe is toTime taking the lock.
+func (l *Limiter) toTimeSafe(ns int64) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.toTime(ns)
+}
+
+// admitBehindLocked admits, in queue order, the waiters behind the head
+// whose cost fits at now (WithReorder). Requires l.mu held.
+func (l *Limiter) admitBehindLocked(now int64) {
+	for i := 1; i < len(l.queue); {
+		w := l.queue[i]
+		if d, _ := l.delayLocked(now, w.cost); d > 0 {
+			i++
+			continue
+		}
+		w.serial = l.admitLocked(now, w.arrived, w.cost)
+		w.at, w.admitted = now, true
+		l.queue = slices.Delete(l.queue, i, i+1)
+		close(w.ready)
+	}
 }
 
 // waitAsHead sleeps on the rules until they admit w, the head of the
-// queue, and returns the instant the call was recorded at.
-func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) (time.Time, error) {
+// queue, and returns the instant the call was recorded and its serial.
+func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Time, uint64, error) {
 	for {
 		l.mu.Lock()
-		now := l.internalLocked(l.clock.Now())
-		d, why := l.delayLocked(now)
+		if l.closed {
+			l.leaveLocked(w)
+			l.mu.Unlock()
+			return time.Time{}, 0, ErrClosed
+		}
+		now := l.nowLocked(time.Now())
+		d, why := l.delayLocked(now, cost)
 		if d == 0 {
-			l.admitLocked(now, w.arrived)
+			s := l.admitLocked(now, w.arrived, cost)
 			l.leaveLocked(w)
 			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, nil
+			return at, s, nil
 		}
-		l.stats.blockedOn(why)
+		if why == bindPause {
+			l.tally.BlockedOnPause()
+		} else {
+			l.tally.BlockedOnRule(why)
+		}
+		if l.reorder && why != bindPause {
+			// Admit what fits behind, and wake for the earliest of them.
+			l.admitBehindLocked(now)
+			for _, b := range l.queue[1:] {
+				if bd, _ := l.delayLocked(now, b.cost); bd > 0 && bd < d {
+					d = bd
+				}
+			}
+		}
+		wake := l.wake
 		l.mu.Unlock()
 
-		t := l.clock.NewTimer(time.Duration(d))
+		t := time.NewTimer(time.Duration(d))
 		select {
-		case <-t.C():
+		case <-t.C:
+		case <-wake:
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
 			l.mu.Lock()
 			l.leaveLocked(w)
 			l.mu.Unlock()
-			return time.Time{}, ctx.Err()
+			return time.Time{}, 0, ctx.Err()
 		}
 	}
 }
@@ -234,17 +351,13 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter) (time.Time, error) 
 // leaveLocked removes w from the queue and, if w was the head, wakes the
 // next waiter. Requires l.mu held.
 func (l *Limiter) leaveLocked(w *waiter) {
-	for i, q := range l.queue {
-		if q != w {
-			continue
-		}
-		copy(l.queue[i:], l.queue[i+1:])
-		l.queue[len(l.queue)-1] = nil
-		l.queue = l.queue[:len(l.queue)-1]
-		if i == 0 && len(l.queue) > 0 {
-			close(l.queue[0].ready)
-		}
+	i := slices.Index(l.queue, w)
+	if i < 0 {
 		return
+	}
+	l.queue = slices.Delete(l.queue, i, i+1)
+	if i == 0 && len(l.queue) > 0 {
+		close(l.queue[0].ready)
 	}
 }
 
@@ -254,24 +367,56 @@ func (l *Limiter) leaveLocked(w *waiter) {
 // once has no further effect. If ctx ends first, Acquire returns ctx's
 // error and holds nothing.
 func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
-	_, release, err = l.Admit(ctx)
-	return release, err
+	a, err := l.Admit(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	return a.Release, nil
 }
 
-// Admit is Acquire that also returns the instant at which every rule
-// recorded the call: the admission instant a job log should show, exact
-// however late the caller gets to read its own clock.
-func (l *Limiter) Admit(ctx context.Context) (admitted time.Time, release func(), err error) {
-	if err := l.slots.acquire(ctx, l.clock); err != nil {
-		return time.Time{}, nil, err
+// Admit is Acquire for a call of the given cost, returning the Admission:
+// the instant at which every rule recorded the call (exact, however late
+// the caller gets to read its own clock), the release of its slot, and the
+// correction of its cost.
+func (l *Limiter) Admit(ctx context.Context, cost int) (*Admission, error) {
+	if err := checkCost(l.rules, cost); err != nil {
+		return nil, err
 	}
-	at, err := l.wait(ctx)
+	start := time.Now()
+	if err := l.slots.acquire(ctx); err != nil {
+		return nil, err
+	}
+	at, serial, err := l.wait(ctx, cost)
 	if err != nil {
 		l.slots.release()
-		return time.Time{}, nil, err
+		return nil, err
 	}
-	var once sync.Once
-	return at, func() { once.Do(l.slots.release) }, nil
+	return NewAdmission(l, serial, at, cost, time.Since(start)), nil
+}
+
+// ReleaseAdmission gives back the in-flight slot of an admission; it
+// implements Owner. Call the Admission's Release instead.
+func (l *Limiter) ReleaseAdmission(uint64) { l.slots.release() }
+
+// CorrectAdmission changes the cost recorded for the call serial, admitted
+// at at, in every cost rule still holding it; it implements Owner. Call
+// the Admission's Correct instead.
+func (l *Limiter) CorrectAdmission(serial uint64, at time.Time, from, to int) error {
+	delta := to - from
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ns := int64(at.Sub(l.epoch))
+	now := l.nowLocked(time.Now())
+	for i, w := range l.windows {
+		if l.rules[i].Cost {
+			w.adjust(serial, ns, delta)
+			l.tally.Observe(i, w.used(now))
+		}
+	}
+	if delta < 0 {
+		l.kickLocked()
+	}
+	return nil
 }
 
 // Do acquires a slot and the rates, runs fn, and releases the slot when fn
@@ -285,33 +430,41 @@ func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error 
 	return fn(ctx)
 }
 
-// AllowAt reports whether a call at instant t may go now, and if so
-// records it. It never waits, and refuses while callers are queued so as
-// not to overtake them.
-func (l *Limiter) AllowAt(t time.Time) bool {
+// AllowN reports whether a call of the given cost at instant t may go now,
+// and if so records it. It never waits, and refuses while callers are
+// queued so as not to overtake them. An instant t earlier than one the
+// limiter has already seen is taken as that one.
+func (l *Limiter) AllowN(t time.Time, cost int) bool {
+	if checkCost(l.rules, cost) != nil {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.internalLocked(t)
-	if len(l.queue) > 0 {
+	if l.closed || len(l.queue) > 0 {
 		return false
 	}
-	if d, _ := l.delayLocked(now); d > 0 {
+	now := l.nowLocked(t)
+	if d, _ := l.delayLocked(now, cost); d > 0 {
 		return false
 	}
-	l.admitLocked(now, now)
+	l.admitLocked(now, now, cost)
 	return true
 }
 
-// Allow is AllowAt(now).
-func (l *Limiter) Allow() bool { return l.AllowAt(l.clock.Now()) }
+// Allow is AllowN(time.Now(), 1).
+func (l *Limiter) Allow() bool { return l.AllowN(time.Now(), 1) }
 
-// DelayAt returns how long a caller arriving at t would wait for the rules
-// if nobody were queued before it. It records nothing.
-func (l *Limiter) DelayAt(t time.Time) time.Duration {
+// DelayN returns how long a call of the given cost arriving at t would
+// wait for the rules if nobody were queued before it. It records nothing.
+// A cost that can never fit returns the largest Duration.
+func (l *Limiter) DelayN(t time.Time, cost int) time.Duration {
+	if checkCost(l.rules, cost) != nil {
+		return time.Duration(1<<63 - 1)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := max(int64(t.Sub(l.epoch))+l.offset, l.last)
-	d, _ := l.delayLocked(now)
+	now := max(int64(t.Sub(l.epoch)), l.last)
+	d, _ := l.delayLocked(now, cost)
 	return time.Duration(d)
 }
 
@@ -322,41 +475,61 @@ func (l *Limiter) DelayAt(t time.Time) time.Duration {
 func (l *Limiter) PauseUntil(t time.Time, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.internalLocked(l.clock.Now())
-	until := now + int64(t.Sub(l.toTime(now)))
+	now := l.nowLocked(time.Now())
+	until := int64(t.Sub(l.epoch))
 	if until <= l.pause || until <= now {
 		return
 	}
 	l.pause, l.reason = until, reason
-	l.stats.pauses++
+	l.tally.Paused()
 }
 
 // Seed records calls made before this limiter existed, such as the
 // admissions in a job log of an earlier run, so that a rule holds across
-// restarts. Times may come in any order; those later than now are taken
-// as now. Seed must be called before the first admission.
-func (l *Limiter) Seed(times []time.Time) error {
+// restarts. Calls may come in any order; those later than now are taken
+// as now, and a cost below 1 as 1. Seed must be called before the first
+// admission.
+func (l *Limiter) Seed(calls []Call) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.started && len(times) > 0 {
+	if len(calls) == 0 {
+		return nil
+	}
+	if l.started {
 		return errSeedLate
 	}
-	now := l.internalLocked(l.clock.Now())
-	ts := make([]int64, 0, len(times))
-	for _, t := range times {
-		ts = append(ts, min(int64(t.Sub(l.epoch))+l.offset, now))
+	now := l.nowLocked(time.Now())
+	type seed struct {
+		t    int64
+		cost int
 	}
-	slices.Sort(ts)
-	for i, w := range l.windows {
-		lo := now - int64(l.rules[i].Window+l.margin)
-		for _, t := range ts {
-			if t > lo {
-				w.record(t)
+	ss := make([]seed, 0, len(calls))
+	for _, c := range calls {
+		ss = append(ss, seed{min(int64(c.At.Sub(l.epoch)), now), max(c.Cost, 1)})
+	}
+	slices.SortStableFunc(ss, func(a, b seed) int { return cmp.Compare(a.t, b.t) })
+	for _, s := range ss {
+		l.serial++
+		for i, w := range l.windows {
+			if s.t > now-int64(l.rules[i].Window+l.margin) {
+				w.record(s.t, l.rules[i].weight(s.cost), l.serial)
 			}
 		}
 	}
-	if len(ts) > 0 {
-		l.started = true
+	l.started = true
+	return nil
+}
+
+// Close makes waiting and later admissions fail with ErrClosed. Slots
+// already held may still be released. It returns nil.
+func (l *Limiter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		l.kickLocked()
 	}
 	return nil
 }
+
+var errSeedLate = fmt.Errorf("throttle: Seed called after the first admission")

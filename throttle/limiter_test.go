@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	. "github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/throttletest"
 )
 
-var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+// Every test here runs in a synctest bubble: time.Now and timers are fake,
+// time moves only when every goroutine in the bubble is blocked, so no test
+// sleeps for real and instants are exact. A bubble's clock starts at
+// midnight UTC, 2000-01-01.
 
 func mustNew(t *testing.T, spec string, opts ...Option) *Limiter {
 	t.Helper()
@@ -25,185 +28,381 @@ func mustNew(t *testing.T, spec string, opts ...Option) *Limiter {
 	return l
 }
 
-// allowStep is a row of a limiter step table: at t0+at, DelayAt must
-// report wait, and AllowAt must agree (recording the call when wait is 0).
+// allowStep is a row of a limiter step table: at t0+at, DelayN(cost) must
+// report wait, and AllowN must agree (recording the call when wait is 0).
+// cost 0 means 1.
 type allowStep struct {
 	at   time.Duration
 	wait time.Duration
+	cost int
 }
 
-func runAllowSteps(t *testing.T, l *Limiter, steps []allowStep) {
+func runAllowSteps(t *testing.T, l *Limiter, t0 time.Time, steps []allowStep) {
 	t.Helper()
 	for i, s := range steps {
-		at := t0.Add(s.at)
-		if got := l.DelayAt(at); got != s.wait {
-			t.Fatalf("step %d: DelayAt(t0+%v) = %v, want %v", i, s.at, got, s.wait)
+		at, cost := t0.Add(s.at), max(s.cost, 1)
+		if got := l.DelayN(at, cost); got != s.wait {
+			t.Fatalf("step %d: DelayN(t0+%v, %d) = %v, want %v", i, s.at, cost, got, s.wait)
 		}
-		if got, want := l.AllowAt(at), s.wait == 0; got != want {
-			t.Fatalf("step %d: AllowAt(t0+%v) = %v, want %v", i, s.at, got, want)
+		if got, want := l.AllowN(at, cost), s.wait == 0; got != want {
+			t.Fatalf("step %d: AllowN(t0+%v, %d) = %v, want %v", i, s.at, cost, got, want)
 		}
 	}
 }
 
 func TestLimiterSeveralRules(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "2/s,3/10s", WithClock(clock))
-	ms := time.Millisecond
-	runAllowSteps(t, l, []allowStep{
-		{0, 0}, {0, 0}, // 2/s full
-		{500 * ms, 500 * ms},                // 2/s binds
-		{1000 * ms, 0},                      // 3/10s now full: calls at 0, 0, 1s
-		{1000 * ms, 9000 * ms},              // both bind; 3/10s is longer
-		{2000 * ms, 8000 * ms},              // 2/s would allow, 3/10s does not
-		{10 * time.Second, 0},               // the two calls at 0 leave 3/10s
-		{10 * time.Second, 0},               // 2/s: window (9s,10s] holds one
-		{10 * time.Second, 1000 * ms},       // 2/s full again
-		{11 * time.Second, 0},               // (1s,11s] holds 10s,10s: the call at 1s has just left
-		{11 * time.Second, 9 * time.Second}, // 3/10s full with 10s,10s,11s
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := mustNew(t, "2/s,3/10s")
+		ms := time.Millisecond
+		runAllowSteps(t, l, t0, []allowStep{
+			{at: 0}, {at: 0}, // 2/s full
+			{at: 500 * ms, wait: 500 * ms},                // 2/s binds
+			{at: 1000 * ms},                               // 3/10s now full: calls at 0, 0, 1s
+			{at: 1000 * ms, wait: 9000 * ms},              // both bind; 3/10s is longer
+			{at: 2000 * ms, wait: 8000 * ms},              // 2/s would allow, 3/10s does not
+			{at: 10 * time.Second},                        // the two calls at 0 leave 3/10s
+			{at: 10 * time.Second},                        // 2/s: window (9s,10s] holds one
+			{at: 10 * time.Second, wait: 1000 * ms},       // 2/s full again
+			{at: 11 * time.Second},                        // (1s,11s] holds 10s,10s: the call at 1s has just left
+			{at: 11 * time.Second, wait: 9 * time.Second}, // 3/10s full with 10s,10s,11s
+		})
+	})
+}
+
+func TestLimiterCostRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		// 3 calls per second AND 100 cost per second.
+		l := mustNew(t, "3/s,cost:100/s")
+		ms := time.Millisecond
+		runAllowSteps(t, l, t0, []allowStep{
+			{at: 0, cost: 60},
+			{at: 0, cost: 40},                           // 100: at the cost limit
+			{at: 100 * ms, cost: 1, wait: 900 * ms},     // cost binds
+			{at: 1000 * ms, cost: 90},                   // both calls of 0 have left
+			{at: 1000 * ms, cost: 10},                   // 100 again, 2 calls
+			{at: 1000 * ms, cost: 1, wait: time.Second}, // cost binds, not 3/s
+			{at: 2000 * ms, cost: 1},
+			{at: 2000 * ms, cost: 1},
+			{at: 2000 * ms, cost: 1},
+			{at: 2000 * ms, cost: 1, wait: time.Second}, // 3/s binds at a cost of 3
+		})
+		ctx := context.Background()
+		for _, cost := range []int{0, -1, 101} {
+			if err := l.WaitN(ctx, cost); !errors.Is(err, ErrBadCost) {
+				t.Errorf("WaitN(ctx, %d) = %v, want ErrBadCost", cost, err)
+			}
+			if _, err := l.Admit(ctx, cost); !errors.Is(err, ErrBadCost) {
+				t.Errorf("Admit(ctx, %d) = %v, want ErrBadCost", cost, err)
+			}
+		}
+		if got := MaxCost(l.Rules()); got != 100 {
+			t.Errorf("MaxCost = %d, want 100", got)
+		}
+		// A count rule alone takes any cost, counted as 1.
+		c := mustNew(t, "1/s")
+		if !c.AllowN(time.Now(), 1_000_000) {
+			t.Error("a count rule refused a costly call")
+		}
 	})
 }
 
 func TestLimiterMargin(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "1/s", WithClock(clock), WithMargin(50*time.Millisecond))
-	runAllowSteps(t, l, []allowStep{
-		{0, 0},
-		{time.Second, 50 * time.Millisecond}, // the window is 1.05s
-		{1050 * time.Millisecond, 0},
-		{2050 * time.Millisecond, 50 * time.Millisecond},
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := mustNew(t, "1/s", WithMargin(50*time.Millisecond))
+		runAllowSteps(t, l, t0, []allowStep{
+			{at: 0},
+			{at: time.Second, wait: 50 * time.Millisecond}, // the window is 1.05s
+			{at: 1050 * time.Millisecond},
+			{at: 2050 * time.Millisecond, wait: 50 * time.Millisecond},
+		})
+		if got := l.Margin(); got != 50*time.Millisecond {
+			t.Errorf("Margin() = %v", got)
+		}
+		l.SetMargin(0)
+		if got := l.DelayN(t0.Add(2050*time.Millisecond), 1); got != 0 {
+			t.Errorf("DelayN after SetMargin(0) = %v, want 0", got)
+		}
+		if got := l.Stats().Margin; got != 0 {
+			t.Errorf("Stats().Margin = %v, want 0", got)
+		}
 	})
-	if got := l.Margin(); got != 50*time.Millisecond {
-		t.Errorf("Margin() = %v", got)
-	}
+}
+
+// A narrower margin frees room at once: the head of the queue, asleep on
+// the wider window, is woken.
+func TestLimiterNarrowerMarginWakesTheHead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := mustNew(t, "1/s", WithMargin(time.Second))
+		l.Allow()
+		done := make(chan time.Duration, 1)
+		go func() {
+			if err := l.Wait(context.Background()); err != nil {
+				panic(err)
+			}
+			done <- time.Since(start)
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		l.SetMargin(0)
+		if got := <-done; got != 1500*time.Millisecond {
+			t.Errorf("admitted at %v, want 1.5s (when the margin narrowed)", got)
+		}
+	})
 }
 
 func TestLimiterCounterRule(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	// WithCounterAbove(0): the 4/1024ms rule is kept by a counter with 1ms buckets.
-	l := mustNew(t, "4/1024ms", WithClock(clock), WithCounterAbove(0))
-	ms := time.Millisecond
-	runAllowSteps(t, l, []allowStep{
-		{0, 0}, {100 * ms, 0}, {200 * ms, 0}, {300 * ms, 0},
-		// Bucket [0,1ms) stops overlapping (t-1024ms, t] at 1ms+1024ms-1ns, 1ns
-		// before its whole width has passed: the counter may lose up to one bucket.
-		{400 * ms, 625*ms - 1},
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		// WithCounterAbove(0): the 4/1024ms rule is kept by a counter with 1ms buckets.
+		l := mustNew(t, "4/1024ms", WithCounterAbove(0))
+		ms := time.Millisecond
+		runAllowSteps(t, l, t0, []allowStep{
+			{at: 0}, {at: 100 * ms}, {at: 200 * ms}, {at: 300 * ms},
+			// Bucket [0,1ms) stops overlapping (t-1024ms, t] at 1ms+1024ms-1ns, 1ns
+			// before its whole width has passed: the counter may lose up to one bucket.
+			{at: 400 * ms, wait: 625*ms - 1},
+		})
+		if k := WindowKinds(l); k[0] != "counter" {
+			t.Fatalf("rule kept by a %s, want a counter", k[0])
+		}
+		big := mustNew(t, "1000000/d,10/s")
+		if k := WindowKinds(big); k[0] != "counter" || k[1] != "log" {
+			t.Errorf("1000000/d,10/s kept by %v, want [counter log]", k)
+		}
 	})
-	if k := WindowKinds(l); k[0] != "counter" {
-		t.Fatalf("rule kept by a %s, want a counter", k[0])
-	}
-	big := mustNew(t, "1000000/d,10/s", WithClock(clock))
-	if k := WindowKinds(big); k[0] != "counter" || k[1] != "log" {
-		t.Errorf("1000000/d,10/s kept by %v, want [counter log]", k)
-	}
 }
 
-func TestLimiterClockBackwards(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "1/s", WithClock(clock))
-	if !l.Allow() {
-		t.Fatal("first Allow() = false")
-	}
-	// The clock steps back an hour: the limiter holds its timeline at the
-	// last instant it saw, so nothing is admitted early...
-	clock.Set(t0.Add(-time.Hour))
-	if l.Allow() {
-		t.Fatal("Allow() after the clock stepped back = true, want false")
-	}
-	if got := l.DelayAt(clock.Now()); got != time.Second {
-		t.Errorf("DelayAt after the step back = %v, want 1s", got)
-	}
-	// ...and nothing stalls for the hour: one second later it admits again.
-	clock.Advance(time.Second)
-	if !l.Allow() {
-		t.Error("Allow() one second after the step back = false, want true")
-	}
-	if l.Allow() {
-		t.Error("second Allow() in the same second = true")
-	}
+// An instant earlier than one the limiter has seen is taken as that one
+// for that call only. (It used to be taken as a clock step that shifted
+// the timeline for good, after which 2/s admitted 4 calls in 200ms.)
+func TestLimiterInstantInThePast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := mustNew(t, "2/s")
+		ms := time.Millisecond
+		runAllowSteps(t, l, t0, []allowStep{
+			{at: 0}, {at: 0},
+			{at: -time.Hour, wait: time.Second}, // taken as t0: full
+			{at: 100 * ms, wait: 900 * ms},
+			{at: 200 * ms, wait: 800 * ms},
+			{at: -time.Minute, wait: 800 * ms}, // taken as t0+200ms
+			{at: time.Second},
+		})
+		if s := l.Stats(); s.Admitted != 3 {
+			t.Errorf("admitted %d calls, want 3", s.Admitted)
+		}
+	})
 }
 
-func TestLimiterWaitOnFakeClock(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "1/s", WithClock(clock))
-	ctx := context.Background()
-	if err := l.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- l.Wait(ctx) }()
-	clock.BlockUntilTimers(1)
-	if next, _ := clock.Next(); !next.Equal(t0.Add(time.Second)) {
-		t.Errorf("waiter sleeps until %v, want t0+1s", next.Sub(t0))
-	}
-	clock.Advance(999 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("Wait returned %v before the window passed", err)
-	default:
-	}
-	clock.Advance(time.Millisecond)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s := l.Stats()
-	if s.Admitted != 2 || s.Waited != 1 || s.TotalWait != time.Second {
-		t.Errorf("Stats: admitted %d waited %d total %v; want 2, 1, 1s", s.Admitted, s.Waited, s.TotalWait)
-	}
-	if r := s.Rules[0]; r.Waits != 1 || r.WaitTime != time.Second || r.Used != 1 || r.PeakUsage != 1 {
-		t.Errorf("RuleStats = %+v; want 1 wait of 1s, 1 used, peak 1", r)
-	}
-	if s.Binding != 0 {
-		t.Errorf("Binding = %d, want 0", s.Binding)
-	}
+func TestLimiterWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, "1/s")
+		ctx := context.Background()
+		if err := l.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.Wait(ctx) }()
+		time.Sleep(999 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Wait returned %v before the window passed", err)
+		default:
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("Wait still blocked once the window passed")
+		}
+		s := l.Stats()
+		if s.Admitted != 2 || s.Waits != 1 || s.WaitTime != time.Second {
+			t.Errorf("Stats: admitted %d, waits %d, wait time %v; want 2, 1, 1s", s.Admitted, s.Waits, s.WaitTime)
+		}
+		if r := s.Rules[0]; r.Waits != 1 || r.WaitTime != time.Second || r.Used != 1 || r.PeakUsage != 1 {
+			t.Errorf("RuleStats = %+v; want 1 wait of 1s, 1 used, peak 1", r)
+		}
+		if b := s.Busiest(); b != 0 {
+			t.Errorf("Busiest() = %d, want 0", b)
+		}
+	})
+}
+
+func TestLimiterAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := mustNew(t, "1/s", WithMaxInFlight(1))
+		ctx := context.Background()
+		a, err := l.Admit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.At.Equal(start) || a.Waited != 0 || a.Cost != 1 {
+			t.Errorf("first admission = {At: %v, Waited: %v, Cost: %d}, want {start, 0, 1}", a.At.Sub(start), a.Waited, a.Cost)
+		}
+		done := make(chan *Admission, 1)
+		go func() {
+			b, err := l.Admit(ctx, 1)
+			if err != nil {
+				panic(err)
+			}
+			done <- b
+		}()
+		time.Sleep(300 * time.Millisecond) // the call takes 300ms, then its slot frees
+		a.Release()
+		a.Release() // idempotent
+		b := <-done
+		if got := b.At.Sub(start); got != time.Second {
+			t.Errorf("second admission at %v, want 1s", got)
+		}
+		if b.Waited != time.Second {
+			t.Errorf("second admission waited %v, want 1s", b.Waited)
+		}
+		b.Release()
+		if s := l.Stats(); s.InFlight != 0 || s.SlotWaits != 1 || s.SlotWaitTime != 300*time.Millisecond {
+			t.Errorf("slots: in flight %d, waits %d, wait time %v; want 0, 1, 300ms", s.InFlight, s.SlotWaits, s.SlotWaitTime)
+		}
+	})
+}
+
+// A corrected cost moves the rule: lower frees room at once (waking the
+// head of the queue), higher makes later calls wait for the true costs.
+func TestAdmissionCorrect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := mustNew(t, "cost:100/s")
+		ctx := context.Background()
+		a, err := l.Admit(ctx, 90) // an estimate
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan time.Duration, 1)
+		go func() {
+			if err := l.WaitN(ctx, 50); err != nil {
+				panic(err)
+			}
+			done <- time.Since(start)
+		}()
+		time.Sleep(200 * time.Millisecond)
+		if err := a.Correct(30); err != nil { // it really cost 30
+			t.Fatal(err)
+		}
+		if got := <-done; got != 200*time.Millisecond {
+			t.Errorf("waiter admitted at %v, want 200ms (when the cost was corrected)", got)
+		}
+		// The call of 50 really cost 90: 30+90 = 120 > 100 is past undoing,
+		// but nothing more fits until the window holds at most 100-1.
+		b, err := l.Admit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Correct(70); err != nil { // 30 + 50 + 70 = 150
+			t.Fatal(err)
+		}
+		if got := l.DelayN(time.Now(), 1); got != time.Second {
+			t.Errorf("DelayN after raising a cost = %v, want 1s (until the 30 of 0s and the 50 of 200ms leave)", got)
+		}
+		if s := l.Stats(); s.Rules[0].PeakUsage != 1.5 {
+			t.Errorf("PeakUsage = %v, want 1.5: the run went over, and the stats must say so", s.Rules[0].PeakUsage)
+		}
+		if err := b.Correct(0); !errors.Is(err, ErrBadCost) {
+			t.Errorf("Correct(0) = %v, want ErrBadCost", err)
+		}
+	})
 }
 
 func TestLimiterPause(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "10/s", WithClock(clock))
-	l.PauseUntil(t0.Add(3*time.Second), "429 Retry-After")
-	l.PauseUntil(t0.Add(time.Second), "shorter") // never shortens
-	if got := l.DelayAt(t0); got != 3*time.Second {
-		t.Fatalf("DelayAt during pause = %v, want 3s", got)
-	}
-	done := make(chan error, 1)
-	go func() { done <- l.Wait(context.Background()) }()
-	clock.BlockUntilTimers(1)
-	clock.Advance(3 * time.Second)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s := l.Stats()
-	if s.Pauses != 1 || s.PauseWaits != 1 || s.PausedFor != 3*time.Second || s.PauseReason != "429 Retry-After" {
-		t.Errorf("pause stats = %d pauses, %d waits, %v, %q", s.Pauses, s.PauseWaits, s.PausedFor, s.PauseReason)
-	}
-	if s.Rules[0].Waits != 0 {
-		t.Errorf("rule charged %d waits for a pause", s.Rules[0].Waits)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := mustNew(t, "10/s")
+		l.PauseUntil(t0.Add(3*time.Second), "429 Retry-After")
+		l.PauseUntil(t0.Add(time.Second), "shorter") // never shortens
+		if got := l.DelayN(t0, 1); got != 3*time.Second {
+			t.Fatalf("DelayN during pause = %v, want 3s", got)
+		}
+		if err := l.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(t0); got != 3*time.Second {
+			t.Errorf("admitted after %v, want 3s", got)
+		}
+		s := l.Stats()
+		if s.Pauses != 1 || s.PauseWaits != 1 || s.PauseWaitTime != 3*time.Second || s.PauseReason != "429 Retry-After" {
+			t.Errorf("pause stats = %d pauses, %d waits, %v, %q", s.Pauses, s.PauseWaits, s.PauseWaitTime, s.PauseReason)
+		}
+		if !s.PausedUntil.Equal(t0.Add(3 * time.Second)) {
+			t.Errorf("PausedUntil = t0+%v, want t0+3s", s.PausedUntil.Sub(t0))
+		}
+		if s.Rules[0].Waits != 0 {
+			t.Errorf("rule charged %d waits for a pause", s.Rules[0].Waits)
+		}
+	})
 }
 
 func TestLimiterSeed(t *testing.T) {
-	clock := throttletest.NewFakeClock(t0)
-	l := mustNew(t, "3/d,2/h", WithClock(clock))
-	// An earlier run admitted calls 23h, 30m and 10m ago, and one two days ago.
-	err := l.Seed([]time.Time{t0.Add(-10 * time.Minute), t0.Add(-48 * time.Hour), t0.Add(-23 * time.Hour), t0.Add(-30 * time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 3/d is full until the call 23h ago leaves, in 1h.
-	if got := l.DelayAt(t0); got != time.Hour {
-		t.Errorf("DelayAt after Seed = %v, want 1h", got)
-	}
-	clock.Advance(time.Hour)
-	if !l.Allow() {
-		t.Error("Allow() once the old call left = false")
-	}
-	if err := l.Seed([]time.Time{t0}); err == nil {
-		t.Error("Seed after an admission succeeded, want an error")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := mustNew(t, "3/d,2/h,cost:10/h")
+		// An earlier run admitted calls 23h, 30m and 10m ago, and one two days ago.
+		err := l.Seed([]Call{
+			{At: t0.Add(-10 * time.Minute), Cost: 4},
+			{At: t0.Add(-48 * time.Hour), Cost: 1},
+			{At: t0.Add(-23 * time.Hour), Cost: 1},
+			{At: t0.Add(-30 * time.Minute), Cost: 5},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 3/d is full until the call 23h ago leaves, in 1h.
+		if got := l.DelayN(t0, 1); got != time.Hour {
+			t.Errorf("DelayN after Seed = %v, want 1h", got)
+		}
+		if s := l.Stats(); s.Rules[2].Used != 9 {
+			t.Errorf("cost rule holds %d after Seed, want 9", s.Rules[2].Used)
+		}
+		time.Sleep(time.Hour)
+		if !l.Allow() {
+			t.Error("Allow() once the old call left = false")
+		}
+		if err := l.Seed(Calls(t0)); err == nil {
+			t.Error("Seed after an admission succeeded, want an error")
+		}
+	})
+}
+
+func TestLimiterClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, "1/h")
+		l.Allow()
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- l.Wait(context.Background()) }()
+		}
+		synctest.Wait()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-errs; !errors.Is(err, ErrClosed) {
+				t.Errorf("Wait after Close = %v, want ErrClosed", err)
+			}
+		}
+		if _, err := l.Admit(context.Background(), 1); !errors.Is(err, ErrClosed) {
+			t.Errorf("Admit after Close = %v, want ErrClosed", err)
+		}
+	})
 }
 
 func TestNewRejectsBadRules(t *testing.T) {
-	for _, r := range []Rule{{0, time.Second}, {1, 0}, {-1, time.Second}, {1, -time.Second}} {
+	for _, r := range []Rule{{N: 0, Window: time.Second}, {N: 1}, {N: -1, Window: time.Second}, {N: 1, Window: -time.Second}} {
 		if _, err := New([]Rule{r}); !errors.Is(err, ErrInvalidRule) {
 			t.Errorf("New(%#v) error = %v, want ErrInvalidRule", r, err)
 		}
@@ -211,7 +410,7 @@ func TestNewRejectsBadRules(t *testing.T) {
 }
 
 func TestLimiterNoRules(t *testing.T) {
-	l, err := New(nil, WithClock(throttletest.NewFakeClock(t0)))
+	l, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +419,49 @@ func TestLimiterNoRules(t *testing.T) {
 			t.Fatal("Allow() = false with no rules")
 		}
 	}
-	if s := l.Stats(); s.Binding != -1 || s.Admitted != 1000 {
+	if s := l.Stats(); s.Busiest() != -1 || s.Admitted != 1000 {
 		t.Errorf("Stats = %+v", s)
+	}
+}
+
+// The in-memory limiter satisfies the contract every backend does.
+var _ Backend = (*Limiter)(nil)
+
+// FIFO: a costly call at the head holds cheaper ones behind it until its
+// whole cost fits. WithReorder lets a call that fits go first.
+func TestLimiterReorder(t *testing.T) {
+	for _, reorder := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var opts []Option
+			if reorder {
+				opts = append(opts, WithReorder())
+			}
+			l := mustNew(t, "cost:10/s", opts...)
+			l.AllowN(start, 6)
+			admittedAt := func(cost int) <-chan time.Duration {
+				c := make(chan time.Duration, 1)
+				go func() {
+					if err := l.WaitN(context.Background(), cost); err != nil {
+						panic(err)
+					}
+					c <- time.Since(start)
+				}()
+				synctest.Wait()
+				return c
+			}
+			big := admittedAt(8)   // needs the 6 to leave: at 1s
+			small := admittedAt(3) // fits now (6+3), unless it must wait behind the 8
+			gotSmall, gotBig := <-small, <-big
+			// FIFO: the 8 at 1s, then the 3 once the 8 leaves room: 2s.
+			// Reordered: the 3 at once; the 8 when the 6 and the 3 have left: 1s.
+			wantSmall, wantBig := 2*time.Second, time.Second
+			if reorder {
+				wantSmall = 0
+			}
+			if gotBig != wantBig || gotSmall != wantSmall {
+				t.Errorf("reorder %v: 8 admitted at %v, 3 at %v; want %v and %v", reorder, gotBig, gotSmall, wantBig, wantSmall)
+			}
+		})
 	}
 }

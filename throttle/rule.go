@@ -12,6 +12,11 @@ import (
 // return, so callers can tell a bad rule spec from other failures.
 var ErrInvalidRule = errors.New("invalid rule")
 
+// ErrBadCost is wrapped by the error of an admission whose cost is not a
+// positive integer that every cost rule can hold: such a call could never
+// be admitted.
+var ErrBadCost = errors.New("cost cannot be admitted")
+
 // MaxLimit is the largest N a rule may have. Larger limits are almost
 // certainly typos, and they would overflow the counters' arithmetic.
 const MaxLimit = 1 << 40
@@ -22,15 +27,38 @@ const maxWindow = 100 * 365 * 24 * time.Hour
 
 // A Rule allows at most N calls in any half-open window (t-Window, t].
 // A call at exactly t+Window may therefore follow the call at t.
+//
+// A cost rule (Cost set) limits the sum of the calls' costs instead of
+// their number: no window (t-Window, t] holds calls whose costs add up to
+// more than N, as with an API's tokens per minute. A call's cost is given
+// at admission (see Limiter.WaitN); a count rule counts every call as 1
+// whatever its cost.
 type Rule struct {
 	N      int
 	Window time.Duration
+	Cost   bool
 }
 
+// costPrefix marks a cost rule in its spec: "cost:100/s".
+const costPrefix = "cost:"
+
 // String formats r as a spec that ParseRule reads back to r, such as
-// "10/s", "500/m", "12/3s" or "100/1m30s".
+// "10/s", "500/m", "12/3s", "100/1m30s" or, for a cost rule, "cost:100/s".
 func (r Rule) String() string {
-	return strconv.Itoa(r.N) + "/" + formatWindow(r.Window)
+	s := strconv.Itoa(r.N) + "/" + formatWindow(r.Window)
+	if r.Cost {
+		return costPrefix + s
+	}
+	return s
+}
+
+// weight returns what a call of the given cost counts in r: its cost for
+// a cost rule, 1 for a count rule.
+func (r Rule) weight(cost int) int {
+	if r.Cost {
+		return cost
+	}
+	return 1
 }
 
 // Valid reports whether r can be used by a limiter: 1 <= N <= MaxLimit and
@@ -68,9 +96,14 @@ func ParseRules(spec string) ([]Rule, error) {
 
 // ParseRule parses one rule "N/PERIOD". PERIOD is a unit (ms, s, sec, m,
 // min, h, hour, d, day, with optional plural s) meaning one of it, or a
-// duration made of number-unit pairs such as 3s, 500ms, 1m30s or 2d.
+// duration made of number-unit pairs such as 3s, 500ms, 1m30s or 2d. The
+// prefix "cost:" makes a cost rule: "cost:100/s".
 func ParseRule(spec string) (Rule, error) {
 	s := strings.TrimSpace(spec)
+	isCost := false
+	if rest, ok := strings.CutPrefix(s, costPrefix); ok {
+		s, isCost = strings.TrimSpace(rest), true
+	}
 	num, per, ok := strings.Cut(s, "/")
 	if !ok {
 		return Rule{}, ruleError(spec, "a limit and a period separated by '/'")
@@ -100,11 +133,26 @@ func ParseRule(spec string) (Rule, error) {
 	if err != nil {
 		return Rule{}, ruleError(spec, err.Error())
 	}
-	return Rule{N: int(n), Window: w}, nil
+	return Rule{N: int(n), Window: w, Cost: isCost}, nil
 }
 
+// A RuleError reports a rule spec that ParseRule cannot read: the spec as
+// given, and what was expected instead. It wraps ErrInvalidRule.
+type RuleError struct {
+	Spec string // the spec as given
+	Want string // what was expected, such as "a period after '/', such as s, min, 3s or 1m30s"
+}
+
+// Error returns "throttle: rule SPEC: want WANT".
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("throttle: rule %q: want %s", e.Spec, e.Want)
+}
+
+// Unwrap returns ErrInvalidRule.
+func (e *RuleError) Unwrap() error { return ErrInvalidRule }
+
 func ruleError(spec, expected string) error {
-	return fmt.Errorf("throttle: rule %q: want %s: %w", spec, expected, ErrInvalidRule)
+	return &RuleError{Spec: spec, Want: expected}
 }
 
 // units maps every accepted unit name to its duration.
@@ -194,12 +242,40 @@ func formatWindow(w time.Duration) string {
 	return b.String()
 }
 
-// validate checks a rule set given to a limiter constructor.
-func validate(rules []Rule) error {
+// Validate checks a rule set given to a limiter constructor: every rule
+// Valid. Backends call it so that they all refuse the same rule sets.
+func Validate(rules []Rule) error {
 	for _, r := range rules {
 		if !r.Valid() {
 			return fmt.Errorf("throttle: rule %d/%v: want 1 <= N <= %d and 0 < window <= 100 years: %w",
 				r.N, r.Window, int64(MaxLimit), ErrInvalidRule)
+		}
+	}
+	return nil
+}
+
+// MaxCost returns the largest cost one call may have under rules: the
+// smallest N among the cost rules, or 0 when no rule limits costs (then
+// any cost fits). A call costing more could never be admitted.
+func MaxCost(rules []Rule) int {
+	m := 0
+	for _, r := range rules {
+		if r.Cost && (m == 0 || r.N < m) {
+			m = r.N
+		}
+	}
+	return m
+}
+
+// checkCost returns why a call costing cost can never be admitted under
+// rules, or nil.
+func checkCost(rules []Rule, cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("throttle: cost %d: %w", cost, ErrBadCost)
+	}
+	for _, r := range rules {
+		if r.Cost && cost > r.N {
+			return fmt.Errorf("throttle: cost %d exceeds rule %s: %w", cost, r, ErrBadCost)
 		}
 	}
 	return nil

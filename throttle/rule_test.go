@@ -12,18 +12,20 @@ func TestParseRule(t *testing.T) {
 		in   string
 		want Rule
 	}{
-		{"10/s", Rule{10, time.Second}},
-		{"500/m", Rule{500, time.Minute}},
-		{"500/min", Rule{500, time.Minute}},
-		{"3/h", Rule{3, time.Hour}},
-		{"10000/d", Rule{10000, 24 * time.Hour}},
-		{"10000/day", Rule{10000, 24 * time.Hour}},
-		{"12/3s", Rule{12, 3 * time.Second}},
-		{"5/500ms", Rule{5, 500 * time.Millisecond}},
-		{"100/1m30s", Rule{100, 90 * time.Second}},
-		{" 7 / sec ", Rule{7, time.Second}},
-		{"1/2d12h", Rule{1, 60 * time.Hour}},
-		{"2/hours", Rule{2, time.Hour}},
+		{"10/s", Rule{N: 10, Window: time.Second}},
+		{"500/m", Rule{N: 500, Window: time.Minute}},
+		{"500/min", Rule{N: 500, Window: time.Minute}},
+		{"3/h", Rule{N: 3, Window: time.Hour}},
+		{"10000/d", Rule{N: 10000, Window: 24 * time.Hour}},
+		{"10000/day", Rule{N: 10000, Window: 24 * time.Hour}},
+		{"12/3s", Rule{N: 12, Window: 3 * time.Second}},
+		{"5/500ms", Rule{N: 5, Window: 500 * time.Millisecond}},
+		{"100/1m30s", Rule{N: 100, Window: 90 * time.Second}},
+		{" 7 / sec ", Rule{N: 7, Window: time.Second}},
+		{"1/2d12h", Rule{N: 1, Window: 60 * time.Hour}},
+		{"2/hours", Rule{N: 2, Window: time.Hour}},
+		{"cost:100/s", Rule{N: 100, Window: time.Second, Cost: true}},
+		{" cost: 90000/min", Rule{N: 90000, Window: time.Minute, Cost: true}},
 	}
 	for _, tt := range tests {
 		got, err := ParseRule(tt.in)
@@ -49,6 +51,8 @@ func TestParseRuleErrors(t *testing.T) {
 		{"1/99999999999d", "shorter than 100 years"},
 		{"1.5/s", "whole number"},
 		{"5/s/s", "a period such as"},
+		{"cost:", "separated by '/'"},
+		{"cost:0/s", "at least 1"},
 	}
 	for _, tt := range tests {
 		_, err := ParseRule(tt.in)
@@ -68,7 +72,7 @@ func TestParseRuleErrors(t *testing.T) {
 
 func TestParseRules(t *testing.T) {
 	got, err := ParseRules("10/s,500/m,10000/d")
-	want := []Rule{{10, time.Second}, {500, time.Minute}, {10000, 24 * time.Hour}}
+	want := []Rule{{N: 10, Window: time.Second}, {N: 500, Window: time.Minute}, {N: 10000, Window: 24 * time.Hour}}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("ParseRules = %v, %v; want %v", got, err, want)
 	}
@@ -93,12 +97,13 @@ func TestRuleString(t *testing.T) {
 		r    Rule
 		want string
 	}{
-		{Rule{10, time.Second}, "10/s"},
-		{Rule{5, 500 * time.Millisecond}, "5/500ms"},
-		{Rule{100, 90 * time.Second}, "100/1m30s"},
-		{Rule{1, 36 * time.Hour}, "1/1d12h"},
-		{Rule{3, 1500 * time.Microsecond}, "3/1ms500us"},
-		{Rule{1, time.Millisecond}, "1/ms"},
+		{Rule{N: 10, Window: time.Second}, "10/s"},
+		{Rule{N: 5, Window: 500 * time.Millisecond}, "5/500ms"},
+		{Rule{N: 100, Window: 90 * time.Second}, "100/1m30s"},
+		{Rule{N: 1, Window: 36 * time.Hour}, "1/1d12h"},
+		{Rule{N: 3, Window: 1500 * time.Microsecond}, "3/1ms500us"},
+		{Rule{N: 1, Window: time.Millisecond}, "1/ms"},
+		{Rule{N: 100, Window: time.Second, Cost: true}, "cost:100/s"},
 	}
 	for _, tt := range tests {
 		if got := tt.r.String(); got != tt.want {
@@ -108,7 +113,7 @@ func TestRuleString(t *testing.T) {
 }
 
 func FuzzParseRule(f *testing.F) {
-	for _, s := range []string{"10/s", "500/min", "12/3s", "100/1m30s", "10000/day", "5/500ms", "0/s", "abc", "1/1d2h3m4s5ms6us7ns"} {
+	for _, s := range []string{"cost:100/s", "10/s", "500/min", "12/3s", "100/1m30s", "10000/day", "5/500ms", "0/s", "abc", "1/1d2h3m4s5ms6us7ns"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,11 +1,8 @@
 package throttle
 
 import (
-	"errors"
 	"time"
 )
-
-var errSeedLate = errors.New("throttle: Seed called after the first admission")
 
 // Pseudo rule indexes for what an admission waited on.
 const (
@@ -13,39 +10,60 @@ const (
 	bindPause = -2
 )
 
-// Stats is a snapshot of a limiter's diagnostics.
+// Stats is a snapshot of a backend's diagnostics. Every wait is counted
+// as a pair: how many admissions waited (Waits) and how long in all
+// (WaitTime).
 type Stats struct {
 	// Rules holds one entry per rule, in the order the rules were given.
 	Rules []RuleStats
-	// Binding is the index in Rules of the binding constraint: the rule
-	// with the highest usage now (ties go to the one waited on longer), or
-	// -1 when no rule holds any call.
-	Binding int
-	// PeakBinding is the same over peak usage: the rule that bound the
-	// run as a whole, or -1.
-	PeakBinding int
 
-	Admitted  int64         // calls admitted
-	Waited    int64         // admissions that had to wait for the rates
-	TotalWait time.Duration // time those admissions waited, in all
+	Admitted int64         // calls admitted
+	Waits    int64         // admissions that had to wait for the rates or a pause
+	WaitTime time.Duration // time those admissions waited, in all
 
-	InFlight     int           // slots held now (Acquire without release)
+	InFlight     int           // slots held now (admitted and not released)
 	PeakInFlight int           // most slots held at once
 	MaxInFlight  int           // the cap, 0 for none
-	SlotWaits    int64         // acquisitions that waited for a slot
+	SlotWaits    int64         // admissions that waited for a slot
 	SlotWaitTime time.Duration // time they waited for it
 
-	Pauses      int64         // times PauseUntil started or extended a pause
-	PauseWaits  int64         // admissions delayed by a pause
-	PausedFor   time.Duration // time admissions waited because of pauses
-	PauseReason string        // reason of the latest pause
-	PausedUntil time.Time     // end of the latest pause (zero if none)
+	Pauses        int64         // times PauseUntil started or extended a pause
+	PauseWaits    int64         // admissions delayed by a pause
+	PauseWaitTime time.Duration // time admissions waited because of pauses
+	PauseReason   string        // reason of the latest pause
+	PausedUntil   time.Time     // end of the latest pause (zero if none)
+
+	// Margin is the margin added to every window now.
+	Margin time.Duration
+
+	// Store counts a shared backend's traffic with its store (Redis, a
+	// local file); zero for the in-memory limiter.
+	Store StoreStats
+}
+
+// StoreStats counts a shared backend's traffic with the store that keeps
+// its state.
+type StoreStats struct {
+	// Name names the store: "redis" or "local"; empty for none.
+	Name string
+	// RoundTrips counts calls to the store, successful or not, for
+	// admissions, slots and lease renewals. In steady state an admission
+	// that does not wait costs one.
+	RoundTrips int64
+	// Failures counts calls that got no usable answer.
+	Failures int64
+	// LeasesLost counts fleet-wide slots whose lease expired before it
+	// could be renewed while the slots were all taken.
+	LeasesLost int64
+	// ClientTime counts admissions decided on this process's clock
+	// because the store could not give its own (Redis refusing TIME).
+	ClientTime int64
 }
 
 // RuleStats describes one rule's load.
 type RuleStats struct {
 	Rule      Rule
-	Used      int     // calls in the window now
+	Used      int     // calls (or cost) in the window now
 	Usage     float64 // Used / N
 	PeakUsage float64 // highest Usage seen right after an admission
 	// Waits counts admissions whose wait this rule caused: it was the
@@ -55,16 +73,36 @@ type RuleStats struct {
 	WaitTime time.Duration
 }
 
-// stats are the counters behind Stats, guarded by the limiter's mutex.
-type stats struct {
-	rules      []ruleStat
-	admitted   int64
-	waited     int64
-	totalWait  int64
-	pauses     int64
-	pauseWaits int64
-	pausedFor  int64
-	lastWhy    int // what the head of the queue last slept on
+// Busiest returns the index in s.Rules of the rule with the highest usage
+// now (ties go to the one waited on longer), or -1 when no rule holds any
+// call: the rule closest to holding the next call back.
+func (s Stats) Busiest() int {
+	best := -1
+	for i, r := range s.Rules {
+		if r.Usage == 0 {
+			continue
+		}
+		if best < 0 || r.Usage > s.Rules[best].Usage ||
+			r.Usage == s.Rules[best].Usage && r.WaitTime > s.Rules[best].WaitTime {
+			best = i
+		}
+	}
+	return best
+}
+
+// Tally counts admissions and what they waited on, for a backend's
+// Stats. Every backend counts the same way with it. The zero value is not
+// usable: make one with NewTally. It is not safe for concurrent use: the
+// backend guards it.
+type Tally struct {
+	rules         []ruleStat
+	admitted      int64
+	waits         int64
+	waitTime      int64
+	pauses        int64
+	pauseWaits    int64
+	pauseWaitTime int64
+	lastWhy       int // what the head of the queue last slept on
 }
 
 type ruleStat struct {
@@ -73,83 +111,81 @@ type ruleStat struct {
 	waitTime int64
 }
 
-func (r *ruleStat) observe(used int) { r.peakUsed = max(r.peakUsed, used) }
+// NewTally returns a tally for n rules.
+func NewTally(n int) *Tally { return &Tally{rules: make([]ruleStat, n), lastWhy: bindNone} }
 
-func (s *stats) blockedOn(why int) { s.lastWhy = why }
+// BlockedOnRule records that the head of the admission queue is about to
+// sleep because rule i needs the longest wait.
+func (t *Tally) BlockedOnRule(i int) { t.lastWhy = i }
 
-// admit counts an admission that waited wait nanoseconds, charged to what
-// the head of the queue last slept on.
-func (s *stats) admit(wait int64) {
-	s.admitted++
+// BlockedOnPause records that the head of the queue is about to sleep out
+// a pause.
+func (t *Tally) BlockedOnPause() { t.lastWhy = bindPause }
+
+// Paused counts a pause started or extended.
+func (t *Tally) Paused() { t.pauses++ }
+
+// Observe records that rule i holds used calls (or cost) right after an
+// admission or a correction, for its peak usage.
+func (t *Tally) Observe(i, used int) { t.rules[i].peakUsed = max(t.rules[i].peakUsed, used) }
+
+// Admit counts an admission that waited wait in all, charged to what the
+// head of the queue last slept on.
+func (t *Tally) Admit(wait time.Duration) {
+	t.admitted++
 	if wait <= 0 {
 		return
 	}
-	s.waited++
-	s.totalWait += wait
-	switch why := s.lastWhy; {
+	t.waits++
+	t.waitTime += int64(wait)
+	switch why := t.lastWhy; {
 	case why >= 0:
-		s.rules[why].waits++
-		s.rules[why].waitTime += wait
+		t.rules[why].waits++
+		t.rules[why].waitTime += int64(wait)
 	case why == bindPause:
-		s.pauseWaits++
-		s.pausedFor += wait
+		t.pauseWaits++
+		t.pauseWaitTime += int64(wait)
+	}
+}
+
+// Fill copies the counts into st (rules, admissions, waits and pauses),
+// with each rule's current use as used reports it.
+func (t *Tally) Fill(st *Stats, rules []Rule, used func(i int) int) {
+	st.Rules = make([]RuleStats, len(rules))
+	st.Admitted = t.admitted
+	st.Waits = t.waits
+	st.WaitTime = time.Duration(t.waitTime)
+	st.Pauses = t.pauses
+	st.PauseWaits = t.pauseWaits
+	st.PauseWaitTime = time.Duration(t.pauseWaitTime)
+	for i, r := range rules {
+		u := used(i)
+		rs := t.rules[i]
+		st.Rules[i] = RuleStats{
+			Rule:      r,
+			Used:      u,
+			Usage:     float64(u) / float64(r.N),
+			PeakUsage: float64(rs.peakUsed) / float64(r.N),
+			Waits:     rs.waits,
+			WaitTime:  time.Duration(rs.waitTime),
+		}
 	}
 }
 
 // Stats returns a snapshot of the limiter's diagnostics. It holds the
 // limiter's lock only to copy counters, never while anyone waits.
 func (l *Limiter) Stats() Stats {
-	in, peak, slotWaits, slotWait := l.slots.snapshot()
+	var s Stats
+	s.InFlight, s.PeakInFlight, s.SlotWaits, s.SlotWaitTime = l.slots.snapshot()
+	s.MaxInFlight = l.slots.max
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.internalLocked(l.clock.Now())
-	s := Stats{
-		Rules:        make([]RuleStats, len(l.rules)),
-		Admitted:     l.stats.admitted,
-		Waited:       l.stats.waited,
-		TotalWait:    time.Duration(l.stats.totalWait),
-		InFlight:     in,
-		PeakInFlight: peak,
-		MaxInFlight:  l.slots.max,
-		SlotWaits:    slotWaits,
-		SlotWaitTime: slotWait,
-		Pauses:       l.stats.pauses,
-		PauseWaits:   l.stats.pauseWaits,
-		PausedFor:    time.Duration(l.stats.pausedFor),
-		PauseReason:  l.reason,
-	}
+	now := l.nowLocked(time.Now())
+	l.tally.Fill(&s, l.rules, func(i int) int { return l.windows[i].used(now) })
+	s.PauseReason = l.reason
 	if l.pause > 0 {
 		s.PausedUntil = l.toTime(l.pause)
 	}
-	for i, r := range l.rules {
-		used := l.windows[i].count(now)
-		rs := l.stats.rules[i]
-		s.Rules[i] = RuleStats{
-			Rule:      r,
-			Used:      used,
-			Usage:     float64(used) / float64(r.N),
-			PeakUsage: float64(rs.peakUsed) / float64(r.N),
-			Waits:     rs.waits,
-			WaitTime:  time.Duration(rs.waitTime),
-		}
-	}
-	s.Binding = binding(s.Rules, func(r RuleStats) float64 { return r.Usage })
-	s.PeakBinding = binding(s.Rules, func(r RuleStats) float64 { return r.PeakUsage })
+	s.Margin = l.margin
 	return s
-}
-
-// binding returns the index of the rule with the highest usage, ties going
-// to the longer wait, or -1 when every usage is 0.
-func binding(rules []RuleStats, usage func(RuleStats) float64) int {
-	best := -1
-	for i, r := range rules {
-		if usage(r) == 0 {
-			continue
-		}
-		if best < 0 || usage(r) > usage(rules[best]) ||
-			(usage(r) == usage(rules[best]) && r.WaitTime > rules[best].WaitTime) {
-			best = i
-		}
-	}
-	return best
 }

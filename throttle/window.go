@@ -1,89 +1,175 @@
 package throttle
 
 // A window keeps the admissions of one rule and answers how long a caller
-// must wait before one more call fits. Times are int64 nanoseconds on the
-// limiter's own monotonic timeline; callers pass non-decreasing instants.
-// Implementations are not safe for concurrent use: the limiter's mutex
-// guards them.
+// must wait before a call of some weight fits. Times are int64 nanoseconds
+// on the limiter's own timeline; callers pass non-decreasing instants.
+// A call's weight is what it counts in the rule: 1 for a count rule, its
+// cost for a cost rule. Implementations are not safe for concurrent use:
+// the limiter's mutex guards them.
 type window interface {
-	// delay returns how long after now one more call fits, 0 if it fits now.
-	delay(now int64) int64
-	// record adds a call at now. It requires delay(now) == 0.
-	record(now int64)
-	// count returns how many calls the window holds at now.
-	count(now int64) int
+	// delay returns how long after now a call of weight w fits, 0 if it
+	// fits now. It requires 1 <= w <= the rule's N.
+	delay(now int64, w int) int64
+	// record adds a call of weight w at now, identified by serial (which
+	// grows with every call recorded). It requires delay(now, w) == 0,
+	// except for calls made before the limiter existed (Seed).
+	record(now int64, w int, serial uint64)
+	// used returns the weight the window holds at now.
+	used(now int64) int
+	// adjust changes the weight of the call serial, recorded at instant
+	// at, by delta, if the window still holds it; the weight never drops
+	// below 0.
+	adjust(serial uint64, at int64, delta int)
+	// setWidth changes the window's width (a margin that changed). Calls
+	// already forgotten under a narrower width stay forgotten.
+	setWidth(w int64)
 }
 
-// slidingLog is the exact log of one rule: a ring holding the times of the
-// last n calls. One more call fits at now when the oldest of n calls has
-// left (now-w, now], that is when oldest <= now-w.
+// slidingLog is the exact log of one rule: a ring of the calls still in
+// the window (t-w, t], each with its time, its serial and the cumulative
+// weight up to it, so that the weight of any suffix of the log is one
+// subtraction. One more call of weight c fits at now when the weight held
+// plus c is at most n; otherwise the oldest calls must leave first, and
+// the wait ends when the last of those has left.
 //
-// The ring grows on demand up to n entries, so a rule that is rarely hit
-// costs little; once full it never allocates again.
+// Every call weighs at least 1 and the log admits a call only when the
+// weight it holds stays at most n, so it never holds more than n calls.
+// The ring grows on demand up to that, so a rule that is rarely hit costs
+// little; once grown it never allocates again.
 type slidingLog struct {
 	n     int
 	w     int64
-	buf   []int64 // ring of call times; len(buf) <= n
-	start int     // index of the oldest call in buf
-	stale int     // how many of the oldest calls are known to be out of the window
+	buf   []logEntry // ring; len(buf) is its capacity
+	start int        // index of the oldest call
+	size  int        // calls held
+	base  int64      // cumulative weight before the oldest call held
+}
+
+type logEntry struct {
+	t      int64
+	serial uint64
+	cum    int64 // weight of every call recorded up to and including this one
 }
 
 func newSlidingLog(n int, w int64) *slidingLog {
 	return &slidingLog{n: n, w: w}
 }
 
-// at returns the i-th oldest call time. Requires i < len(l.buf).
-func (l *slidingLog) at(i int) int64 {
+// at returns the i-th oldest call. Requires i < l.size.
+func (l *slidingLog) at(i int) *logEntry {
 	i += l.start
 	if i >= len(l.buf) {
 		i -= len(l.buf)
 	}
-	return l.buf[i]
+	return &l.buf[i]
 }
 
-// advance marks calls that have left the window at now as stale. Since now
-// never decreases, the stale prefix only grows: amortized O(1).
-func (l *slidingLog) advance(now int64) {
-	for l.stale < len(l.buf) && l.at(l.stale) <= now-l.w {
-		l.stale++
-	}
-}
-
-func (l *slidingLog) delay(now int64) int64 {
-	if len(l.buf) < l.n {
+// total returns the weight held.
+func (l *slidingLog) total() int64 {
+	if l.size == 0 {
 		return 0
 	}
-	// The log is full: the next call fits once the oldest has left.
-	if d := l.at(0) + l.w - now; d > 0 {
+	return l.at(l.size-1).cum - l.base
+}
+
+// advance drops the calls that have left the window at now. Since now
+// never decreases, each call is dropped once: amortized O(1).
+func (l *slidingLog) advance(now int64) {
+	for l.size > 0 {
+		e := l.at(0)
+		if e.t > now-l.w {
+			return
+		}
+		l.base = e.cum
+		l.start++
+		if l.start == len(l.buf) {
+			l.start = 0
+		}
+		l.size--
+	}
+}
+
+func (l *slidingLog) delay(now int64, w int) int64 {
+	l.advance(now)
+	excess := l.total() + int64(w) - int64(l.n)
+	if excess <= 0 {
+		return 0
+	}
+	// The oldest calls whose weights add up to excess must leave: find the
+	// first call k with cum(k) - base >= excess. cum grows along the ring,
+	// so a binary search finds it.
+	lo, hi := 0, l.size-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if l.at(mid).cum-l.base >= excess {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if d := l.at(lo).t + l.w - now; d > 0 {
 		return d
 	}
-	return 0
+	return 0 // unreachable after advance
 }
 
-func (l *slidingLog) record(now int64) {
+func (l *slidingLog) record(now int64, w int, serial uint64) {
 	l.advance(now)
-	if len(l.buf) < l.n {
-		if len(l.buf) == cap(l.buf) {
-			// Grow by doubling, but never past n: a full log holds exactly n.
-			grown := make([]int64, len(l.buf), min(max(2*cap(l.buf), 16), l.n))
-			copy(grown, l.buf)
-			l.buf = grown
+	if l.size == len(l.buf) {
+		l.grow()
+	}
+	cum := l.base + int64(w)
+	if l.size > 0 {
+		cum = l.at(l.size-1).cum + int64(w)
+	}
+	l.size++
+	*l.at(l.size - 1) = logEntry{t: now, serial: serial, cum: cum}
+}
+
+// grow makes room for one more call: doubling, and past n only when the
+// log holds more than n calls, which only Seed can make it do.
+func (l *slidingLog) grow() {
+	c := min(max(2*len(l.buf), 16), l.n)
+	if c <= len(l.buf) {
+		c = 2*len(l.buf) + 1
+	}
+	grown := make([]logEntry, c)
+	for i := range l.size {
+		grown[i] = *l.at(i)
+	}
+	l.buf, l.start = grown, 0
+}
+
+func (l *slidingLog) used(now int64) int {
+	l.advance(now)
+	return int(l.total())
+}
+
+func (l *slidingLog) adjust(serial uint64, at int64, delta int) {
+	// Serials grow along the ring: binary search for this one.
+	lo, hi := 0, l.size
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if l.at(mid).serial < serial {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		l.buf = append(l.buf, now)
-		return
 	}
-	// Full: overwrite the oldest, which delay(now) == 0 says is stale.
-	l.buf[l.start] = now
-	l.start++
-	if l.start == len(l.buf) {
-		l.start = 0
+	if lo == l.size || l.at(lo).serial != serial {
+		return // already left the window
 	}
-	if l.stale > 0 {
-		l.stale--
+	prev := l.base
+	if lo > 0 {
+		prev = l.at(lo - 1).cum
+	}
+	d := int64(delta)
+	if own := l.at(lo).cum - prev; own+d < 0 {
+		d = -own
+	}
+	for i := lo; i < l.size; i++ {
+		l.at(i).cum += d
 	}
 }
 
-func (l *slidingLog) count(now int64) int {
-	l.advance(now)
-	return len(l.buf) - l.stale
-}
+func (l *slidingLog) setWidth(w int64) { l.w = w }

@@ -6,3 +6,6 @@ import "os/exec"
 
 // setPdeathsig does nothing where the kernel has no parent-death signal.
 func setPdeathsig(*exec.Cmd) {}
+
+// startCmd starts cmd.
+func startCmd(cmd *exec.Cmd) error { return cmd.Start() }

@@ -138,7 +138,7 @@ func (s *Server) start() error {
 	cmd.Stderr = out
 	cmd.Dir = s.dir
 	setPdeathsig(cmd)
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		return err
 	}
 	done := make(chan struct{})

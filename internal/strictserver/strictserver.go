@@ -15,7 +15,10 @@
 //	/status/NNN      status NNN, body as usual
 //
 // Options add the fault modes client tests need: refusing or resetting the
-// first requests, rate-limit headers, and a delay before each answer.
+// first requests, rate-limit headers, published policies, and a delay
+// before each answer. With CostParam, requests carry a cost (tokens, say)
+// that cost rules count, and the answer is JSON that reports it, as an LLM
+// API's does: {"path": "/x", "usage": {"total_tokens": 42}}.
 package strictserver
 
 import (
@@ -71,8 +74,23 @@ type Options struct {
 	// RetryAfterDate sends Retry-After as an HTTP-date, Now()+RetryAfter
 	// rounded up to the second, instead of seconds.
 	RetryAfterDate bool
+	// RuleRetryAfter sends a Retry-After with a refusal for a rule, in
+	// whole seconds rounded up: until the request would have been
+	// admissible, as a server that knows its windows says.
+	RuleRetryAfter bool
 	// Headers selects rate-limit headers for every answer, 429s included.
 	Headers HeaderStyle
+	// Policy, if set, is sent as RateLimit-Policy with every answer
+	// ("q=100;w=60" members), so clients can learn the rules.
+	Policy bool
+	// CostParam, if set, names the query parameter that carries each
+	// request's cost (a whole number, 1 if missing or bad), times
+	// UsageFactor if set: a true cost other than the one the client
+	// estimated. Cost rules (Rule.Cost) sum it, count rules count the
+	// request as 1, and the body of an accepted answer is JSON reporting
+	// it as usage.total_tokens.
+	CostParam   string
+	UsageFactor float64
 }
 
 // Stats counts what a Server has seen.
@@ -101,6 +119,7 @@ type Server struct {
 	mu       sync.Mutex
 	seen     int         // requests so far, for ResetFirst and RefuseFirst
 	arrivals []time.Time // accepted arrivals, sorted
+	costs    []int       // their costs, parallel to arrivals
 	refused  int64
 	reset    int64
 }
@@ -130,6 +149,18 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
+// Calls returns the accepted arrivals with their costs, sorted, ready for
+// throttle.Check.
+func (s *Server) Calls() []throttle.Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := make([]throttle.Call, len(s.arrivals))
+	for i, t := range s.arrivals {
+		cs[i] = throttle.Call{At: t, Cost: s.costs[i]}
+	}
+	return cs
+}
+
 // Arrivals returns a sorted copy of the accepted arrival times, ready for
 // throttle.Check.
 func (s *Server) Arrivals() []time.Time {
@@ -154,6 +185,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.Now()
 	s.seen++
 	v := accept
+	var wait time.Duration
+	cost := s.cost(r)
 	switch {
 	case s.seen <= s.opts.ResetFirst:
 		v = resetConn
@@ -161,13 +194,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.seen <= s.opts.ResetFirst+s.opts.RefuseFirst:
 		v = refuseFirst
 		s.refused++
-	case !s.admissible(now):
+	case !s.admissible(now, cost):
 		v = refuseRule
 		s.refused++
+		if s.opts.RuleRetryAfter {
+			wait = s.untilAdmissible(now, cost)
+		}
 	default:
-		s.arrivals = slices.Insert(s.arrivals, countTo(s.arrivals, now), now)
+		i := countTo(s.arrivals, now)
+		s.arrivals = slices.Insert(s.arrivals, i, now)
+		s.costs = slices.Insert(s.costs, i, cost)
 	}
-	if s.opts.Headers != NoHeaders && v != resetConn {
+	if (s.opts.Headers != NoHeaders || s.opts.Policy) && v != resetConn {
 		s.setHeaders(w.Header(), now)
 	}
 	s.mu.Unlock()
@@ -184,14 +222,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		http.Error(w, "strictserver: refused (RefuseFirst)", http.StatusTooManyRequests)
 	case refuseRule:
+		if s.opts.RuleRetryAfter {
+			w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(wait), 10))
+		}
 		http.Error(w, "strictserver: rate rule exceeded", http.StatusTooManyRequests)
 	case accept:
-		s.answer(w, r)
+		s.answer(w, r, cost)
 	}
 }
 
+// cost returns r's cost: the CostParam query parameter, else 1.
+func (s *Server) cost(r *http.Request) int {
+	if s.opts.CostParam == "" {
+		return 1
+	}
+	c, err := strconv.Atoi(r.URL.Query().Get(s.opts.CostParam))
+	if err != nil || c < 1 {
+		return 1
+	}
+	if s.opts.UsageFactor > 0 {
+		c = max(1, int(float64(c)*s.opts.UsageFactor+0.5))
+	}
+	return c
+}
+
 // answer writes the response to an accepted request after the delay.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, cost int) {
 	if s.opts.Delay > 0 {
 		t := time.NewTimer(s.opts.Delay)
 		select {
@@ -212,29 +268,67 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 			code = n
 		}
 	}
+	if s.opts.CostParam != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "{\"path\":%q,\"usage\":{\"total_tokens\":%d}}\n", path, cost)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, path)
 }
 
-// admissible reports whether an arrival at t keeps every rule. Only
-// windows containing t gain a call, and each is as full as the one ending
-// at t or at a later arrival in [t, t+Window), so those are the windows
-// counted. It requires s.mu held and s.arrivals sorted.
-func (s *Server) admissible(t time.Time) bool {
+// admissible reports whether an arrival at t of the given cost keeps
+// every rule. Only windows containing t gain the call, and each is as full
+// as the one ending at t or at a later arrival in [t, t+Window), so those
+// are the windows counted. It requires s.mu held and s.arrivals sorted.
+func (s *Server) admissible(t time.Time, cost int) bool {
 	a := s.arrivals
 	for _, r := range s.opts.Rules {
+		w := 1
+		if r.Cost {
+			w = cost
+		}
 		// End at t, then at each later arrival inside [t, t+Window).
-		if countTo(a, t)-countTo(a, t.Add(-r.Window))+1 > r.N {
+		if s.held(r, t)+w > r.N {
 			return false
 		}
 		for i := countTo(a, t); i < len(a) && a[i].Before(t.Add(r.Window)); i++ {
-			if countTo(a, a[i])-countTo(a, a[i].Add(-r.Window))+1 > r.N {
+			if s.held(r, a[i])+w > r.N {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// held returns what the accepted arrivals in (t-Window, t] weigh under r.
+// It requires s.mu held.
+func (s *Server) held(r throttle.Rule, t time.Time) int {
+	lo, hi := countTo(s.arrivals, t.Add(-r.Window)), countTo(s.arrivals, t)
+	if !r.Cost {
+		return hi - lo
+	}
+	sum := 0
+	for _, c := range s.costs[lo:hi] {
+		sum += c
+	}
+	return sum
+}
+
+// untilAdmissible returns how long after t a request of the given cost
+// would be admissible, to the millisecond. It requires s.mu held.
+func (s *Server) untilAdmissible(t time.Time, cost int) time.Duration {
+	for d := time.Millisecond; d < 24*time.Hour; d += time.Millisecond {
+		if s.admissible(t.Add(d), cost) {
+			return d
+		}
+		if d > time.Second {
+			d += 9 * time.Millisecond
+		}
+	}
+	return 24 * time.Hour
 }
 
 // setHeaders adds the rate-limit headers for the state at now. It
@@ -243,12 +337,22 @@ func (s *Server) setHeaders(h http.Header, now time.Time) {
 	if len(s.opts.Rules) == 0 {
 		return
 	}
+	if s.opts.Policy {
+		var members []string
+		for i, r := range s.opts.Rules {
+			members = append(members, fmt.Sprintf("\"r%d\";q=%d;w=%d", i, r.N, ceilSeconds(r.Window)))
+		}
+		h.Set("RateLimit-Policy", strings.Join(members, ", "))
+	}
+	if s.opts.Headers == NoHeaders {
+		return
+	}
 	best, remaining := throttle.Rule{}, -1
 	var reset time.Duration
 	for _, r := range s.opts.Rules {
 		// Arrivals in (now-Window, now]; sorted, so the oldest frees first.
-		lo, hi := countTo(s.arrivals, now.Add(-r.Window)), countTo(s.arrivals, now)
-		used := hi - lo
+		lo := countTo(s.arrivals, now.Add(-r.Window))
+		used := s.held(r, now)
 		if left := max(r.N-used, 0); remaining < 0 || left < remaining {
 			best, remaining, reset = r, left, 0
 			if used > 0 {

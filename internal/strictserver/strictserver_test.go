@@ -119,7 +119,7 @@ func TestBackwardsClockStaysExact(t *testing.T) {
 			at := time.Duration(rng.IntN(80)) * time.Millisecond / 2
 			code := get(s, clock, at, "/").Code
 			legal := true
-			for _, res := range throttle.Check(rules, append(slices.Clone(accepted), t0.Add(at))) {
+			for _, res := range throttle.Check(rules, throttle.Calls(append(slices.Clone(accepted), t0.Add(at))...)) {
 				legal = legal && res.Violations == 0
 			}
 			if want := map[bool]int{true: 200, false: 429}[legal]; code != want {
@@ -156,7 +156,7 @@ func TestConcurrentRequests(t *testing.T) {
 	if st.Accepted+st.Refused != workers*each || st.Accepted < 5 {
 		t.Errorf("Stats() = %+v, want Accepted+Refused = %d and Accepted >= 5", st, workers*each)
 	}
-	for _, res := range throttle.Check(rules, s.Arrivals()) {
+	for _, res := range throttle.Check(rules, throttle.Calls(s.Arrivals()...)) {
 		if res.Violations != 0 {
 			t.Errorf("accepted arrivals break %v: %+v", res.Rule, res)
 		}

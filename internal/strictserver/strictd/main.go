@@ -45,6 +45,10 @@ func run(args []string) error {
 	spec := fs.String("rules", "", "rules to enforce, such as 5/s,12/3s (none: accept all)")
 	portfile := fs.String("portfile", "", "write the chosen port to `file`")
 	delay := fs.Duration("delay", 0, "hold each accepted request this long")
+	retryAfter := fs.Bool("retry-after", false, "send Retry-After with a refusal: the seconds until a request would be admissible")
+	policy := fs.Bool("policy", false, "publish the rules in a RateLimit-Policy header")
+	costParam := fs.String("cost-param", "", "query `parameter` carrying each request's cost, for cost rules (cost:100/s); answers are then JSON with usage.total_tokens")
+	usage := fs.Float64("usage-factor", 0, "report usage.total_tokens as the cost times `F` (a true cost other than the estimate)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,7 +56,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := strictserver.New(strictserver.Options{Rules: rules, Delay: *delay})
+	srv, err := strictserver.New(strictserver.Options{Rules: rules, Delay: *delay, RuleRetryAfter: *retryAfter,
+		Policy: *policy, CostParam: *costParam, UsageFactor: *usage})
 	if err != nil {
 		return err
 	}

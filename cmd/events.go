@@ -1,0 +1,247 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// recorder handles what the pool reports: it counts (tally), prints each
+// item's output, writes job log rows, logs with --verbose, and stops
+// admissions when a row or an output cannot be written. The pool calls
+// onEvent from one goroutine at a time; failures may be read from others.
+//
+// A final attempt's row is written once its output has been printed, so
+// that a row means the item is done: a job whose output could not be
+// written has a row that says it failed, and an item whose output was
+// never printed (pace killed first) has no row and runs again on resume.
+type recorder struct {
+	s      *session
+	jl     *jobLog
+	disp   *display
+	errOut io.Writer
+	stop   func() // stop admissions
+	kill   func() // kill the running jobs
+	tally  *tally
+	out    *output
+	log    *slog.Logger // nil without --verbose
+	// backend and margin adapt the backend's margin to the lags measured;
+	// margin is nil when --margin fixed it.
+	backend throttle.Backend
+	margin  *marginTracker
+	learn   *learner // nil unless pace learns from the server
+
+	mu        sync.Mutex
+	halted    *halted
+	jobLogErr error
+	outputErr error
+	unlogged  []int64 // items that ran but have no row, after jobLogErr
+}
+
+func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errOut io.Writer, stop func()) *recorder {
+	r := &recorder{s: s, backend: b, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: newTally(s.opts.allRules())}
+	if !s.opts.MarginSet && len(s.opts.allRules()) > 0 {
+		var longest time.Duration
+		for _, rule := range s.opts.allRules() {
+			longest = max(longest, rule.Window)
+		}
+		r.margin = newMarginTracker(s.opts.Margin, longest)
+	}
+	r.out = &output{w: s.f.IOStreams.Out, broken: func() {}}
+	if s.opts.Verbose {
+		r.log = newLogger(errOut)
+	}
+	return r
+}
+
+// onEvent handles one event of the pool.
+func (r *recorder) onEvent(ev runner.Event) {
+	r.tally.observe(ev)
+	switch ev.Kind {
+	case runner.JobStarted:
+		if r.learn != nil {
+			r.learn.started(ev.Job)
+		}
+		if r.log != nil {
+			a := ev.Admission
+			r.log.Info("job started", "seq", ev.Job.Seq, "attempt", ev.Job.Attempt, "slot", ev.Job.Slot,
+				"waited", a.Waited.Round(time.Microsecond), "cmd", ev.Job.CommandLine())
+		}
+	case runner.JobNotStarted:
+		if r.log != nil {
+			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", ev.Result.Err)
+		}
+	case runner.JobFinished:
+		r.adaptMargin(ev.Result)
+		if r.learn != nil {
+			r.learn.observe(ev.Result)
+		}
+		if r.log != nil {
+			res := ev.Result
+			level := slog.LevelInfo
+			if !res.OK() {
+				level = slog.LevelWarn
+			}
+			r.log.Log(context.Background(), level, "job finished", "seq", res.Job.Seq, "attempt", res.Job.Attempt,
+				"status", res.Status(), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
+		}
+		if ev.Retry {
+			r.record(ev.Result) // an attempt that is not the last: its output goes nowhere
+		}
+	case runner.JobDone:
+		res := ev.Result
+		var outErr error
+		r.disp.write(func() {
+			outErr = r.s.print(r.out, r.s.f.IOStreams.ErrOut, res)
+			if outErr != nil && res.Err == nil {
+				// The job ran, but its output is lost: it failed.
+				res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
+			}
+			if !res.OK() && !errors.Is(outErr, errStdoutGone) {
+				reportFailure(r.s.f.IOStreams.ErrOut, res)
+			}
+		})
+		if outErr != nil && !errors.Is(outErr, errStdoutGone) {
+			r.outputFailed(outErr)
+		}
+		r.tally.done(res, r.s.show)
+		r.record(res)
+		r.disp.add(1)
+		if r.s.opts.Halt.observe(res) {
+			r.halt(res)
+		}
+	}
+}
+
+// adaptMargin feeds the lag res measured to the margin tracker, and
+// gives the backend the margin that comes out.
+func (r *recorder) adaptMargin(res *runner.Result) {
+	if r.margin == nil || res.Sent.IsZero() {
+		return
+	}
+	before := r.margin.current
+	m := r.margin.observe(time.Now(), res.Lag)
+	if m == before {
+		return
+	}
+	r.backend.SetMargin(m)
+	if r.log != nil && (m-before >= time.Millisecond || before-m >= 10*time.Millisecond) {
+		r.log.Info("margin", "now", m.Round(time.Millisecond), "lag", res.Lag.Round(time.Microsecond))
+	}
+}
+
+// record writes res's row. The first failure to write one stops
+// admissions and is reported once; every later item that ran is noted as
+// having no row.
+func (r *recorder) record(res *runner.Result) {
+	if res.Start.IsZero() {
+		return // never admitted: no quota spent, no row
+	}
+	err := r.jl.record(res)
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	first := r.jobLogErr == nil
+	if first {
+		r.jobLogErr = err
+	}
+	r.unlogged = append(r.unlogged, res.Job.Seq)
+	r.mu.Unlock()
+	if first {
+		fmt.Fprintf(r.errOut, "pace: %v: starting no more jobs; the running ones finish\n", err)
+		r.stop()
+	}
+}
+
+// halt stops the run as --halt says, once, because of res.
+func (r *recorder) halt(res *runner.Result) {
+	r.mu.Lock()
+	first := r.halted == nil
+	if first {
+		r.halted = r.s.opts.Halt.haltedBy(res)
+	}
+	h := r.halted
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	if h.now {
+		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running jobs\n", h.spec, h.seq, r.tally.inFlight())
+		r.stop()
+		r.kill()
+		return
+	}
+	fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; starting no more jobs, the running ones finish\n", h.spec, h.seq)
+	r.stop()
+}
+
+// outputFailed stops admissions after the first job whose output could not
+// be written (a full disk under stdout): every later job would fail alike.
+func (r *recorder) outputFailed(err error) {
+	r.mu.Lock()
+	first := r.outputErr == nil
+	if first {
+		r.outputErr = err
+	}
+	r.mu.Unlock()
+	if first {
+		fmt.Fprintf(r.errOut, "pace: writing job output failed (%v): starting no more jobs; the running ones finish\n", err)
+		r.stop()
+	}
+}
+
+// failures returns the first job log and output failures, and the items
+// that ran but have no row.
+func (r *recorder) failures() (jobLogErr, outputErr error, unlogged []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobLogErr, r.outputErr, slices.Clone(r.unlogged)
+}
+
+// haltedBy returns what halted the run, if --halt did.
+func (r *recorder) haltedBy() *halted {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.halted
+}
+
+// reportUnlogged names the items that ran but have no row in the job log,
+// which a resumed run would run again.
+func (r *recorder) reportUnlogged(w io.Writer) {
+	_, _, seqs := r.failures()
+	if len(seqs) == 0 {
+		return
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	const show = 20
+	parts := make([]string, 0, show)
+	for _, s := range seqs[:min(len(seqs), show)] {
+		parts = append(parts, fmt.Sprint(s))
+	}
+	more := ""
+	if len(seqs) > show {
+		more = fmt.Sprintf(" and %d more", len(seqs)-show)
+	}
+	fmt.Fprintf(w, "pace: job log %s has no row for %d %s that ran: %s%s; a --resume would run them again\n",
+		r.jl.path, len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
+}
+
+// reportFailure prints one line about an item that failed for good.
+func reportFailure(w io.Writer, r *runner.Result) {
+	if r.Err != nil {
+		fmt.Fprintf(w, "pace: %s\n", userMessage(r.Err))
+		return
+	}
+	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, r.Status(), r.Job.CommandLine())
+}

@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// output is pace's stdout, where job output goes. A write that fails
+// fails the job whose output it was: the caller learns why. When the
+// reader has gone (a pipe into head) broken reports it, once, so that pace
+// starts nothing more and kills the running jobs instead of dying of
+// SIGPIPE and leaving them behind; later writes are dropped. Any other
+// failure (a full disk, a closed descriptor) is returned as it is. It is
+// safe for concurrent use.
+type output struct {
+	w      io.Writer
+	broken func()
+
+	mu   sync.Mutex
+	gone bool
+	once sync.Once
+}
+
+// errStdoutGone is the error of a write after the reader of stdout went.
+var errStdoutGone = errors.New("stdout closed by its reader")
+
+// Write writes b to stdout.
+func (o *output) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	gone := o.gone
+	o.mu.Unlock()
+	if gone {
+		return 0, errStdoutGone
+	}
+	n, err := o.w.Write(b)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		o.mu.Lock()
+		o.gone = true
+		o.mu.Unlock()
+		o.once.Do(o.broken)
+		return n, errStdoutGone
+	}
+	return n, err
+}
+
+// closed reports whether the reader of stdout has gone.
+func (o *output) closed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gone
+}
+
+// checkStdout refuses to run with stdout closed (pace ... >&-): job output
+// would vanish, and a job printing nothing would not even tell.
+func checkStdout(w io.Writer) error {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if _, err := f.Stat(); err != nil {
+		return fmt.Errorf("stdout is closed; to discard job output, send it to /dev/null (> /dev/null)")
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to name whole or not at all: into a new
+// temporary file in the same directory, synced, then renamed over name.
+func writeFileAtomic(name string, data []byte) error {
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

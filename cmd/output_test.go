@@ -1,0 +1,95 @@
+package cmd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestOutputBrokenPipe(t *testing.T) {
+	var w strings.Builder
+	fail := error(nil)
+	broken := 0
+	o := &output{w: writerFunc(func(p []byte) (int, error) {
+		if fail != nil {
+			return 0, fail
+		}
+		return w.Write(p)
+	}), broken: func() { broken++ }}
+
+	if n, err := o.Write([]byte("a\n")); n != 2 || err != nil || o.closed() {
+		t.Fatalf("Write = %d, %v (closed %v); want 2, nil, open", n, err, o.closed())
+	}
+	// Any other failure is the caller's, as it is.
+	fail = errors.New("no space left on device")
+	if _, err := o.Write([]byte("b\n")); err != fail || o.closed() || broken != 0 {
+		t.Errorf("Write on a full disk = %v (closed %v, broken %d); want the error as it is, still open", err, o.closed(), broken)
+	}
+	// The reader went away: reported once, and every later write is
+	// dropped without touching stdout.
+	fail = &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+	for i := range 3 {
+		if _, err := o.Write([]byte("c\n")); !errors.Is(err, errStdoutGone) {
+			t.Errorf("write %d after EPIPE = %v, want errStdoutGone", i, err)
+		}
+	}
+	if broken != 1 || !o.closed() {
+		t.Errorf("after EPIPE: broken called %d times, closed %v; want once, closed", broken, o.closed())
+	}
+	fail = nil
+	o.Write([]byte("d\n"))
+	if w.String() != "a\n" {
+		t.Errorf("stdout = %q, want only what came before the failures", w.String())
+	}
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestCheckStdout(t *testing.T) {
+	if err := checkStdout(&strings.Builder{}); err != nil {
+		t.Errorf("checkStdout(a buffer) = %v, want nil", err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStdout(f); err != nil {
+		t.Errorf("checkStdout(an open file) = %v, want nil", err)
+	}
+	f.Close()
+	err = checkStdout(f)
+	if err == nil || !strings.Contains(err.Error(), "stdout is closed; to discard job output, send it to /dev/null") {
+		t.Errorf("checkStdout(a closed file) = %v, want an error saying stdout is closed", err)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	for _, data := range []string{"first\n", "second, longer\n"} {
+		if err := writeFileAtomic(name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(name); string(got) != data {
+			t.Errorf("file = %q, want %q", got, data)
+		}
+	}
+	// Renaming over a directory fails: the temporary file goes away.
+	if err := writeFileAtomic(dir, []byte("x")); err == nil {
+		t.Errorf("writeFileAtomic(a directory) = nil, want an error")
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 {
+		t.Errorf("files left: %q, want only f", names)
+	}
+	// A name without a directory is in the working directory.
+	t.Chdir(dir)
+	if err := writeFileAtomic("g", []byte("g")); err != nil {
+		t.Errorf("writeFileAtomic(g) = %v", err)
+	}
+}

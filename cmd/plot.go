@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/plot"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// PlotOptions are the inputs of pace plot.
+type PlotOptions struct {
+	IO *IOStreams
+	// Rules to draw; none means those the job log's header names.
+	Rules []throttle.Rule
+	// Output is the SVG file to write; "-" means stdout.
+	Output string
+	// File is the job log; "-" or "" means stdin.
+	File string
+	// Width and Height of the picture, in pixels.
+	Width, Height int
+	// Title is drawn at the top; empty means the job log's name.
+	Title string
+}
+
+const plotLong = `Draw a run from its job log as one self-contained SVG picture: per rule,
+how full its window was over time as a fraction of its limit (100% is the
+line the run must never cross); every call as a tick coloured by its outcome
+(ok, failed, retried, refused with 429); the calls in flight; and the
+server's pauses, as shaded bands.
+
+The job log is pace's --joblog or GNU parallel's. A log pace wrote names its
+rules in its header, so -r is needed only for GNU parallel's logs, or to
+draw other rules. A row of a cost rule counts the cost pace wrote in Send.
+A row followed by another of the same Seq is an attempt that was retried;
+an Exitval of 429 or 503 (pace fetch) is a refusal, and the admissions it
+held back (nothing was admitted until the next call) are a pause.
+
+The picture stays small and readable for any number of calls: time is
+binned by pixel, and each bin shows the most any window held, so a breach
+of a rule, however brief, is never averaged away.`
+
+const plotExample = `  # the picture of a run, named by its job log's rules
+  pace plot -o run.svg run.log
+
+  # GNU parallel's log, with the rules to draw
+  pace plot -r 10/s,500/min -o parallel.svg parallel.log`
+
+// NewCmdPlot returns the pace plot command. runF, if not nil, replaces the
+// real run.
+func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
+	opts := &PlotOptions{IO: f.IOStreams, Width: 1000, Height: 600}
+	cmd := &cobra.Command{
+		Use:     "plot [-r <rules>] -o <file.svg> [<joblog> | -]",
+		Short:   "Draw a run from its job log as an SVG picture",
+		Long:    plotLong,
+		Example: plotExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.File = args[0]
+			}
+			if opts.Output == "" {
+				return flagErrorf("pace plot needs -o FILE.svg (or -o - for stdout)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runPlot(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.VarP(rulesValue{rules: &opts.Rules}, "rate", "r", "rule `N/PERIOD` to draw; repeat or comma-separate (default: the job log's)")
+	fl.Var(rulesValue{rules: &opts.Rules, cost: true}, "cost-rate", "cost rule `N/PERIOD` to draw, counting the job log's Send column")
+	fl.StringVarP(&opts.Output, "output", "o", "", "write the SVG picture to `FILE` (- for stdout)")
+	fl.Var(intValue{&opts.Width}, "width", "the picture's width in `PIXELS`")
+	fl.Var(intValue{&opts.Height}, "height", "the picture's height in `PIXELS`")
+	fl.StringVar(&opts.Title, "title", "", "the picture's `TITLE` (default: the job log's name and rules)")
+	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
+	return cmd
+}
+
+// runPlot reads the job log and writes the picture.
+func runPlot(_ context.Context, opts *PlotOptions) error {
+	ios := opts.IO
+	name := opts.File
+	var r io.Reader = ios.In
+	if name == "" || name == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return reportf(ios, ExitUsage, "plot: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	log, err := joblog.Read(r)
+	if err != nil {
+		return reportf(ios, ExitUsage, "plot: %s: %v", name, err)
+	}
+	rules := opts.Rules
+	if len(rules) == 0 {
+		rules = log.Rules
+	}
+	if len(rules) == 0 {
+		return reportf(ios, ExitUsage, "plot: %s names no rules: give the rules to draw with -r N/PERIOD", name)
+	}
+	calls, pauses := plotCalls(log.Entries)
+	title := opts.Title
+	if title == "" {
+		title = fmt.Sprintf("%s: %d calls under %s", filepath.Base(name), len(calls), throttle.FormatRules(rules))
+	}
+	prules := make([]plot.Rule, len(rules))
+	for i, rule := range rules {
+		prules[i] = plot.Rule{N: rule.N, Window: rule.Window, Cost: rule.Cost, Label: rule.String()}
+	}
+	var b bytes.Buffer
+	if err := plot.Render(&b, prules, calls, pauses, plot.Options{Width: opts.Width, Height: opts.Height, Title: title}); err != nil {
+		return reportf(ios, ExitUsage, "plot: %v", err)
+	}
+	if opts.Output == "-" {
+		if _, err := ios.Out.Write(b.Bytes()); err != nil {
+			return reportf(ios, ExitFailed, "plot: write: %v", err)
+		}
+		return nil
+	}
+	if err := writeFileAtomic(opts.Output, b.Bytes()); err != nil {
+		return reportf(ios, ExitFailed, "plot: %v", err)
+	}
+	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d calls, %s)\n", opts.Output, len(calls), formatBytes(int64(b.Len())))
+	return nil
+}
+
+// plotCalls turns job log rows into the picture's calls, and the gaps
+// after refusals into pauses.
+func plotCalls(entries []joblog.Entry) ([]plot.Call, []plot.Pause) {
+	// A row is a retried attempt when a later row has the same Seq.
+	last := make(map[int]int, len(entries))
+	for i, e := range entries {
+		last[e.Seq] = i
+	}
+	calls := make([]plot.Call, len(entries))
+	for i, e := range entries {
+		c := plot.Call{Start: e.Start, Runtime: e.Runtime, Cost: e.Cost()}
+		switch {
+		case e.Exit == 429 || e.Exit == 503:
+			c.Outcome = plot.Refused
+		case e.Failed() && last[e.Seq] != i:
+			c.Outcome = plot.Retried
+		case e.Failed():
+			c.Outcome = plot.Failed
+		}
+		calls[i] = c
+	}
+	// After a refusal, nothing was admitted until the pause the server
+	// asked for had passed: the gap to the next admission is that pause.
+	starts := make([]time.Time, len(entries))
+	for i, e := range entries {
+		starts[i] = e.Start
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	var pauses []plot.Pause
+	for _, c := range calls {
+		if c.Outcome != plot.Refused {
+			continue
+		}
+		from := c.Start.Add(c.Runtime)
+		i, _ := slices.BinarySearchFunc(starts, from, time.Time.Compare)
+		if i < len(starts) && starts[i].After(from) {
+			pauses = append(pauses, plot.Pause{From: from, To: starts[i]})
+		}
+	}
+	return calls, pauses
+}

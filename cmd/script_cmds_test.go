@@ -1,0 +1,336 @@
+//go:build unix
+
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/pace-cli/pace/internal/redistest"
+	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// This file holds the commands the scripts in testdata/script use besides
+// pace itself: strict servers, Redis servers, and a backend that fails.
+
+// cmdStrictserver starts a loopback strict server (internal/strictserver)
+// for the rest of the script and sets $NAME to its URL:
+//
+//	strictserver NAME [-rules 5/s,12/3s] [-refuse N] [-retry-after 1s] [-date]
+//	                  [-reset N] [-headers ietf|x] [-delay 10ms]
+//
+// Besides the strict server's own paths it serves, without counting them
+// as arrivals: /_stats (its counts as JSON, for serverstats), /_headers
+// (the request's headers, one "Name: value" per line, sorted), /_deny
+// (401, echoing the Authorization header), /_body
+// (method and body), /_big/N (N bytes) and /_stall/... (64 KiB, then
+// nothing until the client goes away).
+func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: strictserver NAME [flags]")
+	}
+	fs := flag.NewFlagSet("strictserver", flag.ContinueOnError)
+	rules := fs.String("rules", "", "")
+	var o strictserver.Options
+	fs.IntVar(&o.RefuseFirst, "refuse", 0, "")
+	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "")
+	fs.BoolVar(&o.RetryAfterDate, "date", false, "")
+	fs.IntVar(&o.ResetFirst, "reset", 0, "")
+	fs.DurationVar(&o.Delay, "delay", 0, "")
+	fs.BoolVar(&o.RuleRetryAfter, "rule-retry-after", false, "")
+	fs.BoolVar(&o.Policy, "policy", false, "")
+	fs.StringVar(&o.CostParam, "cost-param", "", "")
+	fs.Float64Var(&o.UsageFactor, "usage-factor", 0, "")
+	headers := fs.String("headers", "", "")
+	ts.Check(fs.Parse(args[1:]))
+	var err error
+	o.Rules, err = throttle.ParseRules(*rules)
+	ts.Check(err)
+	switch *headers {
+	case "":
+	case "ietf":
+		o.Headers = strictserver.RateLimitHeaders
+	case "x":
+		o.Headers = strictserver.XRateLimitHeaders
+	default:
+		ts.Fatalf("strictserver: -headers %q, want ietf or x", *headers)
+	}
+	ss, err := strictserver.New(o)
+	ts.Check(err)
+	mux := http.NewServeMux()
+	mux.Handle("/", ss)
+	mux.HandleFunc("/_stats", func(w http.ResponseWriter, _ *http.Request) {
+		st := ss.Stats()
+		var cost int64
+		for _, c := range ss.Calls() {
+			cost += int64(c.Cost)
+		}
+		json.NewEncoder(w).Encode(map[string]int64{"accepted": st.Accepted, "refused": st.Refused, "reset": st.Reset, "cost": cost})
+	})
+	mux.HandleFunc("/_headers", func(w http.ResponseWriter, r *http.Request) {
+		var lines []string
+		for name, vals := range r.Header {
+			for _, v := range vals {
+				lines = append(lines, name+": "+v)
+			}
+		}
+		slices.Sort(lines)
+		io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	})
+	mux.HandleFunc("/_redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/_deny", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "denied: %s\n", r.Header.Get("Authorization"))
+	})
+	mux.HandleFunc("/_body", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s\n", r.Method, b)
+	})
+	mux.HandleFunc("/_big/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		chunk := []byte(strings.Repeat("x", 1023) + "\n")
+		for ; n >= len(chunk); n -= len(chunk) {
+			w.Write(chunk)
+		}
+		w.Write(chunk[:n])
+	})
+	mux.HandleFunc("/_stall/", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(strings.Repeat("partial\n", 8<<10)))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	srv := httptest.NewServer(mux)
+	ts.Defer(srv.Close)
+	ts.Setenv(args[0], srv.URL)
+}
+
+// cmdServerstats checks a strictserver's counts:
+//
+//	serverstats NAME accepted N refused N [reset N]
+//
+// With !, it passes when some count differs.
+func cmdServerstats(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 || len(args)%2 != 1 {
+		ts.Fatalf("usage: serverstats NAME (accepted|refused|reset) N ...")
+	}
+	resp, err := http.Get(ts.Getenv(args[0]) + "/_stats")
+	ts.Check(err)
+	defer resp.Body.Close()
+	var st map[string]int64
+	ts.Check(json.NewDecoder(resp.Body).Decode(&st))
+	var diffs []string
+	for i := 1; i < len(args); i += 2 {
+		want, err := strconv.ParseInt(args[i+1], 10, 64)
+		ts.Check(err)
+		if got, ok := st[args[i]]; !ok || got != want {
+			diffs = append(diffs, fmt.Sprintf("%s %d, want %d", args[i], got, want))
+		}
+	}
+	switch {
+	case !neg && len(diffs) > 0:
+		ts.Fatalf("server: %s", strings.Join(diffs, "; "))
+	case neg && len(diffs) == 0:
+		ts.Fatalf("server counts %v match, want a difference", st)
+	}
+}
+
+// Script support: redis_*.txtar start servers with the redis command.
+
+// cmdRedis starts a redis-server for a script, or names a dead address:
+//
+//	redis start NAME [redis-server args...]  $NAME=redis://127.0.0.1:PORT, $NAME_ADDR=127.0.0.1:PORT
+//	redis dead NAME                          the same for a port where nothing listens
+//
+// The server is killed when the script ends. Scripts that start one
+// begin with "[!exec:redis-server] skip"; the Go tests of this package
+// fail under CI=true when redis-server is missing.
+func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: redis {start|dead} NAME [args...]")
+	}
+	var addr string
+	switch args[0] {
+	case "start":
+		addr = redistest.Start(scriptTB{ts: ts}, args[2:]...).Addr()
+	case "dead":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		addr = ln.Addr().String()
+		ln.Close()
+	default:
+		ts.Fatalf("redis %s: want start or dead", args[0])
+	}
+	ts.Setenv(args[1], "redis://"+addr)
+	ts.Setenv(args[1]+"_ADDR", addr)
+}
+
+// scriptTB lets redistest run inside a script command: it reports to the
+// script and cleans up when the script ends. It implements only what
+// redistest uses (Helper, Fatalf, Skipf, TempDir, Cleanup); the embedded
+// nil TB makes anything else panic.
+type scriptTB struct {
+	testing.TB
+	ts *testscript.TestScript
+}
+
+func (scriptTB) Helper()                             {}
+func (s scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s scriptTB) Skipf(format string, args ...any)  { s.ts.Fatalf(format, args...) } // see cmdRedis
+func (s scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
+
+func (s scriptTB) TempDir() string {
+	dir, err := os.MkdirTemp(s.ts.Getenv("WORK"), "redis")
+	s.ts.Check(err)
+	return dir
+}
+
+// failingBackend admits n calls, then fails as a dead store would.
+type failingBackend struct {
+	*throttle.Limiter
+	mu sync.Mutex
+	n  int
+}
+
+func newFailingBackend(n int) *failingBackend {
+	l, _ := throttle.New(nil)
+	return &failingBackend{Limiter: l, n: n}
+}
+
+func (b *failingBackend) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("redis: connection refused: %w", throttle.ErrBackend)
+	}
+	b.n--
+	b.mu.Unlock()
+	return b.Limiter.Admit(ctx, cost)
+}
+
+var _ = time.Second
+
+// cmdTmpfs mounts a small tmpfs, to fill a disk:
+//
+//	tmpfs DIR SIZE
+//
+// Scripts use it under the [root] condition (root on Linux); it unmounts
+// when the script ends.
+func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tmpfs dir size")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+args[1], "tmpfs", dir).CombinedOutput(); err != nil {
+		ts.Fatalf("mount a tmpfs: %v: %s", err, out)
+	}
+	ts.Defer(func() { exec.Command("umount", "-l", dir).Run() })
+}
+
+// scriptCondition answers the scripts' own conditions: [root] holds for
+// root on Linux, where a test can mount a small tmpfs to fill a disk.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "root":
+		return runtime.GOOS == "linux" && os.Geteuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// cmdGone waits (up to 10s) until the process whose pid is in a file has
+// died, or with ! checks that it is still alive.
+//
+//	gone PIDFILE
+func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: gone pidfile")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	ts.Check(err)
+	alive := func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return syscall.Kill(pid, 0) == nil
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	if neg {
+		if !alive() {
+			ts.Fatalf("process %d is gone, want it alive", pid)
+		}
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive() {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			ts.Fatalf("process %d outlived pace", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdRows checks a job log against the side effects of its jobs: every
+// item that ran (a line in SIDE) has a row in LOG, or is named in the
+// file NAMED (pace's message listing items without a row); no row is
+// torn; no item ran twice.
+//
+//	rows LOG SIDE [NAMED]
+func cmdRows(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: rows joblog side [named]")
+	}
+	data := ts.ReadFile(args[0])
+	if data != "" && !strings.HasSuffix(data, "\n") {
+		ts.Fatalf("%s ends in a torn row: %q", args[0], data[max(0, len(data)-60):])
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(data), "\n")[1:] {
+		f := strings.Split(line, "\t")
+		if len(f) < 9 {
+			ts.Fatalf("%s: malformed row %q", args[0], line)
+		}
+		rows[f[0]] = true
+	}
+	named := map[string]bool{}
+	if len(args) == 3 {
+		if m := regexp.MustCompile(`that ran: ([0-9 ]+)`).FindStringSubmatch(ts.ReadFile(args[2])); m != nil {
+			for _, s := range strings.Fields(m[1]) {
+				named[s] = true
+			}
+		}
+	}
+	seen := map[string]int{}
+	for _, item := range strings.Fields(ts.ReadFile(args[1])) {
+		seen[item]++
+		if seen[item] > 1 {
+			ts.Fatalf("item %s ran twice", item)
+		}
+		if !rows[item] && !named[item] {
+			ts.Fatalf("item %s ran but has no row and is not named", item)
+		}
+	}
+}

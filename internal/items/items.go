@@ -1,0 +1,158 @@
+// Package items reads pace's input: items separated by newlines or NUL
+// bytes, streamed so that jobs start as items arrive and memory stays
+// bounded on endless input.
+package items
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// DefaultMaxItem is the default limit on one item's length. Linux refuses
+// a single argument longer than 128 KiB anyway.
+const DefaultMaxItem = 1 << 20
+
+// ErrItemTooLong is wrapped by the error of an Item longer than the limit.
+var ErrItemTooLong = runner.Permanent(errors.New("item too long"))
+
+// ReadOptions say how ReadItems splits its input into items.
+type ReadOptions struct {
+	// NUL ends each item with a NUL byte instead of a newline. With
+	// newlines, a '\r' before the '\n' is dropped too.
+	NUL bool
+	// MaxLen limits an item's length in bytes; a longer one becomes an
+	// Item with an error wrapping ErrItemTooLong. 0 means DefaultMaxItem.
+	MaxLen int
+	// Skip, if set, drops the items for which it returns true. Empty items
+	// and items of only spaces and tabs are always dropped.
+	Skip func(item string) bool
+	// ColSep, if set, splits each item into columns (runner.Item.Cols) at
+	// every match, as GNU parallel's --colsep does.
+	ColSep *regexp.Regexp
+	// ColJoin, if set with ColSep, makes the item's text its columns
+	// joined by ColJoin instead of the text as read.
+	ColJoin string
+}
+
+// Read reads items from r and sends them on out, in order, until r
+// ends, reading fails, or ctx is done. It does not close out. It returns
+// the read error, if any (not io.EOF), or ctx's error.
+//
+// Read streams: it reads an item only once the previous one has been
+// taken from out, so that memory stays bounded on endless input.
+func Read(ctx context.Context, r io.Reader, opts ReadOptions, out chan<- runner.Item) error {
+	return Scan(WithContext(ctx, r), opts, func(it runner.Item) error {
+		select {
+		case out <- it:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// WithContext returns a reader of r whose reads fail once ctx is done, so
+// that input that yields nothing but skipped items (an endless run of
+// blank lines) still stops. A read already blocked on a pipe or terminal
+// is not woken.
+func WithContext(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Count returns the number of items Read would send for r.
+func Count(r io.Reader, opts ReadOptions) (int64, error) {
+	var n int64
+	err := Scan(r, opts, func(runner.Item) error { n++; return nil })
+	return n, err
+}
+
+// Scan calls yield for each item of r, as Read would send it, and stops
+// at yield's first error, which it returns.
+func Scan(r io.Reader, opts ReadOptions, yield func(runner.Item) error) error {
+	sep := byte('\n')
+	if opts.NUL {
+		sep = 0
+	}
+	maxLen := opts.MaxLen
+	if maxLen <= 0 {
+		maxLen = DefaultMaxItem
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte // an item longer than the buffer, being assembled
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice(sep)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !tooLong {
+				if len(long)+len(chunk) > maxLen {
+					tooLong, long = true, nil
+				} else {
+					long = append(long, chunk...)
+				}
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read items: %w", err)
+		}
+		eof := err != nil
+		if !eof {
+			chunk = chunk[:len(chunk)-1]
+		}
+		var text string
+		if long != nil {
+			text = string(append(long, chunk...))
+			long = nil
+		} else {
+			text = string(chunk)
+		}
+		if !tooLong && len(text) > maxLen {
+			tooLong = true
+		}
+		if sep == '\n' && len(text) > 0 && text[len(text)-1] == '\r' {
+			text = text[:len(text)-1]
+		}
+		var it runner.Item
+		switch {
+		case tooLong:
+			it.Err = fmt.Errorf("%w: longer than %d bytes", ErrItemTooLong, maxLen)
+			tooLong = false
+		case strings.Trim(text, " \t") == "" || opts.Skip != nil && opts.Skip(text):
+			if eof {
+				return nil
+			}
+			continue
+		default:
+			it.Text = text
+			if opts.ColSep != nil {
+				it.Cols = opts.ColSep.Split(text, -1)
+				if opts.ColJoin != "" {
+					it.Text = strings.Join(it.Cols, opts.ColJoin)
+				}
+			}
+		}
+		if err := yield(it); err != nil {
+			return err
+		}
+		if eof {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,451 @@
+// Package joblog reads and writes job logs in GNU parallel's --joblog
+// format, and decides which items a resumed run skips.
+//
+// A job log is a header line, then one TAB-separated row per attempt:
+// Seq Host Starttime JobRuntime Send Receive Exitval Signal Command. pace
+// writes the admission instant as Starttime, the call's cost under cost
+// rules in Send (GNU parallel's bytes sent to the job's stdin, which pace
+// never sends), and the run's rules in the header's last field, after
+// "Command": GNU parallel ignores the header's content and reads Send as
+// a number, so its --resume and --resume-failed still read pace's logs.
+package joblog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Header is the first line of a job log, as GNU parallel writes it.
+const Header = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand"
+
+// rulesMark introduces the rules in a header written by pace:
+// "...\tCommand (pace rules: 5/s,12/3s)".
+const rulesMark = " (pace rules: "
+
+// Entry is one row of a job log in GNU parallel's --joblog format.
+type Entry struct {
+	Seq  int    // 1-based job number
+	Host string // ":" for the local machine; "" is written as ":"
+	// Start is the instant the job was admitted, kept to the microsecond.
+	Start time.Time
+	// Runtime is how long the job ran, kept to the millisecond.
+	Runtime time.Duration
+	// Send is, for GNU parallel, the bytes sent to the job's stdin; pace
+	// writes the call's cost there when it keeps cost rules (else 0).
+	// Receive is the bytes of output received.
+	Send, Receive int64
+	// Exit is the exit status; -1 for a job that pace (or parallel) killed.
+	Exit int
+	// Signal is the number of the signal that ended the job, else 0.
+	Signal int
+	// Command is the command line; for fetch, "METHOD URL".
+	Command string
+}
+
+// Cost returns the call's cost as pace recorded it in Send: at least 1.
+func (e Entry) Cost() int { return int(max(e.Send, 1)) }
+
+// Failed reports whether the row records a failure: a non-zero Exitval or
+// a Signal.
+func (e Entry) Failed() bool { return e.Exit != 0 || e.Signal != 0 }
+
+// HeaderFor returns the header line pace writes for a run keeping rules.
+func HeaderFor(rules []throttle.Rule) string {
+	if len(rules) == 0 {
+		return Header
+	}
+	return Header + rulesMark + throttle.FormatRules(rules) + ")"
+}
+
+// AppendEntry appends e to dst as one tab-separated row ending in a
+// newline, formatted as GNU parallel does: Starttime as epoch seconds with
+// 6 decimals, JobRuntime as %10.3f seconds. Newlines in Host or Command
+// and tabs in Host become spaces, and trailing carriage returns are
+// dropped from Command, so the row reads back as one row.
+func AppendEntry(dst []byte, e Entry) []byte {
+	host := e.Host
+	if host == "" {
+		host = ":"
+	}
+	host = strings.NewReplacer("\t", " ", "\n", " ").Replace(host)
+	cmd := strings.TrimRight(strings.ReplaceAll(e.Command, "\n", " "), "\r")
+
+	dst = strconv.AppendInt(dst, int64(e.Seq), 10)
+	dst = append(dst, '\t')
+	dst = append(dst, host...)
+	dst = append(dst, '\t')
+	dst = appendFixed(dst, e.Start.Round(time.Microsecond).UnixMicro(), 6)
+	dst = append(dst, '\t')
+	rt := appendFixed(nil, int64(e.Runtime.Round(time.Millisecond)/time.Millisecond), 3)
+	dst = fmt.Appendf(dst, "%10s\t%d\t%d\t%d\t%d\t", rt, e.Send, e.Receive, e.Exit, e.Signal)
+	dst = append(dst, cmd...)
+	return append(dst, '\n')
+}
+
+// appendFixed appends v / 10^decimals with exactly that many decimals,
+// using integer arithmetic so no float rounding creeps in.
+func appendFixed(dst []byte, v int64, decimals int) []byte {
+	unit := int64(1)
+	for range decimals {
+		unit *= 10
+	}
+	if v < 0 {
+		dst = append(dst, '-')
+	}
+	whole, frac := v/unit, v%unit
+	if v < 0 {
+		whole, frac = -whole, -frac
+	}
+	return fmt.Appendf(dst, "%d.%0*d", whole, decimals, frac)
+}
+
+// ErrWriteFailed is wrapped by the errors of a Writer once a row could not
+// be written: the log stops there, whole, and later rows are refused.
+var ErrWriteFailed = errors.New("job log write failed")
+
+// Writer appends rows to a job log file. Each row is one write to the
+// file, so a killed pace loses only the rows of jobs still running. A row
+// that cannot be written whole (a full disk) is cut off again, so the log
+// never ends in a torn row, and every later Write fails at once: the log
+// is well-formed and holds exactly the rows written before the failure. A
+// Writer is safe for concurrent use.
+type Writer struct {
+	path string
+
+	mu     sync.Mutex
+	f      *os.File
+	size   int64 // length of the file's well-formed content
+	buf    []byte
+	failed error
+}
+
+// Open opens the job log at path for appending, creating it if needed. It
+// writes the header (with rules, see HeaderFor) when the file is empty,
+// and a newline first when the file ends in a partial row.
+func Open(path string, rules []throttle.Rule) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open job log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open job log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open job log %s: not a regular file", path)
+	}
+	w := &Writer{path: path, f: f, size: fi.Size()}
+	var prefix string
+	if fi.Size() == 0 {
+		prefix = HeaderFor(rules) + "\n"
+	} else {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open job log: %w", err)
+		}
+		if last[0] != '\n' {
+			prefix = "\n"
+		}
+	}
+	if prefix != "" {
+		if err := w.write([]byte(prefix)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Path returns the file the Writer appends to.
+func (w *Writer) Path() string { return w.path }
+
+// Write appends e as one row; see AppendEntry. Once a write has failed it
+// returns that failure, wrapping ErrWriteFailed, without writing.
+func (w *Writer) Write(e Entry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed != nil {
+		return w.failed
+	}
+	w.buf = AppendEntry(w.buf[:0], e)
+	return w.write(w.buf)
+}
+
+// write appends b at the end of the well-formed content, or cuts off what
+// part of it made it and fails for good. Requires w.mu held (or w not yet
+// shared).
+func (w *Writer) write(b []byte) error {
+	n, err := w.f.WriteAt(b, w.size)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			err = errors.Join(err, fmt.Errorf("cut off the partial row: %w", terr))
+		}
+		w.failed = fmt.Errorf("write job log %s: %w: %w", w.path, ErrWriteFailed, err)
+		return w.failed
+	}
+	w.size += int64(n)
+	return nil
+}
+
+// Close flushes the file to disk and closes it. It reports a failure to
+// flush, which a full disk may report only then.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close job log %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// ErrSyntax is wrapped by the *LineError that ReadJobLog and
+// ReadTimestamps return for malformed input.
+var ErrSyntax = errors.New("malformed input")
+
+// LineError reports a malformed line of a job log or timestamp file.
+type LineError struct {
+	Kind string // "job log" or "timestamps"
+	Line int    // 1-based line number
+	Text string // the line, without its line break
+	Msg  string // what was wrong and what was expected
+}
+
+// Error formats e as "KIND line N: MSG: QUOTED LINE", cutting the quoted
+// line after 200 bytes.
+func (e *LineError) Error() string {
+	text := e.Text
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	return fmt.Sprintf("%s line %d: %s: %q", e.Kind, e.Line, e.Msg, text)
+}
+
+// Unwrap returns ErrSyntax.
+func (e *LineError) Unwrap() error { return ErrSyntax }
+
+// Log is what a job log holds: the rules pace wrote in its header (none
+// for GNU parallel's logs or pace's older ones), and its rows in file
+// order, which need not be Seq order.
+type Log struct {
+	Rules   []throttle.Rule
+	Entries []Entry
+}
+
+// Read reads a job log written by pace or by GNU parallel --joblog.
+// Header lines and blank lines are skipped, an empty Host becomes ":", and
+// everything after the 8th tab is the Command (GNU parallel does not
+// escape tabs in commands). Errors are *LineError values; a line longer
+// than MaxLine is one.
+func Read(r io.Reader) (*Log, error) {
+	log := &Log{}
+	err := eachLine(r, func(n int, line string) error {
+		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		if strings.HasPrefix(line, "Seq\tHost\t") {
+			if log.Rules == nil {
+				rules, err := headerRules(line)
+				if err != nil {
+					return &LineError{Kind: "job log", Line: n, Text: line, Msg: err.Error()}
+				}
+				log.Rules = rules
+			}
+			return nil
+		}
+		e, msg := parseRow(line)
+		if msg != "" {
+			return &LineError{Kind: "job log", Line: n, Text: line, Msg: msg}
+		}
+		log.Entries = append(log.Entries, e)
+		return nil
+	})
+	return log, err
+}
+
+// headerRules returns the rules a header written by pace names, or nil.
+func headerRules(line string) ([]throttle.Rule, error) {
+	_, rest, ok := strings.Cut(line, rulesMark)
+	if !ok {
+		return nil, nil
+	}
+	spec, ok := strings.CutSuffix(rest, ")")
+	if !ok {
+		return nil, errors.New(`header: want "(pace rules: RULES)" after Command`)
+	}
+	rules, err := throttle.ParseRules(spec)
+	if err != nil {
+		var re *throttle.RuleError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("header: rule %q: want %s", re.Spec, re.Want)
+		}
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	return rules, nil
+}
+
+// parseRow parses one row; msg is non-empty when it is malformed.
+func parseRow(line string) (e Entry, msg string) {
+	f := strings.SplitN(line, "\t", 9)
+	if len(f) < 9 {
+		return e, fmt.Sprintf("got %d tab-separated fields, want 9: %s",
+			len(f), strings.ReplaceAll(Header, "\t", " "))
+	}
+	var err error
+	bad := func(field, value, want string) string {
+		return fmt.Sprintf("%s %q is not %s", field, value, want)
+	}
+	if e.Seq, err = strconv.Atoi(strings.TrimSpace(f[0])); err != nil {
+		return e, bad("Seq", f[0], "an integer")
+	}
+	if e.Host = f[1]; e.Host == "" {
+		e.Host = ":"
+	}
+	sec, ns, ok := parseDecimal(strings.TrimSpace(f[2]), maxEpoch)
+	if !ok {
+		return e, bad("Starttime", f[2], "epoch seconds such as 1700000000.123")
+	}
+	e.Start = time.Unix(sec, ns).Round(time.Microsecond)
+	sec, ns, ok = parseDecimal(strings.TrimSpace(f[3]), maxRuntime)
+	if !ok {
+		return e, bad("JobRuntime", f[3], "seconds such as 1.250")
+	}
+	e.Runtime = (time.Duration(sec)*time.Second + time.Duration(ns)).Round(time.Millisecond)
+	if e.Send, err = strconv.ParseInt(strings.TrimSpace(f[4]), 10, 64); err != nil {
+		return e, bad("Send", f[4], "an integer")
+	}
+	if e.Receive, err = strconv.ParseInt(strings.TrimSpace(f[5]), 10, 64); err != nil {
+		return e, bad("Receive", f[5], "an integer")
+	}
+	if e.Exit, err = strconv.Atoi(strings.TrimSpace(f[6])); err != nil {
+		return e, bad("Exitval", f[6], "an integer")
+	}
+	if e.Signal, err = strconv.Atoi(strings.TrimSpace(f[7])); err != nil {
+		return e, bad("Signal", f[7], "an integer")
+	}
+	e.Command = f[8]
+	return e, ""
+}
+
+// ReadTimestamps reads call instants, one per line, for auditing: epoch
+// seconds with an optional fraction (1700000000.25) or RFC 3339 with
+// optional fractional seconds (2023-11-14T22:13:20.25Z). Surrounding
+// spaces and blank lines are ignored. Errors are *LineError values.
+func ReadTimestamps(r io.Reader) ([]time.Time, error) {
+	var times []time.Time
+	err := eachLine(r, func(n int, line string) error {
+		s := strings.TrimSpace(line)
+		if s == "" {
+			return nil
+		}
+		if sec, ns, ok := parseDecimal(s, maxEpoch); ok {
+			times = append(times, time.Unix(sec, ns))
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return &LineError{Kind: "timestamps", Line: n, Text: line,
+				Msg: "want epoch seconds such as 1700000000.25 or RFC 3339 such as 2023-11-14T22:13:20.25Z"}
+		}
+		times = append(times, t)
+		return nil
+	})
+	return times, err
+}
+
+// MaxLine is the longest line Read and ReadTimestamps accept: a job log
+// row holds one item (at most 1 MiB) and its command.
+const MaxLine = 4 << 20
+
+// eachLine calls fn with each line of r and its 1-based number, without
+// the line break (trailing carriage returns are dropped too). A line longer
+// than MaxLine is a *LineError, so that garbage such as /dev/zero cannot
+// grow memory without bound.
+func eachLine(r io.Reader, fn func(n int, line string) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for n := 1; ; n++ {
+		chunk, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > MaxLine {
+				return &LineError{Kind: "file", Line: n, Text: string(chunk[:200]),
+					Msg: fmt.Sprintf("line longer than %d MiB: not a job log or timestamp file", MaxLine>>20)}
+			}
+			long = append(long, chunk...)
+			chunk, err = br.ReadSlice('\n')
+		}
+		line := string(append(long, chunk...))
+		long = long[:0]
+		if len(line) > MaxLine {
+			return &LineError{Kind: "file", Line: n, Text: line[:200],
+				Msg: fmt.Sprintf("line longer than %d MiB: not a job log or timestamp file", MaxLine>>20)}
+		}
+		if line != "" {
+			if ferr := fn(n, strings.TrimRight(strings.TrimSuffix(line, "\n"), "\r")); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read line %d: %w", n, err)
+		}
+	}
+}
+
+const (
+	maxEpoch   = 253402300799 // 9999-12-31T23:59:59Z, in seconds
+	maxRuntime = 9e9          // seconds; keeps a Duration from overflowing
+)
+
+// parseDecimal parses "[-]digits[.digits]" into whole seconds and
+// nanoseconds, both carrying the sign. Digits past the ninth decimal are
+// dropped. It rejects magnitudes above maxSec seconds.
+func parseDecimal(s string, maxSec int64) (sec, ns int64, ok bool) {
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" || len(whole) > 12 || !allDigits(whole) || !allDigits(frac) {
+		return 0, 0, false
+	}
+	sec, _ = strconv.ParseInt(whole, 10, 64)
+	if sec > maxSec {
+		return 0, 0, false
+	}
+	frac = (frac + "000000000")[:9]
+	ns, _ = strconv.ParseInt(frac, 10, 64)
+	if neg {
+		sec, ns = -sec, -ns
+	}
+	return sec, ns, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

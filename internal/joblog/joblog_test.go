@@ -1,0 +1,420 @@
+package joblog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+var jobT0 = time.Unix(1700000000, 123456000)
+
+func TestAppendEntry(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Entry
+		want string
+	}{
+		{"a plain job",
+			Entry{Seq: 1, Host: ":", Start: jobT0, Runtime: 1250 * time.Millisecond, Command: "echo a"},
+			"1\t:\t1700000000.123456\t     1.250\t0\t0\t0\t0\techo a\n"},
+		{"empty host is the local machine; start rounds to the microsecond",
+			Entry{Seq: 2, Start: jobT0.Add(500), Runtime: 4 * time.Millisecond, Receive: 2, Command: "GET http://x/"},
+			"2\t:\t1700000000.123457\t     0.004\t0\t2\t0\t0\tGET http://x/\n"},
+		{"a killed job; runtime rounds to the millisecond",
+			Entry{Seq: 10, Host: ":", Start: jobT0, Runtime: 3718499 * time.Microsecond, Exit: -1, Signal: 15, Command: "sleep 10"},
+			"10\t:\t1700000000.123456\t     3.718\t0\t0\t-1\t15\tsleep 10\n"},
+		{"long runtimes widen the field",
+			Entry{Seq: 3, Host: ":", Start: jobT0, Runtime: 123456789 * time.Millisecond, Command: "x"},
+			"3\t:\t1700000000.123456\t123456.789\t0\t0\t0\t0\tx\n"},
+		{"negative runtime after a clock step",
+			Entry{Seq: 4, Host: ":", Start: jobT0, Runtime: -500 * time.Millisecond, Command: "x"},
+			"4\t:\t1700000000.123456\t    -0.500\t0\t0\t0\t0\tx\n"},
+		{"tabs in the command are kept; newlines become spaces",
+			Entry{Seq: 5, Host: "a\tb", Start: jobT0, Command: "echo \"x\ty\"\nls\r"},
+			"5\ta b\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo \"x\ty\" ls\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(AppendEntry(nil, tt.e)); got != tt.want {
+				t.Errorf("AppendEntry(%+v) =\n%q, want\n%q", tt.e, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadGNUParallelJobLog(t *testing.T) {
+	// Made with GNU parallel 20221122:
+	// parallel --joblog FILE -j2 --timeout 3 {} ::: 'echo a' 'echo b' 'echo c' \
+	//     'sh -c "exit 3"' 'sleep 10' $'echo "x\ty"'
+	f, err := os.Open(filepath.Join("testdata", "joblog", "gnu-parallel.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := readEntries(f)
+	if err != nil {
+		t.Fatalf("readEntries(gnu-parallel.log) error: %v", err)
+	}
+	type row struct {
+		seq, exit, signal int
+		receive           int64
+		cmd               string
+	}
+	want := []row{
+		{1, 0, 0, 2, "echo a"},
+		{2, 0, 0, 2, "echo b"},
+		{3, 0, 0, 2, "echo c"},
+		{4, 3, 0, 0, `sh -c "exit 3"`},
+		{6, 0, 0, 4, "echo \"x\ty\""}, // a tab inside the command
+		{5, -1, 15, 0, "sleep 10"},    // killed by --timeout
+	}
+	if len(got) != len(want) {
+		t.Fatalf("readEntries(gnu-parallel.log) = %d rows, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Seq != w.seq || g.Exit != w.exit || g.Signal != w.signal || g.Receive != w.receive || g.Command != w.cmd || g.Host != ":" {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if s := got[0].Start; !s.Equal(time.Unix(1796212462, 271000000)) {
+		t.Errorf("row 0 Start = %v (%d), want 1796212462.271", s, s.UnixNano())
+	}
+	if r := got[5].Runtime; r != 3718*time.Millisecond {
+		t.Errorf("row 5 Runtime = %v, want 3.718s", r)
+	}
+}
+
+func TestReadJobLogTolerance(t *testing.T) {
+	in := "\n" + Header + "\r\n" +
+		"1\t\t1700000000\t1\t0\t0\t0\t0\t\r\n" + // CRLF, empty host, no fraction, empty command
+		"  \n" +
+		Header + "\n" + // concatenated logs
+		" 2 \t:\t 1700000000.5 \t  0.5\t0\t0\t0\t0\ta\tb\tc" // no final newline
+	got, err := readEntries(strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("ReadJobLog error: %v", err)
+	}
+	want := []Entry{
+		{Seq: 1, Host: ":", Start: time.Unix(1700000000, 0), Runtime: time.Second},
+		{Seq: 2, Host: ":", Start: time.Unix(1700000000, 5e8), Runtime: 500 * time.Millisecond, Command: "a\tb\tc"},
+	}
+	if !entriesEqual(got, want) {
+		t.Errorf("ReadJobLog =\n%+v, want\n%+v", got, want)
+	}
+}
+
+func TestReadJobLogErrors(t *testing.T) {
+	tests := []struct {
+		name, in string
+		line     int
+		wantMsg  string
+	}{
+		{"too few fields", Header + "\n1\t:\t1700000000.0\t1.0\n", 2, "got 4 tab-separated fields, want 9"},
+		{"bad seq", "x\t:\t1\t1\t0\t0\t0\t0\tc\n", 1, `Seq "x" is not an integer`},
+		{"float exponent", "1\t:\t1.7e9\t1\t0\t0\t0\t0\tc\n", 1, `Starttime "1.7e9" is not epoch seconds`},
+		{"year 10000", "1\t:\t253402300800\t1\t0\t0\t0\t0\tc\n", 1, `Starttime "253402300800" is not epoch seconds`},
+		{"bad runtime", "1\t:\t1\tNaN\t0\t0\t0\t0\tc\n", 1, `JobRuntime "NaN" is not seconds`},
+		{"bad exit", "\n\n1\t:\t1\t1\t0\t0\tok\t0\tc\n", 3, `Exitval "ok" is not an integer`},
+		{"bad signal", "1\t:\t1\t1\t0\t0\t0\tTERM\tc\n", 1, `Signal "TERM" is not an integer`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readEntries(strings.NewReader(tt.in))
+			var le *LineError
+			if !errors.As(err, &le) || !errors.Is(err, ErrSyntax) {
+				t.Fatalf("readEntries(%q) error = %v, want a *LineError wrapping ErrSyntax", tt.in, err)
+			}
+			if le.Line != tt.line || le.Kind != "job log" || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("readEntries(%q) error = %q (line %d), want line %d and %q", tt.in, err, le.Line, tt.line, tt.wantMsg)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(le.Text)) {
+				t.Errorf("error %q does not quote the line", err)
+			}
+		})
+	}
+}
+
+func TestJobLogWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.log")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			e := Entry{Seq: i + 1, Host: ":", Start: jobT0.Add(time.Duration(i) * time.Second), Command: strings.Repeat("x", 1000)}
+			if err := w.Write(e); err != nil {
+				t.Errorf("Write(seq %d) error: %v", i+1, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	// Rows are on disk before Close: a killed pace keeps them.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), Header+"\n") || strings.Count(string(data), Header) != 1 {
+		t.Errorf("job log does not start with exactly one header:\n%.200s", data)
+	}
+	got, err := readEntries(bytes.NewReader(data))
+	if err != nil || len(got) != n {
+		t.Fatalf("readEntries(written log) = %d rows, %v; want %d rows", len(got), err, n)
+	}
+	seen := make(map[int]bool)
+	for _, e := range got {
+		seen[e.Seq] = true
+	}
+	if len(seen) != n {
+		t.Errorf("written log holds %d distinct Seq values, want %d", len(seen), n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close error: %v", err)
+	}
+
+	// Reopening appends without a second header, after finishing a
+	// partial last row left by a killed writer.
+	if err := os.WriteFile(path, append(data, "51\t:\t17"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Entry{Seq: 52, Start: jobT0, Command: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	data, _ = os.ReadFile(path)
+	if strings.Count(string(data), Header) != 1 {
+		t.Errorf("reopened job log has %d headers, want 1", strings.Count(string(data), Header))
+	}
+	if !strings.HasSuffix(string(data), "\n51\t:\t17\n52\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\ty\n") {
+		t.Errorf("reopened job log ends with %q, want the partial row closed and row 52 after it", data[len(data)-80:])
+	}
+}
+
+func TestOpenJobLogError(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "missing-dir", "jobs.log"), nil)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open(missing dir) error = %v, want one wrapping os.ErrNotExist", err)
+	}
+}
+
+func TestReadTimestamps(t *testing.T) {
+	in := "1700000000\n\n  1700000000.25  \n2023-11-14T22:13:20Z\r\n2023-11-14T23:13:20.5+01:00\n1700000000.0000000019\n"
+	got, err := ReadTimestamps(strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("ReadTimestamps error: %v", err)
+	}
+	want := []time.Time{
+		time.Unix(1700000000, 0), time.Unix(1700000000, 25e7),
+		time.Unix(1700000000, 0), time.Unix(1700000000, 5e8), time.Unix(1700000000, 1),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ReadTimestamps = %v, want %v", got, want)
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Errorf("ReadTimestamps line %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+
+	_, err = ReadTimestamps(strings.NewReader("1700000000\nyesterday\n"))
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || le.Kind != "timestamps" || !strings.Contains(err.Error(), `"yesterday"`) {
+		t.Errorf(`ReadTimestamps("...yesterday") error = %v, want a *LineError for line 2 quoting it`, err)
+	}
+}
+
+func TestJobLogRoundTrip(t *testing.T) {
+	entries := []Entry{
+		{Seq: 1, Host: ":", Start: jobT0, Runtime: 1250 * time.Millisecond, Send: 7, Receive: 1 << 40, Command: "echo a"},
+		{Seq: 2, Host: "4/user@host", Start: time.Unix(0, 0), Runtime: -time.Millisecond, Exit: -1, Signal: 9, Command: "GET http://127.0.0.1/\tx"},
+		{Seq: 3, Host: ":", Start: time.Unix(253402300799, 999999000), Runtime: 9e9 * time.Second, Exit: 255},
+	}
+	var buf []byte
+	buf = append(buf, Header+"\n"...)
+	for _, e := range entries {
+		buf = AppendEntry(buf, e)
+	}
+	got, err := readEntries(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatalf("ReadJobLog error: %v\n%s", err, buf)
+	}
+	if !entriesEqual(got, entries) {
+		t.Errorf("readEntries(write(entries)) =\n%+v, want\n%+v", got, entries)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join("testdata", "joblog", "gnu-parallel.log")); err == nil {
+		f.Add(string(data))
+	}
+	f.Add(Header + "\n1\t:\t1700000000.123456\t     1.250\t0\t0\t-1\t15\techo a\n")
+	f.Add("1\t\t-5.0000005\t-0.0005\t+3\t-0\t007\t0\ta\r\r\n\n2\t:\t1.\t1\t0\t0\t0\t0\t\tb\r")
+	f.Add("Seq\tHost\tx\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		entries, err := readEntries(strings.NewReader(in))
+		if err != nil {
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("readEntries(%q) error %v is not a *LineError", in, err)
+			}
+			return
+		}
+		var buf []byte
+		for _, e := range entries {
+			buf = AppendEntry(buf, e)
+		}
+		again, err := readEntries(bytes.NewReader(buf))
+		if err != nil {
+			t.Fatalf("readEntries(write(read(%q))) error: %v\nwritten:\n%q", in, err, buf)
+		}
+		if !entriesEqual(again, entries) {
+			t.Fatalf("round trip of %q:\nread:  %+v\nagain: %+v", in, entries, again)
+		}
+	})
+}
+
+// entriesEqual compares entries, comparing Start with time.Time.Equal.
+func entriesEqual(a, b []Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if !x.Start.Equal(y.Start) {
+			return false
+		}
+		x.Start, y.Start = time.Time{}, time.Time{}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// readEntries returns the rows of the job log in r.
+func readEntries(r io.Reader) ([]Entry, error) {
+	log, err := Read(r)
+	if err != nil {
+		return nil, err
+	}
+	return log.Entries, nil
+}
+
+func TestHeaderRules(t *testing.T) {
+	rules, _ := throttle.ParseRules("5/s,12/3s,cost:100/s")
+	path := filepath.Join(t.TempDir(), "run.log")
+	w, err := Open(path, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(Entry{Seq: 1, Start: time.Unix(1700000000, 0), Send: 7, Command: "echo 1"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	wantHeader := Header + " (pace rules: 5/s,12/3s,cost:100/s)\n"
+	if !strings.HasPrefix(string(data), wantHeader) {
+		t.Fatalf("job log starts %q, want %q", data, wantHeader)
+	}
+	log, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if throttle.FormatRules(log.Rules) != "5/s,12/3s,cost:100/s" || len(log.Entries) != 1 || log.Entries[0].Cost() != 7 {
+		t.Errorf("Read = rules %v, entries %+v", log.Rules, log.Entries)
+	}
+	// GNU parallel's header names no rules; a header that names bad ones is refused.
+	if log, err := Read(strings.NewReader(Header + "\n")); err != nil || log.Rules != nil {
+		t.Errorf("Read(parallel's header) = %v, %v; want no rules", log.Rules, err)
+	}
+	if _, err := Read(strings.NewReader(Header + " (pace rules: 5/x)\n")); err == nil || !strings.Contains(err.Error(), `"5/x"`) {
+		t.Errorf("Read(bad rules in header) = %v, want an error quoting them", err)
+	}
+}
+
+// A line longer than MaxLine (garbage such as /dev/zero) is an error, not
+// unbounded memory.
+func TestReadLongLine(t *testing.T) {
+	r := io.LimitReader(zeros{}, MaxLine+10)
+	_, err := Read(r)
+	var le *LineError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "longer than 4 MiB") {
+		t.Errorf("Read(a 4 MiB line) = %v, want a LineError about its length", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// On a full disk the row that does not fit is cut off again: the log stays
+// well-formed, and every later row is refused.
+func TestWriterFullDisk(t *testing.T) {
+	dir := smallTmpfs(t, "16k")
+	path := filepath.Join(dir, "j.log")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 300)
+	var written int
+	var werr error
+	for i := 1; i <= 1000; i++ {
+		if werr = w.Write(Entry{Seq: i, Start: time.Unix(1700000000, 0), Command: "echo " + long}); werr != nil {
+			break
+		}
+		written++
+	}
+	if !errors.Is(werr, ErrWriteFailed) || !strings.Contains(werr.Error(), path) {
+		t.Fatalf("Write on a full disk = %v, want ErrWriteFailed naming %s", werr, path)
+	}
+	if err := w.Write(Entry{Seq: 9999, Command: "later"}); !errors.Is(err, ErrWriteFailed) {
+		t.Errorf("Write after a failure = %v, want ErrWriteFailed", err)
+	}
+	w.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		t.Fatalf("job log ends in a torn row: ...%q", data[max(0, len(data)-40):])
+	}
+	got, err := readEntries(bytes.NewReader(data))
+	if err != nil || len(got) != written {
+		t.Errorf("job log holds %d rows (%v), want the %d written", len(got), err, written)
+	}
+}
+
+// smallTmpfs mounts a tmpfs of the given size for the test, or skips it
+// where that takes privileges the test does not have.
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a full disk is simulated with a small tmpfs, which needs root on Linux")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s): run as root on Linux to test a full disk", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	return dir
+}

@@ -1,0 +1,209 @@
+package joblog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/runner"
+)
+
+// ResumeMode says which items of an earlier run a resumed run skips.
+type ResumeMode int
+
+const (
+	// ResumeAll skips every item that has a row in the job log, whatever
+	// its outcome (pace --resume, as GNU parallel's --resume).
+	ResumeAll ResumeMode = iota + 1
+	// ResumeFailed skips the items whose last row succeeded and runs again
+	// those whose last row failed (pace --resume-failed). Items without a
+	// row run in both modes.
+	ResumeFailed
+)
+
+// ErrInputChanged is wrapped by the error of a resumed run whose input is
+// not the one the job log was written for.
+var ErrInputChanged = errors.New("input differs from the job log")
+
+// InputChangedError reports an item whose command is not the one the job
+// log's row for the same Seq ran: skipping by Seq would skip the wrong
+// items.
+type InputChangedError struct {
+	Seq     int64
+	Command string // what the item would run now
+	Logged  string // what the job log says ran
+}
+
+// Error says which item differs, and how.
+func (e *InputChangedError) Error() string {
+	return fmt.Sprintf("resume: item %d would run %q but the job log's row %d ran %q; "+
+		"resuming needs the same input and command as the run that wrote the log", e.Seq, e.Command, e.Seq, e.Logged)
+}
+
+// Unwrap returns ErrInputChanged.
+func (e *InputChangedError) Unwrap() error { return ErrInputChanged }
+
+// ResumeOptions configure a Resume.
+type ResumeOptions struct {
+	// Mode says which logged items to skip; the zero value means ResumeAll.
+	Mode ResumeMode
+	// Command returns the job log Command that job would be written with
+	// (job.Slot is set, job.Argv is not). It must not keep job. nil skips
+	// the check that the input is the one the log was written for. An
+	// error (an item that cannot be prepared any more, such as a deleted
+	// data file) leaves that item unchecked.
+	Command func(job *runner.Job) (string, error)
+	// MaxSlot bounds the slots tried when a command depends on the job
+	// slot ({%}); 0 means 64.
+	MaxSlot int
+}
+
+// Resume decides, from the job log of earlier runs over the same input,
+// which items a resumed run skips, and checks that the input is the same:
+// items are matched by Seq, their position in the input, so an input that
+// changed would make a resumed run skip the wrong items.
+//
+// Make one with NewResume. Its methods may be called concurrently.
+type Resume struct {
+	opts    ResumeOptions
+	last    map[int64]Entry // the last row of each Seq, in file order
+	max     int64
+	skipped atomic.Int64 // items ReadItems sent marked Skip
+}
+
+// Skipped returns how many items ReadItems has sent marked Skip so far.
+func (r *Resume) Skipped() int64 { return r.skipped.Load() }
+
+// NewResume returns the Resume for a job log's entries, in file order.
+// With retries a Seq has one row per attempt; the last one counts.
+func NewResume(entries []Entry, opts ResumeOptions) *Resume {
+	if opts.Mode == 0 {
+		opts.Mode = ResumeAll
+	}
+	if opts.MaxSlot <= 0 {
+		opts.MaxSlot = 64
+	}
+	r := &Resume{opts: opts, last: make(map[int64]Entry, len(entries))}
+	for _, e := range entries {
+		seq := int64(e.Seq)
+		if seq < 1 {
+			continue
+		}
+		r.last[seq] = e
+		r.max = max(r.max, seq)
+	}
+	return r
+}
+
+// MaxSeq returns the highest Seq in the log, 0 for an empty one.
+func (r *Resume) MaxSeq() int64 { return r.max }
+
+// Skip reports whether item seq is done and must not run again.
+func (r *Resume) Skip(seq int64) bool {
+	e, ok := r.last[seq]
+	if !ok {
+		return false
+	}
+	return r.opts.Mode == ResumeAll || !e.Failed()
+}
+
+// Skipping returns how many logged items Skip would skip among the first
+// upTo items; upTo < 0 means all of them.
+func (r *Resume) Skipping(upTo int64) int64 {
+	var n int64
+	for seq := range r.last {
+		if (upTo < 0 || seq <= upTo) && r.Skip(seq) {
+			n++
+		}
+	}
+	return n
+}
+
+// Verify checks job (Seq and Item set) against the log: it returns an
+// *InputChangedError when the log has a row for job.Seq that ran another
+// command. A command that uses the job slot matches if any slot up to
+// MaxSlot gives the logged command.
+func (r *Resume) Verify(job runner.Job) error {
+	e, ok := r.last[job.Seq]
+	if !ok || r.opts.Command == nil {
+		return nil
+	}
+	command := func(slot int) (string, error) {
+		j := job
+		j.Slot, j.Attempt, j.Argv = slot, 1, nil
+		return r.opts.Command(&j)
+	}
+	first, err := command(1)
+	if err != nil || first == e.Command {
+		return nil
+	}
+	for slot := 2; slot <= r.opts.MaxSlot; slot++ {
+		c, err := command(slot)
+		if err != nil || c == first {
+			break // the slot plays no part
+		}
+		if c == e.Command {
+			return nil
+		}
+	}
+	return &InputChangedError{Seq: job.Seq, Command: first, Logged: e.Command}
+}
+
+// ReadItems reads items from rd as items.Read does, and
+// sends them on out marked with Skip where r says so. It first reads ahead
+// up to the item with the log's highest Seq (or to the end of the input)
+// and Verifies every item the log has a row for; only when all of them
+// match does it send anything, so a changed input is refused before any
+// job runs. It returns the *InputChangedError, the read error, or ctx's
+// error. It does not close out.
+func (r *Resume) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
+	send := func(it runner.Item) error {
+		select {
+		case out <- it:
+			if it.Skip {
+				r.skipped.Add(1)
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var held []runner.Item // items up to MaxSeq, held until all are verified
+	flush := func() error {
+		for _, it := range held {
+			if err := send(it); err != nil {
+				return err
+			}
+		}
+		held = nil
+		return nil
+	}
+	var seq int64
+	err := items.Scan(items.WithContext(ctx, rd), opts, func(it runner.Item) error {
+		seq++
+		if seq > r.max {
+			if err := flush(); err != nil {
+				return err
+			}
+			return send(it)
+		}
+		if it.Err == nil {
+			if err := r.Verify(runner.Job{Seq: seq, Item: it.Text}); err != nil {
+				return err
+			}
+		}
+		it.Skip = r.Skip(seq)
+		held = append(held, it)
+		if seq == r.max {
+			return flush()
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	return flush() // the input has fewer items than the log
+}

@@ -1,0 +1,233 @@
+// Package command runs pace's jobs as child processes: one per item, each
+// in its own process group, with stdin from the null device and output
+// captured whole, so that the caller can print each job's output in one
+// piece. It also turns command lines into argv (ParseLine) for pace's
+// line mode.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// DefaultKillGrace is how long a job that ran past its timeout has between
+// SIGTERM and SIGKILL.
+const DefaultKillGrace = 2 * time.Second
+
+// errTimeout is the cause of a job context that ran past its timeout.
+var errTimeout = errors.New("job timed out")
+
+// Builder turns a job into the argv that runs it.
+type Builder interface {
+	Build(job *runner.Job) ([]string, error)
+}
+
+// Lines treats each item as a command line; see ParseLine.
+type Lines struct {
+	// Shell runs every line under "sh -c", not only those that use shell
+	// syntax.
+	Shell bool
+}
+
+// Build returns the argv for job's item, or an error wrapping ErrBadLine.
+func (b Lines) Build(job *runner.Job) ([]string, error) {
+	return ParseLine(job.Item, b.Shell)
+}
+
+// Executor runs each job as a child process. The child runs in its own
+// process group, so that a terminal's Ctrl-C reaches pace alone and a
+// timeout or kill reaches everything the job started; its stdin is the
+// null device; its stdout and stderr are captured whole (see
+// runner.Capture). On Linux the kernel kills the child if pace dies, even
+// of SIGKILL; the child's own children are left to the job.
+//
+// On a job's timeout the process group gets SIGTERM, then SIGKILL after
+// KillGrace. When the context passed to Execute is cancelled, the same
+// happens, unless the cancellation's cause wraps runner.ErrKillNow: then
+// the group gets SIGKILL at once.
+//
+// A program that cannot start because pace ran out of file descriptors or
+// processes fails with an error wrapping runner.ErrNotStarted, which the
+// pool tries again: it is not the job's failure.
+//
+// The zero value is not usable: Builder is required. An Executor is safe
+// for concurrent use; Close it once every job has ended.
+type Executor struct {
+	// Builder makes each job's argv.
+	Builder Builder
+	// Timeout limits each attempt's runtime; 0 means none.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace. It also bounds how long a finished job's
+	// background children may hold its output open.
+	KillGrace time.Duration
+	// SpillLimit is how much of each output stream stays in memory; 0
+	// means runner.DefaultSpillLimit.
+	SpillLimit int64
+	// TempDir holds spilled output; empty means os.TempDir().
+	TempDir string
+	// Env, if not nil, is the children's environment; nil means pace's.
+	Env []string
+	// Dir, if not empty, is the children's working directory.
+	Dir string
+
+	once    sync.Once
+	starts  chan startReq
+	stopped chan struct{}
+}
+
+// startReq asks the starter to start c; the answer comes on done.
+type startReq struct {
+	c    *exec.Cmd
+	done chan error
+}
+
+// Prepare sets job.Argv. Its errors (an unparseable line) mean the job
+// cannot run at all.
+func (e *Executor) Prepare(job *runner.Job) error {
+	argv, err := e.Builder.Build(job)
+	if err != nil {
+		return fmt.Errorf("job %d: %w", job.Seq, err)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return fmt.Errorf("job %d: %w: empty command", job.Seq, ErrBadLine)
+	}
+	job.Argv = argv
+	return nil
+}
+
+// start starts c, from the starter's thread where children must be (see
+// death_linux.go).
+func (e *Executor) start(c *exec.Cmd) error {
+	if !startsOnOwnThread {
+		return c.Start()
+	}
+	e.once.Do(func() {
+		e.starts, e.stopped = make(chan startReq), make(chan struct{})
+		go e.starter()
+	})
+	req := startReq{c: c, done: make(chan error, 1)}
+	select {
+	case e.starts <- req:
+		return <-req.done
+	case <-e.stopped:
+		return errors.New("executor closed")
+	}
+}
+
+// starter starts every child from one goroutine locked to its thread, so
+// that the children's parent thread lives as long as the executor.
+func (e *Executor) starter() {
+	lockThread()
+	for {
+		select {
+		case req := <-e.starts:
+			req.done <- req.c.Start()
+		case <-e.stopped:
+			return
+		}
+	}
+}
+
+// Close stops the thread children are started from. Call it once every
+// job has ended: on Linux a child whose starting thread ends is killed.
+func (e *Executor) Close() error {
+	e.once.Do(func() { e.stopped = make(chan struct{}) })
+	select {
+	case <-e.stopped:
+	default:
+		close(e.stopped)
+	}
+	return nil
+}
+
+// Execute runs job.Argv and waits for it. It returns a Result with the
+// exit code or signal, the captured output, Sent (when the program had
+// started), and Err set when the program could not be started.
+func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
+	res := &runner.Result{
+		Job:      *job,
+		ExitCode: -1,
+		Timeout:  e.Timeout,
+		Stdout:   runner.NewCapture(e.SpillLimit, e.TempDir),
+		Stderr:   runner.NewCapture(e.SpillLimit, e.TempDir),
+	}
+	grace := e.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	jctx := ctx
+	if e.Timeout > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
+		defer cancel()
+	}
+	c := exec.CommandContext(jctx, job.Argv[0], job.Argv[1:]...)
+	c.Stdin = nil // the null device
+	c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	c.Env, c.Dir = e.Env, e.Dir
+	c.WaitDelay = grace
+	setProcAttr(c)
+	c.Cancel = func() error {
+		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
+		return signalGroup(c.Process, hard)
+	}
+	err := e.start(c)
+	if err == nil {
+		res.Sent = time.Now()
+		err = c.Wait()
+	}
+	if jctx.Err() != nil && c.Process != nil {
+		// Whatever survived the grace period in the job's group goes now.
+		signalGroup(c.Process, true)
+	}
+	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
+	if c.ProcessState != nil {
+		res.ExitCode = c.ProcessState.ExitCode()
+		res.Signal = exitSignal(c.ProcessState)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil, errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
+		// The exit status says it all; ErrWaitDelay only means a
+		// background child held the output open past the grace period.
+	case c.ProcessState == nil:
+		res.Err = startError(job, err)
+	default:
+		res.Err = fmt.Errorf("job %d: %w", job.Seq, err)
+	}
+	if res.Err == nil {
+		if cerr := errors.Join(res.Stdout.Err(), res.Stderr.Err()); cerr != nil {
+			res.Err = fmt.Errorf("job %d: output: %w", job.Seq, cerr)
+		}
+	}
+	return res
+}
+
+// startError describes why job's program could not start: not found and
+// not executable are permanent; pace's own lack of resources is no
+// failure of the job (runner.ErrNotStarted).
+func startError(job *runner.Job, err error) error {
+	prog := job.Argv[0]
+	switch {
+	case resourceErr(err):
+		return fmt.Errorf("job %d: start %s: %w: %w", job.Seq, prog, runner.ErrNotStarted, err)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+		return runner.Permanent(fmt.Errorf("job %d: start %s: not found", job.Seq, prog))
+	case errors.Is(err, os.ErrPermission):
+		if fi, serr := os.Stat(prog); serr == nil && !fi.IsDir() && fi.Mode()&0o111 == 0 {
+			return runner.Permanent(fmt.Errorf("job %d: start %s: not executable (chmod +x it, or run it with its interpreter)", job.Seq, prog))
+		}
+		return runner.Permanent(fmt.Errorf("job %d: start %s: permission denied", job.Seq, prog))
+	case errors.Is(err, exec.ErrDot):
+		return runner.Permanent(fmt.Errorf("job %d: start %s: %w", job.Seq, prog, err))
+	}
+	return fmt.Errorf("job %d: start %s: %w", job.Seq, prog, err)
+}

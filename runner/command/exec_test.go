@@ -1,0 +1,353 @@
+//go:build unix
+
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// The test binary doubles as the child process: with PACE_RUNNER_HELPER
+// set it behaves as that says and exits.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("PACE_RUNNER_HELPER"); mode != "" {
+		helper(mode, os.Args[len(os.Args)-1])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func helper(mode, arg string) {
+	switch mode {
+	case "exit":
+		n, _ := strconv.Atoi(arg)
+		fmt.Print("about to exit")
+		fmt.Fprint(os.Stderr, "on stderr")
+		os.Exit(n)
+	case "bytes":
+		n, _ := strconv.Atoi(arg)
+		line := strings.Repeat("x", 99) + "\n"
+		for i := 0; i < n/100; i++ {
+			os.Stdout.WriteString(line)
+		}
+	case "stdin":
+		b, err := io.ReadAll(os.Stdin)
+		fmt.Printf("read %d bytes, err %v", len(b), err)
+	case "pgid":
+		pgid, _ := syscall.Getpgid(0)
+		fmt.Printf("pid %d pgid %d", os.Getpid(), pgid)
+	case "parent":
+		// Acts as pace: runs one job that records its pid and sleeps.
+		e := &Executor{Builder: Lines{}}
+		e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "echo $$ > " + arg + ".tmp; mv " + arg + ".tmp " + arg + "; exec sleep 60"}})
+		os.Exit(0)
+	case "hang", "ignore-term":
+		if mode == "ignore-term" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		// A grandchild in the same process group records its pid.
+		gc := exec.Command("sleep", "1000")
+		if err := gc.Start(); err != nil {
+			os.Exit(99)
+		}
+		// Atomically: a test that sees the file must find the whole pid in it.
+		os.WriteFile(arg+".tmp", []byte(strconv.Itoa(gc.Process.Pid)), 0o644)
+		os.Rename(arg+".tmp", arg)
+		time.Sleep(time.Hour) // killed long before; select{} would die of deadlock without -race
+	}
+}
+
+// helperArgv returns the argv that runs this binary in mode.
+func helperArgv(t *testing.T, mode, arg string) (*Executor, *runner.Job) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{
+		Builder: Lines{},
+		Env:     append(os.Environ(), "PACE_RUNNER_HELPER="+mode),
+	}
+	return e, &runner.Job{Seq: 1, Attempt: 1, Slot: 1, Argv: []string{exe, "-test.run=^$", arg}}
+}
+
+func TestExecuteExitCodeAndOutput(t *testing.T) {
+	e, job := helperArgv(t, "exit", "3")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if res.ExitCode != 3 || res.Signal != 0 || res.Err != nil || res.OK() {
+		t.Errorf("exit 3: got exit %d signal %d err %v ok %v", res.ExitCode, res.Signal, res.Err, res.OK())
+	}
+	if got := string(res.Stdout.Bytes()); got != "about to exit" {
+		t.Errorf("stdout = %q", got)
+	}
+	if got := string(res.Stderr.Bytes()); got != "on stderr" {
+		t.Errorf("stderr = %q", got)
+	}
+	if res.Status() != "exit status 3" {
+		t.Errorf("Status() = %q", res.Status())
+	}
+
+	e, job = helperArgv(t, "exit", "0")
+	if res := e.Execute(context.Background(), job); !res.OK() {
+		t.Errorf("exit 0: %s, want ok", res.Status())
+	}
+}
+
+func TestExecuteStdinIsNull(t *testing.T) {
+	e, job := helperArgv(t, "stdin", "")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if got := string(res.Stdout.Bytes()); got != "read 0 bytes, err <nil>" {
+		t.Errorf("child read stdin: %q, want 0 bytes at once", got)
+	}
+}
+
+func TestExecuteOwnProcessGroup(t *testing.T) {
+	e, job := helperArgv(t, "pgid", "")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	var pid, pgid int
+	fmt.Sscanf(string(res.Stdout.Bytes()), "pid %d pgid %d", &pid, &pgid)
+	if pid == 0 || pgid != pid {
+		t.Errorf("child pid %d pgid %d, want a group of its own", pid, pgid)
+	}
+}
+
+func TestExecuteSpillsLargeOutput(t *testing.T) {
+	dir := t.TempDir()
+	e, job := helperArgv(t, "bytes", "300000")
+	e.SpillLimit, e.TempDir = 64<<10, dir
+	res := e.Execute(context.Background(), job)
+	if !res.OK() || res.Stdout.Len() != 300000 || !res.Stdout.Spilled() {
+		t.Fatalf("got %s, %d bytes, spilled %v; want ok, 300000, true", res.Status(), res.Stdout.Len(), res.Stdout.Spilled())
+	}
+	res.Close()
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("spill files left after Close: %d", len(files))
+	}
+}
+
+// alive reports whether the process with the pid in file is running.
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("grandchild pid file holds %q", b)
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// A zombie is dead, whenever its new parent gets round to reaping it.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// waitGone waits (bounded) for the process in file to be reaped by init.
+func waitGone(t *testing.T, file string) bool {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if !alive(t, file) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func TestExecuteTimeoutKillsProcessGroup(t *testing.T) {
+	for _, mode := range []string{"hang", "ignore-term"} {
+		t.Run(mode, func(t *testing.T) {
+			pidFile := t.TempDir() + "/gc"
+			e, job := helperArgv(t, mode, pidFile)
+			e.Timeout, e.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+			start := time.Now()
+			res := e.Execute(context.Background(), job)
+			res.Close()
+			if !res.TimedOut || res.OK() || res.Signal == 0 {
+				t.Errorf("got %s (timed out %v, signal %d), want a timeout and a signal", res.Status(), res.TimedOut, res.Signal)
+			}
+			if !strings.HasPrefix(res.Status(), "timed out after 300ms") {
+				t.Errorf("Status() = %q", res.Status())
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Execute took %v after a 300ms timeout", d)
+			}
+			if !waitGone(t, pidFile) {
+				t.Error("grandchild survived the timeout: process group not killed")
+			}
+		})
+	}
+}
+
+func TestExecuteKillNow(t *testing.T) {
+	pidFile := t.TempDir() + "/gc"
+	e, job := helperArgv(t, "ignore-term", pidFile)
+	e.KillGrace = time.Hour // only SIGKILL at once can end this quickly
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan *runner.Result)
+	go func() { done <- e.Execute(ctx, job) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for { // wait until the child is up
+		if _, err := os.Stat(pidFile); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel(runner.ErrKillNow)
+	select {
+	case res := <-done:
+		res.Close()
+		if res.Signal != int(syscall.SIGKILL) {
+			t.Errorf("signal %d, want SIGKILL", res.Signal)
+		}
+		if res.Status() != "killed by SIGKILL" {
+			t.Errorf("Status() = %q", res.Status())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Execute did not return after ErrKillNow")
+	}
+	if !waitGone(t, pidFile) {
+		t.Error("grandchild survived ErrKillNow")
+	}
+}
+
+func TestExecuteNotFoundIsPermanent(t *testing.T) {
+	e := &Executor{Builder: Lines{}}
+	res := e.Execute(context.Background(), &runner.Job{Seq: 4, Argv: []string{"pace-no-such-program"}})
+	if !errors.Is(res.Err, runner.ErrPermanent) || res.OK() {
+		t.Errorf("Err = %v, want ErrPermanent", res.Err)
+	}
+	if res.Status() != "job 4: start pace-no-such-program: not found" {
+		t.Errorf("Status() = %q", res.Status())
+	}
+}
+
+func TestPrepareRejectsBadLines(t *testing.T) {
+	e := &Executor{Builder: Lines{}}
+	job := &runner.Job{Seq: 2, Item: "echo 'oops"}
+	err := e.Prepare(job)
+	if !errors.Is(err, ErrBadLine) || !strings.HasPrefix(err.Error(), "job 2: bad command line") {
+		t.Errorf("Prepare(%q) = %v, want job 2: bad command line...", job.Item, err)
+	}
+	job = &runner.Job{Seq: 3, Item: "echo 'x; rm -rf ~'"}
+	if err := e.Prepare(job); err != nil || job.CommandLine() != "echo 'x; rm -rf ~'" {
+		t.Errorf("Prepare = %v, argv %q", err, job.Argv)
+	}
+}
+
+func TestExecuteNotExecutable(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Builder: Lines{}}
+	res := e.Execute(context.Background(), &runner.Job{Seq: 5, Argv: []string{script}})
+	if !errors.Is(res.Err, runner.ErrPermanent) || !strings.Contains(res.Status(), "not executable") {
+		t.Errorf("Status() = %q (permanent %v), want a permanent 'not executable'", res.Status(), errors.Is(res.Err, runner.ErrPermanent))
+	}
+}
+
+// Running out of pace's own file descriptors or processes is not the
+// job's failure: the pool tries it again.
+func TestStartErrorResources(t *testing.T) {
+	job := &runner.Job{Seq: 6, Argv: []string{"true"}}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN} {
+		err := startError(job, &os.PathError{Op: "fork/exec", Path: "true", Err: errno})
+		if !errors.Is(err, runner.ErrNotStarted) || errors.Is(err, runner.ErrPermanent) {
+			t.Errorf("startError(%v) = %v, want ErrNotStarted and not permanent", errno, err)
+		}
+	}
+}
+
+func TestExecuteReportsSent(t *testing.T) {
+	e, job := helperArgv(t, "exit", "0")
+	before := time.Now()
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if res.Sent.Before(before) || res.Sent.After(time.Now()) {
+		t.Errorf("Sent = %v, want between the call and its return", res.Sent)
+	}
+}
+
+func TestPoolWithRealProcesses(t *testing.T) {
+	// Three real jobs through the pool; the output of each is kept whole.
+	e := &Executor{Builder: Lines{}}
+	defer e.Close()
+	var got []string
+	p, _ := runner.NewPool(runner.Options{Jobs: 3, Executor: e, KeepOrder: true, OnEvent: func(ev runner.Event) {
+		if ev.Kind == runner.JobDone {
+			got = append(got, fmt.Sprintf("%s|%d", ev.Result.Stdout.Bytes(), ev.Result.ExitCode))
+		}
+	}})
+	items := make(chan runner.Item, 3)
+	for i, x := range []string{"x", "y", "z"} {
+		items <- runner.Item{Text: fmt.Sprintf("sh -c 'printf \"%%s-a\\n%%s-b\\n\" %s %s; exit %d'", x, x, i+1)}
+	}
+	close(items)
+	if err := p.Run(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x-a\nx-b\n|1", "y-a\ny-b\n|2", "z-a\nz-b\n|3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("results %q, want %q", got, want)
+	}
+}
+
+// On Linux a job dies with pace, however pace dies: SIGKILL included.
+func TestJobDiesWithPace(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux can tie a child's life to its parent's (Pdeathsig)")
+	}
+	pidFile := filepath.Join(t.TempDir(), "child")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$", pidFile)
+	parent.Env = append(os.Environ(), "PACE_RUNNER_HELPER=parent")
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			parent.Process.Kill()
+			t.Fatal("the job did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Let the runtime move goroutines between threads for a while: the
+	// child must not die with the thread that happened to start it.
+	time.Sleep(200 * time.Millisecond)
+	if !alive(t, pidFile) {
+		t.Fatal("the job died while pace was alive")
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	if !waitGone(t, pidFile) {
+		t.Error("the job outlived a pace killed with SIGKILL")
+	}
+}

@@ -1,0 +1,22 @@
+//go:build !unix
+
+package command
+
+import (
+	"os"
+	"os/exec"
+)
+
+// setProcAttr does nothing where process groups do not exist: a job's
+// children outlive a killed job, and the job outlives a killed pace.
+func setProcAttr(*exec.Cmd) {}
+
+// signalGroup kills p; without process groups its children survive it.
+func signalGroup(p *os.Process, _ bool) error { return p.Kill() }
+
+// exitSignal returns 0: there are no signals here.
+func exitSignal(*os.ProcessState) int { return 0 }
+
+// resourceErr reports whether err, from starting a process, means that
+// pace ran out of its own resources; here nothing says so reliably.
+func resourceErr(error) bool { return false }

@@ -1,0 +1,708 @@
+// Package fetch fetches one URL per job over HTTP, in process, for pace's
+// pool: an Executor that keeps each body whole (in memory, a temporary
+// file, or a file of its own), listens to the server's 429s and rate-limit
+// headers, and never shows a credential.
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/internal/tmpl"
+	"github.com/pace-cli/pace/runner"
+)
+
+// DefaultBackoff is how long admissions pause after a 429 or 503 that
+// says neither Retry-After nor when the quota resets. Each such answer in
+// a row doubles it, up to MaxBackoff; a success resets it.
+const DefaultBackoff = time.Second
+
+// MaxBackoff caps the pause after repeated 429s or 503s without
+// Retry-After.
+const MaxBackoff = time.Minute
+
+// DefaultMaxServerPause is the longest pause a server may ask for (with
+// Retry-After or rate-limit headers) before the item fails instead.
+const DefaultMaxServerPause = 5 * time.Minute
+
+// DefaultMaxBody is the largest body kept per item by default.
+const DefaultMaxBody = 4 << 30
+
+// errorBodyLimit is how much of a failed response's body Result.Stderr
+// keeps; drainLimit is how much more is read so the connection can be
+// reused.
+const (
+	errorBodyLimit = 4 << 10
+	drainLimit     = 256 << 10
+)
+
+// ErrBadURL is wrapped by the error of a job whose URL cannot be fetched:
+// it does not parse, has no scheme or host, or its scheme is not http or
+// https. Such a job fails without being admitted and is never retried.
+var ErrBadURL = errors.New("bad URL")
+
+// errTimeout is the cause of a job context that ran past its timeout.
+var errTimeout = errors.New("request timed out")
+
+// errBodyTooLarge is the error of a body past Options.MaxBody.
+var errBodyTooLarge = errors.New("body too large")
+
+// StatusError is the error of a fetch whose final response was not a 2xx.
+// errors.Is(err, runner.ErrPermanent) holds for the statuses that retrying
+// cannot fix: 3xx left unfollowed, and 4xx except 408, 425 and 429; also
+// 501 and 505.
+type StatusError struct {
+	Code   int
+	Status string // as the server sent it, such as "404 Not Found"
+}
+
+// Error returns "HTTP 404 Not Found".
+func (e *StatusError) Error() string { return "HTTP " + e.Status }
+
+// Is reports whether target is runner.ErrPermanent and the status is
+// permanent.
+func (e *StatusError) Is(target error) bool {
+	return target == runner.ErrPermanent && permanentStatus(e.Code)
+}
+
+// permanentStatus reports whether retrying a request answered with code
+// is pointless.
+func permanentStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return true
+	}
+	return code >= 300 && code < 500
+}
+
+// Pauser stops admissions until an instant; every throttle.Backend is one.
+type Pauser interface {
+	PauseUntil(t time.Time, reason string)
+}
+
+// Options configure an Executor.
+type Options struct {
+	// Client sends the requests; required. NewClient makes a suitable one.
+	Client *http.Client
+	// URL is the URL template: the job's item goes wherever a placeholder
+	// is (see package tmpl). Empty: each item is a URL.
+	URL string
+	// Method is the request method; empty means GET, or POST with data.
+	Method string
+	// Headers are "Name: value" lines, added in order; values may hold
+	// placeholders. A Host header sets the request's host; an empty
+	// User-Agent sends none.
+	Headers []string
+	// Data is the request body, sent when HasData is set; it may hold
+	// placeholders. If it starts with '@' (after expansion) the rest names
+	// a file whose content is sent. Without a Content-Type header,
+	// application/x-www-form-urlencoded is sent, as curl does.
+	Data    string
+	HasData bool
+	// UserAgent is sent unless Headers set one; empty sends Go's default.
+	UserAgent string
+	// Timeout bounds each attempt, body included; 0 means none.
+	Timeout time.Duration
+	// OutputDir, if set, receives one file per successful item, named by
+	// OutputName, instead of Result.Stdout. Files appear whole: each is
+	// written to a temporary file in the same directory and renamed.
+	OutputDir string
+	// OutputName is the file name template within OutputDir; empty means
+	// "{#}". A name that is not local to the directory, or names a
+	// directory, fails the item before it is sent.
+	OutputName string
+	// OutputFile, if set, is the one file the body of the one item goes
+	// to (pace fetch -o FILE), written whole as OutputDir's files are.
+	OutputFile string
+	// MaxBody fails an item whose body grows past it; 0 means
+	// DefaultMaxBody.
+	MaxBody int64
+	// Pauser receives the server's requests to stop admissions (429/503
+	// Retry-After, spent rate-limit quota); nil ignores them. Set it
+	// before the first Execute.
+	Pauser Pauser
+	// MaxServerPause is the longest pause a server may ask for: a longer
+	// one fails the item instead of pausing; 0 means
+	// DefaultMaxServerPause.
+	MaxServerPause time.Duration
+	// OnPause, if set, is told of every pause a response starts, with its
+	// length and reason, so that a long one can be announced.
+	OnPause func(d time.Duration, reason string)
+	// IgnoreServerLimits ignores rate-limit headers (RateLimit-*,
+	// X-RateLimit-*). Retry-After on a 429 or 503 is always honoured.
+	IgnoreServerLimits bool
+	// Backoff is the first pause after a 429 or 503 that gives no
+	// Retry-After; 0 means DefaultBackoff.
+	Backoff time.Duration
+	// Redactor hides credentials in everything the executor shows; nil
+	// means the built-in rules (see package redact).
+	Redactor *redact.Redactor
+	// CostFrom, if set, reads each call's true cost from its 2xx response
+	// into Result.Cost, so that the pool corrects the cost the rules
+	// counted. A response that does not say fails its item (its body is
+	// kept, and its cost stays the estimate).
+	CostFrom CostSource
+	// SpillLimit and TempDir configure each body's Capture; see
+	// runner.NewCapture.
+	SpillLimit int64
+	TempDir    string
+}
+
+// Executor fetches one URL per job over HTTP, in process. The body of a
+// 2xx response goes whole into Result.Stdout (a Capture, spilling to disk
+// past SpillLimit) or into a file; any other status fails the job with a
+// StatusError. The server has the last word: a 429 or 503 pauses all
+// admissions until its Retry-After (or for a doubling backoff without
+// one), and rate-limit headers that say the quota is spent pause them
+// until it resets.
+//
+// Credentials never leave the executor: Job.Argv is the method and the
+// redacted URL, and every error has URL userinfo, secret query values and
+// secret header values replaced by redact.Placeholder.
+//
+// Make one with New. It is safe for concurrent use.
+type Executor struct {
+	opts    Options
+	url     *tmpl.Template // nil: the item is the URL
+	name    *tmpl.Template
+	headers []headerTemplate
+	data    *tmpl.Template
+	red     *redact.Redactor
+	bufs    sync.Pool
+
+	mu      sync.Mutex
+	boLast  time.Duration // the last backoff pause; 0 after a success
+	boUntil time.Time     // when it ends
+}
+
+// headerTemplate is one -H line, split.
+type headerTemplate struct {
+	name   string // canonical
+	value  *tmpl.Template
+	secret bool
+}
+
+// New checks opts and returns an executor. Its errors are the user's: a
+// bad header line or method, or a URL template that cannot make a URL (no
+// scheme or host) or that no placeholder makes differ from item to item.
+func New(opts Options) (*Executor, error) {
+	if opts.Client == nil {
+		return nil, errors.New("fetch: no HTTP client")
+	}
+	if opts.Method == "" {
+		opts.Method = http.MethodGet
+		if opts.HasData {
+			opts.Method = http.MethodPost
+		}
+	}
+	if !isToken(opts.Method) {
+		return nil, fmt.Errorf("bad method %q: want a word such as GET, POST or PUT", opts.Method)
+	}
+	if opts.OutputName == "" {
+		opts.OutputName = "{#}"
+	}
+	opts.Backoff = max(opts.Backoff, 0)
+	if opts.Backoff == 0 {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxServerPause <= 0 {
+		opts.MaxServerPause = DefaultMaxServerPause
+	}
+	e := &Executor{opts: opts, red: opts.Redactor}
+	if e.red == nil {
+		e.red = redact.New()
+	}
+	e.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
+	varies := false
+	if opts.URL != "" {
+		e.url = tmpl.Parse(opts.URL)
+		varies = e.url.HasPlaceholder()
+		if err := checkURLTemplate(opts.URL, e.red); err != nil {
+			return nil, err
+		}
+	}
+	for _, line := range opts.Headers {
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || !isToken(name) {
+			return nil, fmt.Errorf("bad header %q: want \"Name: value\"", redactHeaderLine(line))
+		}
+		h := headerTemplate{
+			name:   http.CanonicalHeaderKey(name),
+			value:  tmpl.Parse(strings.TrimSpace(value)),
+			secret: redact.IsSecretHeader(name),
+		}
+		varies = varies || h.value.HasPlaceholder()
+		e.headers = append(e.headers, h)
+	}
+	if opts.HasData {
+		if opts.Data == "@-" {
+			return nil, errors.New("data from stdin (-d @-) is not supported: stdin holds the items")
+		}
+		e.data = tmpl.Parse(opts.Data)
+		varies = varies || e.data.HasPlaceholder()
+	}
+	if opts.URL != "" && !varies && opts.OutputFile == "" {
+		return nil, fmt.Errorf("URL template %q has no placeholder such as {}: "+
+			"every item would fetch the same thing (give no template to read one URL per item)", e.red.RawURL(opts.URL))
+	}
+	if opts.OutputDir != "" {
+		e.name = tmpl.Parse(opts.OutputName)
+	}
+	return e, nil
+}
+
+// checkURLTemplate refuses, before anything runs, a URL template whose
+// literal start cannot make a URL: no http:// or https:// scheme, or no
+// host after it.
+func checkURLTemplate(t string, red *redact.Redactor) error {
+	lit := t
+	if i := strings.Index(t, "{"); i >= 0 && tmpl.Parse(t[i:]).HasPlaceholder() {
+		lit = t[:i]
+	}
+	if lit == "" {
+		return nil // the item makes the URL, scheme and all
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("URL template %q: %s", red.RawURL(t), why)
+	}
+	scheme, rest, ok := strings.Cut(lit, "://")
+	if !ok {
+		if !strings.Contains(lit, ":") && len(lit) < len(t) && strings.HasPrefix(t[len(lit):], "{") && !strings.ContainsAny(lit, "/.") {
+			return nil // "{}" or "{1}://..." : the scheme comes from the item
+		}
+		return bad("no scheme: want it to start with http:// or https://, such as http://" + red.RawURL(strings.TrimPrefix(t, "//")))
+	}
+	switch strings.ToLower(scheme) {
+	case "http", "https":
+	default:
+		return bad(fmt.Sprintf("scheme %q: want http or https", scheme))
+	}
+	// The host is literal when a '/', '?' or '#' ends it within the
+	// literal start, or when the whole template is literal.
+	host, _, ended := strings.Cut(rest, "/")
+	if i := strings.IndexAny(host, "?#"); i >= 0 {
+		host, ended = host[:i], true
+	}
+	if (ended || len(lit) == len(t)) && host == "" {
+		return bad("no host after the scheme")
+	}
+	return nil
+}
+
+// SetPauser makes p receive the server's requests to pause admissions. Call
+// it before the first Execute.
+func (e *Executor) SetPauser(p Pauser) { e.opts.Pauser = p }
+
+// ShowItem returns item as it may be shown, for instance as a --tag
+// prefix: URL credentials redacted, or redact.Placeholder altogether when
+// the item goes into a secret header, as with -H 'Authorization: Bearer {}'.
+func (e *Executor) ShowItem(item string) string {
+	for _, h := range e.headers {
+		if h.secret && h.value.UsesItem() {
+			return redact.Placeholder
+		}
+	}
+	return e.red.RawURL(item)
+}
+
+// redactHeaderLine hides the value of a header line for error messages.
+func redactHeaderLine(line string) string {
+	if name, _, ok := strings.Cut(line, ":"); ok {
+		return name + ": " + redact.Placeholder
+	}
+	if len(line) > 20 {
+		return line[:8] + "..."
+	}
+	return line
+}
+
+// values returns job's placeholder values.
+func values(job *runner.Job) tmpl.Values {
+	return tmpl.Values{Item: job.Item, Columns: job.Cols, Seq: job.Seq, Slot: job.Slot}
+}
+
+// spec is one attempt's request, built from the job.
+type spec struct {
+	raw      string
+	url      *url.URL
+	redURL   string
+	header   http.Header
+	host     string
+	data     string
+	dataFile string
+	out      string // output file path
+	red      *redact.Redactor
+}
+
+// build makes job's request. Its errors are permanent.
+func (e *Executor) build(job *runner.Job) (*spec, error) {
+	fail := func(err error) (*spec, error) {
+		return nil, runner.Permanent(fmt.Errorf("job %d: %w", job.Seq, err))
+	}
+	raw := strings.TrimSpace(job.Item)
+	if e.url != nil {
+		var err error
+		if raw, err = e.url.Expand(values(job)); err != nil {
+			return fail(err)
+		}
+	}
+	u, err := parseURL(raw, e.red)
+	if err != nil {
+		return fail(err)
+	}
+	s := &spec{raw: raw, url: u, header: make(http.Header, len(e.headers)+1)}
+	var secrets []string
+	for _, h := range e.headers {
+		v, err := h.value.Expand(values(job))
+		if err != nil {
+			return fail(err)
+		}
+		if h.secret {
+			secrets = append(secrets, v)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fail(fmt.Errorf("header %s: value holds a line break or NUL", h.name))
+		}
+		if h.name == "Host" {
+			s.host = v
+			continue
+		}
+		s.header[h.name] = append(s.header[h.name], v)
+	}
+	s.red = e.red.With(secrets...)
+	s.red.AddURL(u)
+	s.redURL = s.red.URL(u)
+	if _, ok := s.header["User-Agent"]; !ok && e.opts.UserAgent != "" {
+		s.header["User-Agent"] = []string{e.opts.UserAgent}
+	}
+	if e.opts.HasData {
+		d, err := e.data.Expand(values(job))
+		if err != nil {
+			return fail(err)
+		}
+		if name, ok := strings.CutPrefix(d, "@"); ok {
+			s.dataFile = name
+		} else {
+			s.data = d
+		}
+		if _, ok := s.header["Content-Type"]; !ok {
+			s.header["Content-Type"] = []string{"application/x-www-form-urlencoded"}
+		}
+	}
+	switch {
+	case e.opts.OutputFile != "":
+		s.out = e.opts.OutputFile
+	case e.name != nil:
+		name, err := e.name.Expand(values(job))
+		if err != nil {
+			return fail(err)
+		}
+		// A name that cleans to "." ("a/..") is the directory itself.
+		if !filepath.IsLocal(name) || filepath.Clean(name) == "." || strings.HasSuffix(name, "/") {
+			return fail(fmt.Errorf("output file name %q is not a file name inside the output directory", s.red.String(name)))
+		}
+		s.out = filepath.Join(e.opts.OutputDir, name)
+		if fi, err := os.Stat(s.out); err == nil && fi.IsDir() {
+			return fail(fmt.Errorf("output file %s is a directory", s.red.String(s.out)))
+		}
+	}
+	return s, nil
+}
+
+// parseURL parses raw and checks that it can be fetched. Its errors wrap
+// ErrBadURL and show raw redacted.
+func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s", ErrBadURL, red.RawURL(raw), why)
+	}
+	if raw == "" {
+		return nil, bad("empty")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message holds the whole URL
+		}
+		return nil, bad(red.Text(err.Error()))
+	}
+	switch {
+	case u.Scheme == "":
+		return nil, bad("no scheme (want http:// or https://)")
+	case u.Opaque != "" && strings.Contains(u.Opaque, "@"):
+		// "user:pass@host/x": what parsed as a scheme is a user name.
+		return nil, bad("no scheme (want http:// or https://)")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, bad(fmt.Sprintf("unsupported scheme %q (want http or https)", u.Scheme))
+	case u.Opaque != "":
+		return nil, bad("want scheme://host/...")
+	case u.Host == "":
+		return nil, bad("no host")
+	}
+	return u, nil
+}
+
+// Prepare checks that the job can be fetched and sets Job.Argv to the
+// method and the redacted URL. A bad URL, a missing data file or an output
+// name that cannot be written fails the job before admission.
+func (e *Executor) Prepare(job *runner.Job) error {
+	s, err := e.build(job)
+	if err != nil {
+		return err
+	}
+	if s.dataFile != "" {
+		if _, err := os.Stat(s.dataFile); err != nil {
+			return runner.Permanent(fmt.Errorf("job %d: data file: %w", job.Seq, err))
+		}
+	}
+	job.Argv = []string{e.opts.Method, s.redURL}
+	return nil
+}
+
+// Execute fetches the job's URL and returns how it went: Result.HTTP is
+// always set; ExitCode is 0 for a 2xx, 1 for another status and -1 when no
+// response came; Sent is when the request had been written; Err says why
+// the job failed (a StatusError for a status, redacted transport errors
+// otherwise). On 429 and 503 and on spent rate-limit quotas it pauses the
+// Pauser before it returns, so that the retry the pool may queue is
+// admitted only after the pause.
+func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
+	res := &runner.Result{Job: *job, ExitCode: -1, Timeout: e.opts.Timeout}
+	h := &runner.HTTPInfo{Method: e.opts.Method}
+	res.HTTP = h
+	s, err := e.build(job)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	h.URL = s.redURL
+	fail := func(err error) {
+		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL, s.red.Error(err))
+	}
+
+	jctx := ctx
+	if e.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeoutCause(ctx, e.opts.Timeout, errTimeout)
+		defer cancel()
+	}
+	var sent time.Time
+	var sentMu sync.Mutex
+	jctx = httptrace.WithClientTrace(jctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			sentMu.Lock()
+			if sent.IsZero() { // the first request, not a redirect's
+				sent = time.Now()
+			}
+			sentMu.Unlock()
+		},
+	})
+	req, err := e.request(jctx, s)
+	if err != nil {
+		fail(err)
+		return res
+	}
+	resp, err := e.opts.Client.Do(req)
+	sentMu.Lock()
+	res.Sent = sent
+	sentMu.Unlock()
+	if err != nil {
+		if errors.Is(context.Cause(jctx), errTimeout) {
+			res.TimedOut = true
+			h.Conn = "timeout"
+			return res
+		}
+		h.Conn = connCause(err)
+		fail(clientError(err, s.url, s.red))
+		return res
+	}
+	defer resp.Body.Close()
+	h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
+	if !e.opts.IgnoreServerLimits {
+		h.Policy, h.PolicyHeader = ParsePolicy(resp.Header)
+	}
+	if h.Status == "" {
+		h.Status = strconv.Itoa(resp.StatusCode)
+	}
+	if perr := e.serverSignals(resp, h); perr != nil {
+		res.ExitCode = 1
+		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+		fail(perr)
+		return res
+	}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		res.ExitCode = 1
+		res.Stderr = runner.NewCapture(errorBodyLimit, e.opts.TempDir)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+		res.Stderr.Write([]byte(s.red.String(string(body))))
+		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL,
+			&StatusError{Code: resp.StatusCode, Status: h.Status})
+		return res
+	}
+
+	body := &limitedBody{r: resp.Body, left: e.opts.MaxBody}
+	var n int64
+	if s.out != "" {
+		n, err = e.writeFile(s.out, body)
+		if err == nil {
+			h.File = s.out
+		}
+	} else {
+		res.Stdout = runner.NewCapture(e.opts.SpillLimit, e.opts.TempDir)
+		n, err = e.copy(res.Stdout, body)
+		if err == nil {
+			err = res.Stdout.Err()
+		}
+	}
+	if err != nil {
+		res.Stdout.Close() // a failed body is not kept
+		res.Stdout = nil
+		switch {
+		case errors.Is(context.Cause(jctx), errTimeout):
+			res.TimedOut = true
+		case errors.Is(err, errBodyTooLarge):
+			fail(runner.Permanent(fmt.Errorf("body larger than %s (--max-body)", formatSize(e.opts.MaxBody))))
+		case errors.Is(err, errLocal):
+			fail(err) // writing here failed: sending again would not help
+		default:
+			fail(fmt.Errorf("read body: %w", err))
+		}
+		return res
+	}
+	h.Bytes = n
+	res.ExitCode = 0
+	if c, err := e.responseCost(resp, res.Stdout, h.File); err != nil {
+		fail(runner.Permanent(err))
+	} else {
+		res.Cost = c
+	}
+	return res
+}
+
+// limitedBody reads a body until it passes a size, then fails.
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, errBodyTooLarge
+	}
+	return n, err
+}
+
+// formatSize writes n bytes with a binary unit.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n {
+			return strconv.FormatFloat(float64(n)/float64(u.n), 'f', -1, 64) + " " + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// request makes the HTTP request for s.
+func (e *Executor) request(ctx context.Context, s *spec) (*http.Request, error) {
+	var body io.Reader
+	if e.opts.HasData && s.dataFile == "" {
+		body = strings.NewReader(s.data)
+	}
+	req, err := http.NewRequestWithContext(ctx, e.opts.Method, s.raw, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = s.header
+	if s.host != "" {
+		req.Host = s.host
+	}
+	if s.dataFile != "" {
+		if err := setFileBody(req, s.dataFile); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// setFileBody makes the content of the file called name req's body,
+// reopened for redirects that resend it.
+func setFileBody(req *http.Request, name string) error {
+	open := func() (io.ReadCloser, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, runner.Permanent(fmt.Errorf("data file: %w", err))
+		}
+		return f, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return runner.Permanent(fmt.Errorf("data file: %w", err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("data file: %w", err)
+	}
+	req.Body, req.GetBody = f, open
+	req.ContentLength = fi.Size()
+	if fi.Size() == 0 {
+		req.Body = http.NoBody
+		f.Close()
+	}
+	return nil
+}
+
+// copy copies src to dst through a pooled buffer.
+func (e *Executor) copy(dst io.Writer, src io.Reader) (int64, error) {
+	bp := e.bufs.Get().(*[]byte)
+	defer e.bufs.Put(bp)
+	return io.CopyBuffer(dst, src, *bp)
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 5.6.2), as header
+// names and methods must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}

@@ -1,0 +1,794 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Tests that talk to an httptest.Server use real time and check
+// invariants with generous bounds; the server-signal tests in
+// signals_test.go answer in process and run in synctest bubbles.
+
+func newFetch(t testing.TB, opts Options) *Executor {
+	t.Helper()
+	if opts.Client == nil {
+		opts.Client = NewClient(ClientOptions{Conns: 4})
+	}
+	e, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return e
+}
+
+// fetchOne prepares and executes one job for item.
+func fetchOne(t *testing.T, e *Executor, item string) *runner.Result {
+	t.Helper()
+	return fetchSeq(t, context.Background(), e, item, 1)
+}
+
+// fetchSeq prepares and executes job seq for item; the result is closed
+// when the test ends.
+func fetchSeq(t *testing.T, ctx context.Context, e *Executor, item string, seq int64) *runner.Result {
+	t.Helper()
+	job := runner.Job{Seq: seq, Item: item, Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); err != nil {
+		t.Fatalf("Prepare(%q): %v", item, err)
+	}
+	res := e.Execute(ctx, &job)
+	t.Cleanup(func() { res.Close() })
+	if res.HTTP == nil {
+		t.Fatalf("Execute(%q): Result.HTTP is nil", item)
+	}
+	return res
+}
+
+// seen is what a recording handler saw of one request.
+type seen struct {
+	method, uri, host, body string
+	header                  http.Header
+}
+
+// holds returns the first of secrets that the request shows anywhere: in
+// its URI, a header value or its body; "" if none.
+func (s seen) holds(secrets ...string) string {
+	all := []string{s.uri, s.body}
+	for _, vs := range s.header {
+		all = append(all, vs...)
+	}
+	for _, secret := range secrets {
+		for _, v := range all {
+			if strings.Contains(v, secret) {
+				return secret
+			}
+		}
+	}
+	return ""
+}
+
+// reqRecorder is a handler that records requests and answers with reply,
+// by default 200 and "body of PATH\n".
+type reqRecorder struct {
+	mu    sync.Mutex
+	reqs  []seen
+	reply func(w http.ResponseWriter, r *http.Request)
+}
+
+func (rec *reqRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.reqs = append(rec.reqs, seen{r.Method, r.URL.RequestURI(), r.Host, string(body), r.Header.Clone()})
+	rec.mu.Unlock()
+	if rec.reply != nil {
+		rec.reply(w, r)
+		return
+	}
+	io.WriteString(w, "body of "+r.URL.Path+"\n")
+}
+
+func (rec *reqRecorder) all() []seen {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.reqs)
+}
+
+// last returns the last request seen, failing the test if none came.
+func (rec *reqRecorder) last(t *testing.T) seen {
+	t.Helper()
+	all := rec.all()
+	if len(all) == 0 {
+		t.Fatal("the server saw no request, want one")
+	}
+	return all[len(all)-1]
+}
+
+func serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// closedPort returns the address of a local port that nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func feed(items ...string) chan runner.Item {
+	ch := make(chan runner.Item, len(items))
+	for _, s := range items {
+		ch <- runner.Item{Text: s}
+	}
+	close(ch)
+	return ch
+}
+
+func nItemsURL(base string, n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = base + "/" + strconv.Itoa(i+1)
+	}
+	return s
+}
+
+// runPool runs a pool with opts over items and returns the final results
+// (without their output) in the order they came.
+func runPool(t *testing.T, opts runner.Options, items ...string) []runner.Result {
+	t.Helper()
+	var mu sync.Mutex
+	var done []runner.Result
+	onEvent := opts.OnEvent
+	opts.OnEvent = func(ev runner.Event) {
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Kind == runner.JobDone {
+			r := *ev.Result
+			r.Stdout, r.Stderr = nil, nil
+			mu.Lock()
+			done = append(done, r)
+			mu.Unlock()
+		}
+	}
+	p, err := runner.NewPool(opts)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	if err := p.Run(context.Background(), feed(items...)); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	return done
+}
+
+func TestFetchGetsBodyAndSetsArgv(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	e := newFetch(t, Options{UserAgent: "pace/test"})
+	job := runner.Job{Seq: 7, Item: srv.URL + "/a/b?x=1", Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"GET", srv.URL + "/a/b?x=1"}; !slices.Equal(job.Argv, want) {
+		t.Errorf("Argv = %q, want %q", job.Argv, want)
+	}
+	res := e.Execute(context.Background(), &job)
+	defer res.Close()
+	if !res.OK() || res.ExitCode != 0 {
+		t.Fatalf("Execute: %s, want success", res.Status())
+	}
+	if got := string(res.Stdout.Bytes()); got != "body of /a/b\n" {
+		t.Errorf("Stdout = %q, want %q", got, "body of /a/b\n")
+	}
+	h := res.HTTP
+	if h.Method != "GET" || h.URL != srv.URL+"/a/b?x=1" || h.StatusCode != 200 || h.Status != "200 OK" ||
+		h.Proto != "HTTP/1.1" || h.Bytes != 13 || h.File != "" || h.Conn != "" || !h.PauseUntil.IsZero() {
+		t.Errorf("HTTP = %+v, want GET of the URL, 200 OK over HTTP/1.1, 13 bytes, nothing else", *h)
+	}
+	if ua := rec.last(t).header.Get("User-Agent"); ua != "pace/test" {
+		t.Errorf("User-Agent = %q, want pace/test", ua)
+	}
+}
+
+// TestFetchSent: Sent is when the request left, between the call and its
+// return; zero when nothing was sent.
+func TestFetchSent(t *testing.T) {
+	srv := serve(t, &reqRecorder{})
+	e := newFetch(t, Options{})
+	before := time.Now()
+	res := fetchOne(t, e, srv.URL+"/x")
+	after := time.Now()
+	if !res.OK() || res.Sent.IsZero() || res.Sent.Before(before) || res.Sent.After(after) {
+		t.Errorf("Execute: %s, Sent %v; want ok, sent between %v and %v", res.Status(), res.Sent, before, after)
+	}
+	res = fetchOne(t, e, "http://"+closedPort(t)+"/x")
+	if res.OK() || !res.Sent.IsZero() {
+		t.Errorf("connection refused: %s, Sent %v; want a failure, Sent zero", res.Status(), res.Sent)
+	}
+}
+
+func TestFetchTemplateHeadersAndData(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	e := newFetch(t, Options{
+		URL:       srv.URL + "/items/{}?n={#}",
+		Headers:   []string{"X-Item: id-{}", "X-Slot:{%}", "Accept: application/json", "Accept: text/plain", "Host: api.example.test", "User-Agent: mine/1"},
+		Data:      `{"id":"{}"}`,
+		HasData:   true,
+		UserAgent: "pace/test",
+	})
+	res := fetchSeq(t, context.Background(), e, "42", 3)
+	if !res.OK() {
+		t.Fatalf("Execute: %s", res.Status())
+	}
+	got := rec.last(t)
+	want := seen{method: "POST", uri: "/items/42?n=3", host: "api.example.test", body: `{"id":"42"}`}
+	if got.method != want.method || got.uri != want.uri || got.host != want.host || got.body != want.body {
+		t.Errorf("request = %s %s host %s body %q, want %s %s host %s body %q",
+			got.method, got.uri, got.host, got.body, want.method, want.uri, want.host, want.body)
+	}
+	for name, want := range map[string]string{
+		"X-Item": "id-42", "X-Slot": "1", "User-Agent": "mine/1",
+		"Content-Type": "application/x-www-form-urlencoded",
+	} {
+		if v := got.header.Get(name); v != want {
+			t.Errorf("header %s = %q, want %q", name, v, want)
+		}
+	}
+	if v := got.header.Values("Accept"); !slices.Equal(v, []string{"application/json", "text/plain"}) {
+		t.Errorf("Accept = %q, want both values in order", v)
+	}
+}
+
+func TestFetchColumns(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	e := newFetch(t, Options{URL: srv.URL + "/{1}/{2}"})
+	job := runner.Job{Seq: 1, Item: "users 7", Cols: []string{"users", "7"}, Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); err != nil {
+		t.Fatal(err)
+	}
+	res := e.Execute(context.Background(), &job)
+	defer res.Close()
+	if got := rec.last(t).uri; !res.OK() || got != "/users/7" {
+		t.Errorf("Execute: %s, fetched %q; want ok, /users/7", res.Status(), got)
+	}
+}
+
+func TestFetchRejectsLineBreaksInHeaders(t *testing.T) {
+	e := newFetch(t, Options{URL: "http://h/x", Headers: []string{"X-Item: {}"}})
+	job := runner.Job{Seq: 4, Item: "a\r\nX-Injected: 1", Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), "header X-Item") {
+		t.Errorf("Prepare(item with CRLF) = %v, want a permanent header error", err)
+	}
+}
+
+func TestFetchShowItem(t *testing.T) {
+	plain := newFetch(t, Options{URL: "http://h/{}", Headers: []string{"Authorization: Bearer fixed-{#}"}})
+	tests := []struct{ item, want string }{
+		{"https://u:p@h/x", "https://u:REDACTED@h/x"},
+		{"https://tok@h/x", "https://REDACTED@h/x"},
+		{"42", "42"},
+		{"http://h/x?api_key=k123&page=2", "http://h/x?api_key=REDACTED&page=2"},
+	}
+	for _, tt := range tests {
+		if got := plain.ShowItem(tt.item); got != tt.want {
+			t.Errorf("ShowItem(%q) = %q, want %q", tt.item, got, tt.want)
+		}
+	}
+	secret := newFetch(t, Options{URL: "http://h/x", Headers: []string{"Authorization: Bearer {}"}})
+	if got := secret.ShowItem("tok-123"); got != redact.Placeholder {
+		t.Errorf("ShowItem(item used as a token) = %q, want %q", got, redact.Placeholder)
+	}
+}
+
+func TestFetchEmptyUserAgentSendsNone(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	e := newFetch(t, Options{Headers: []string{"User-Agent:"}, UserAgent: "pace/test"})
+	fetchOne(t, e, srv.URL)
+	if ua, ok := rec.last(t).header["User-Agent"]; ok {
+		t.Errorf("User-Agent = %q, want none", ua)
+	}
+}
+
+func TestFetchDataFromFile(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "doc {1}.json")
+	content := strings.Repeat(`{"k":"{}"}`, 1000) // placeholders in the file are not expanded
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newFetch(t, Options{
+		URL: srv.URL + "/upload/{/.}", Method: "PUT", Data: "@{}", HasData: true,
+		Headers: []string{"Content-Type: application/json"},
+	})
+	res := fetchOne(t, e, file)
+	if !res.OK() {
+		t.Fatalf("Execute: %s", res.Status())
+	}
+	got := rec.last(t)
+	if got.method != "PUT" || got.body != content || got.header.Get("Content-Type") != "application/json" {
+		t.Errorf("request = %s, %d bytes, %s; want PUT, %d bytes, application/json",
+			got.method, len(got.body), got.header.Get("Content-Type"), len(content))
+	}
+
+	job := runner.Job{Seq: 2, Item: filepath.Join(dir, "missing"), Attempt: 1, Slot: 1}
+	err := e.Prepare(&job)
+	if !errors.Is(err, runner.ErrPermanent) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Prepare(missing data file) = %v, want a permanent not-exist error", err)
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	client := NewClient(ClientOptions{})
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no client", Options{}, "no HTTP client"},
+		{"header without colon", Options{Client: client, Headers: []string{"X-Foo"}}, `bad header`},
+		{"header name with space", Options{Client: client, Headers: []string{"X Foo: 1"}}, `bad header`},
+		{"header name placeholder", Options{Client: client, Headers: []string{"X-{}: 1"}}, `bad header`},
+		{"method", Options{Client: client, Method: "GE T"}, `bad method "GE T"`},
+		{"fixed template", Options{Client: client, URL: "https://u:pw123@api.example/x"}, "no placeholder"},
+		{"data from stdin", Options{Client: client, Data: "@-", HasData: true}, "stdin"},
+	}
+	for _, tt := range tests {
+		_, err := New(tt.opts)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: New = %v, want an error containing %q", tt.name, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw123") {
+			t.Errorf("%s: error %q shows the password", tt.name, err)
+		}
+	}
+	// A placeholder in a header or the data is enough to vary a template,
+	// and one output file needs none.
+	for _, opts := range []Options{
+		{Client: client, URL: "https://h/x", Headers: []string{"X-Seq: {#}"}},
+		{Client: client, URL: "https://h/x", Data: "n={#}", HasData: true},
+		{Client: client, URL: "https://h/x", OutputFile: "out"},
+	} {
+		if _, err := New(opts); err != nil {
+			t.Errorf("New(%+v) = %v, want nil", opts, err)
+		}
+	}
+	// A bad header's value, which may be a credential, is not shown.
+	_, err := New(Options{Client: client, Headers: []string{"Bad Name: topsecret"}})
+	if err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Errorf("New(bad header) = %v, want an error without the value", err)
+	}
+}
+
+// TestNewChecksURLTemplate: a template whose literal start cannot make a
+// URL is refused before anything runs, quoting the template redacted.
+func TestNewChecksURLTemplate(t *testing.T) {
+	client := NewClient(ClientOptions{})
+	tests := []struct {
+		tmpl string
+		want string // "" for accepted
+	}{
+		{"{}", ""},
+		{"{1}", ""},
+		{"{1}://{2}/x", ""},
+		{"http://{}/x", ""},
+		{"https://host/{}", ""},
+		{"HTTPS://host:8443/a?q={}", ""},
+		{"127.0.0.1:8765/x{}", `URL template "127.0.0.1:8765/x{}": no scheme: want it to start with http:// or https://, such as http://127.0.0.1:8765/x{}`},
+		{"example.com/{}", `URL template "example.com/{}": no scheme`},
+		{"ftp://h/{}", `URL template "ftp://h/{}": scheme "ftp": want http or https`},
+		{"http:///{}", `URL template "http:///{}": no host after the scheme`},
+		{"https://?q={}", `URL template "https://?q={}": no host after the scheme`},
+		{"ftp://alice:hunter22@h/{}", `URL template "ftp://alice:REDACTED@h/{}": scheme "ftp"`},
+		{"localhost:8765/{}?api_key=hunter22", `URL template "localhost:8765/{}?api_key=REDACTED": no scheme`},
+	}
+	for _, tt := range tests {
+		_, err := New(Options{Client: client, URL: tt.tmpl})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("New(URL %q) = %v, want nil", tt.tmpl, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("New(URL %q) = %v, want an error starting %q", tt.tmpl, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "hunter22"):
+			t.Errorf("New(URL %q) = %v, shows the credential", tt.tmpl, err)
+		}
+	}
+}
+
+func TestFetchBadURLs(t *testing.T) {
+	e := newFetch(t, Options{})
+	tests := []struct{ item, want string }{
+		{"example.com/x", "no scheme"},
+		{"ftp://alice:hunter22@example.com/x", `unsupported scheme "ftp"`},
+		{"localhost:8080/x", `unsupported scheme "localhost"`},
+		{"http://[::1/x", "missing ']'"},
+		{"http://bob:hunter22@host:port/x", "invalid port"},
+		{"http:///path", "no host"},
+		{"http:opaque", "want scheme://host"},
+		{"http://h/%zz", "invalid URL escape"},
+		{"alice:hunter22@example.com/x", "no scheme"},
+		{"", "empty"},
+	}
+	for i, tt := range tests {
+		job := runner.Job{Seq: int64(i + 1), Item: tt.item, Attempt: 1, Slot: 1}
+		err := e.Prepare(&job)
+		if !errors.Is(err, ErrBadURL) || !errors.Is(err, runner.ErrPermanent) {
+			t.Errorf("Prepare(%q) = %v, want ErrBadURL, permanent", tt.item, err)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.want) || !strings.HasPrefix(msg, fmt.Sprintf("job %d: bad URL", i+1)) {
+			t.Errorf("Prepare(%q) = %q, want \"job %d: bad URL ...%s...\"", tt.item, msg, i+1, tt.want)
+		}
+		if strings.Contains(msg, "hunter22") {
+			t.Errorf("Prepare(%q) = %q, shows the password", tt.item, msg)
+		}
+	}
+}
+
+func TestFetchBadURLInPoolFailsOnlyThatItem(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	e := newFetch(t, Options{})
+	done := runPool(t, runner.Options{Jobs: 2, Executor: e, Retries: 2}, srv.URL+"/1", "nope", srv.URL+"/3")
+	var ok, bad int
+	for _, r := range done {
+		switch {
+		case r.OK():
+			ok++
+		case errors.Is(r.Err, ErrBadURL) && r.Start.IsZero():
+			bad++
+		}
+	}
+	if ok != 2 || bad != 1 || len(rec.all()) != 2 {
+		t.Errorf("got %d ok and %d bad URLs (never admitted), %d requests; want 2, 1, 2", ok, bad, len(rec.all()))
+	}
+}
+
+func TestFetchStatusFailsItem(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.WriteHeader(code)
+		io.WriteString(w, "error page\n")
+	}))
+	e := newFetch(t, Options{})
+	tests := []struct {
+		code      int
+		permanent bool
+	}{
+		{404, true}, {400, true}, {410, true}, {304, true}, {501, true}, {505, true},
+		{408, false}, {425, false}, {429, false}, {500, false}, {502, false}, {503, false}, {504, false},
+	}
+	for _, tt := range tests {
+		res := fetchOne(t, e, srv.URL+"/"+strconv.Itoa(tt.code))
+		var se *StatusError
+		if res.OK() || !errors.As(res.Err, &se) || se.Code != tt.code || res.ExitCode != 1 || res.HTTP.StatusCode != tt.code {
+			t.Errorf("status %d: OK = %v, Err = %v, ExitCode = %d; want a StatusError, exit code 1", tt.code, res.OK(), res.Err, res.ExitCode)
+			continue
+		}
+		if got := errors.Is(res.Err, runner.ErrPermanent); got != tt.permanent {
+			t.Errorf("status %d: permanent = %v, want %v", tt.code, got, tt.permanent)
+		}
+		if res.Stdout.Len() != 0 || res.HTTP.Bytes != 0 {
+			t.Errorf("status %d: %d bytes on stdout, HTTP.Bytes %d; want none", tt.code, res.Stdout.Len(), res.HTTP.Bytes)
+		}
+		want := fmt.Sprintf("job 1: GET %s/%d: HTTP %d ", srv.URL, tt.code, tt.code)
+		if !strings.HasPrefix(res.Err.Error(), want) {
+			t.Errorf("status %d: Err = %q, want prefix %q", tt.code, res.Err, want)
+		}
+	}
+}
+
+func TestFetchErrorBodyIsRedacted(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "bad credentials: %s / %s\n", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+	}))
+	e := newFetch(t, Options{Headers: []string{"Authorization: Bearer tok-{}-xyz", "X-Api-Key: k3y-{#}"}})
+	res := fetchOne(t, e, srv.URL+"/secret")
+	stderr := string(res.Stderr.Bytes())
+	if strings.Contains(stderr, "tok-") || strings.Contains(stderr, "k3y-1") || !strings.Contains(stderr, redact.Placeholder) {
+		t.Errorf("Stderr = %q, want the echoed credentials redacted", stderr)
+	}
+}
+
+// TestFetchRedacts: values of a parameter named by Options.Redactor, and
+// the signature and credential of a pre-signed S3 URL, appear nowhere:
+// not in Argv, ShowItem, HTTPInfo.URL, errors or the error body.
+func TestFetchRedacts(t *testing.T) {
+	refused := closedPort(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "no such thing: %s\n", r.URL.RequestURI()) // echoes the secrets
+	})
+	mux.HandleFunc("/bounce", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+refused+"/gone?"+r.URL.RawQuery, http.StatusFound)
+	})
+	srv := serve(t, mux)
+	e := newFetch(t, Options{Redactor: redact.New("myparam")})
+	const (
+		mine       = "hunter2-mine"
+		credential = "AKIDEXAMPLE"
+		signature  = "fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024"
+	)
+	s3 := "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" + credential + "%2F20250101%2Fus-east-1%2Fs3%2Faws4_request" +
+		"&X-Amz-Date=20250101T000000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=" + signature
+	items := []string{
+		srv.URL + "/missing?myparam=" + mine + "&page=2",
+		srv.URL + "/bounce?myparam=" + mine,
+		"http://" + refused + "/x?myparam=" + mine,
+		srv.URL + "/missing" + s3,
+		srv.URL + "/bounce" + s3,
+	}
+	for i, item := range items {
+		job := runner.Job{Seq: int64(i + 1), Item: item, Attempt: 1, Slot: 1}
+		if err := e.Prepare(&job); err != nil {
+			t.Fatalf("Prepare(%q): %v", item, err)
+		}
+		res := e.Execute(context.Background(), &job)
+		if res.Err == nil {
+			t.Errorf("item %d: %s, want a failure", i+1, res.Status())
+			res.Close()
+			continue
+		}
+		shown := map[string]string{
+			"Argv":       strings.Join(job.Argv, " "),
+			"ShowItem":   e.ShowItem(item),
+			"HTTP.URL":   res.HTTP.URL,
+			"error":      res.Err.Error(),
+			"error body": string(res.Stderr.Bytes()),
+		}
+		res.Close()
+		for what, s := range shown {
+			for _, secret := range []string{mine, credential, signature} {
+				if strings.Contains(s, secret) {
+					t.Errorf("item %d: %s %q shows %q", i+1, what, s, secret)
+				}
+			}
+		}
+		if !strings.Contains(shown["Argv"], redact.Placeholder) || !strings.Contains(shown["error"], redact.Placeholder) {
+			t.Errorf("item %d: Argv %q, error %q; want the secrets replaced by %s", i+1, shown["Argv"], shown["error"], redact.Placeholder)
+		}
+	}
+}
+
+func TestFetchLargeBodySpills(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	e := newFetch(t, Options{SpillLimit: 4 << 10, TempDir: t.TempDir()})
+	res := fetchOne(t, e, srv.URL)
+	if !res.OK() || !res.Stdout.Spilled() || !bytes.Equal(res.Stdout.Bytes(), body) || res.HTTP.Bytes != int64(len(body)) {
+		t.Errorf("OK %v, spilled %v, %d bytes (HTTP.Bytes %d); want the whole %d-byte body, spilled",
+			res.OK(), res.Stdout.Spilled(), res.Stdout.Len(), res.HTTP.Bytes, len(body))
+	}
+}
+
+// TestFetchMaxBody: a body past MaxBody fails the item for good and
+// nothing of it is kept; a body of exactly MaxBody is fine.
+func TestFetchMaxBody(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	rec := &reqRecorder{reply: func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("chunked") {
+			w.(http.Flusher).Flush() // no Content-Length
+		}
+		io.WriteString(w, body)
+	}}
+	srv := serve(t, rec)
+	for _, query := range []string{"", "?chunked"} {
+		for _, out := range []string{"stdout", "dir"} {
+			name := out + query
+			tmp := t.TempDir()
+			opts := Options{MaxBody: 99, TempDir: tmp, SpillLimit: 10}
+			if out == "dir" {
+				opts.OutputDir = filepath.Join(tmp, "out")
+			}
+			e := newFetch(t, opts)
+			done := runPool(t, runner.Options{Jobs: 1, Executor: e, Retries: 2}, srv.URL+"/big"+query)
+			r := done[0]
+			if r.OK() || !errors.Is(r.Err, runner.ErrPermanent) || !strings.Contains(r.Err.Error(), "body larger than 99 bytes") {
+				t.Errorf("%s: MaxBody 99, 100-byte body: %s, want a permanent failure, body larger than 99 bytes", name, r.Status())
+			}
+			if r.HTTP.Bytes != 0 || r.HTTP.File != "" {
+				t.Errorf("%s: HTTP.Bytes %d, File %q; want nothing kept", name, r.HTTP.Bytes, r.HTTP.File)
+			}
+			res := fetchOne(t, e, srv.URL+"/big"+query)
+			if res.OK() || res.Stdout != nil || res.HTTP.Bytes != 0 {
+				t.Errorf("%s: MaxBody 99, 100-byte body: %s, stdout %v, %d bytes; want a failure, nothing kept", name, res.Status(), res.Stdout, res.HTTP.Bytes)
+			}
+			if left := listTree(t, tmp); len(left) != 0 {
+				t.Errorf("%s: left %q, want nothing", name, left)
+			}
+
+			opts.MaxBody = 100
+			e = newFetch(t, opts)
+			res = fetchOne(t, e, srv.URL+"/fits"+query)
+			if !res.OK() || res.HTTP.Bytes != 100 {
+				t.Errorf("%s: MaxBody 100, 100-byte body: %s, %d bytes; want ok, 100", name, res.Status(), res.HTTP.Bytes)
+			}
+		}
+	}
+	if n := len(rec.all()); n != 12 {
+		t.Errorf("server saw %d requests, want 12 (a body too large is not fetched again)", n)
+	}
+}
+
+// listTree returns every file under dir (directories aside), relative to
+// it.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestFetchTimeout(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	e := newFetch(t, Options{Timeout: 50 * time.Millisecond})
+	start := time.Now()
+	res := fetchOne(t, e, srv.URL)
+	if !res.TimedOut || res.OK() || res.Timeout != 50*time.Millisecond || res.HTTP.Conn != "timeout" {
+		t.Errorf("TimedOut = %v, Status %q, Conn %q; want a timeout after 50ms", res.TimedOut, res.Status(), res.HTTP.Conn)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Execute took %v, want about the timeout", d)
+	}
+	if errors.Is(res.Err, runner.ErrPermanent) {
+		t.Errorf("timeout is permanent, want it retried")
+	}
+}
+
+// TestFetchConnectionReset: a reset fails the attempt with a redacted,
+// retryable error, and the pool's retry succeeds.
+func TestFetchConnectionReset(t *testing.T) {
+	ss, err := strictserver.New(strictserver.Options{ResetFirst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, ss)
+	u, _ := url.Parse(srv.URL + "/r?token=tk-55555")
+	u.User = url.UserPassword("carol", "s3cr3t-pw")
+	e := newFetch(t, Options{Headers: []string{"X-Auth-Token: hdr-tok-77"}})
+	var finished []runner.Result
+	var mu sync.Mutex
+	done := runPool(t, runner.Options{Jobs: 1, Executor: e, Retries: 1, OnEvent: func(ev runner.Event) {
+		if ev.Kind == runner.JobFinished {
+			mu.Lock()
+			finished = append(finished, *ev.Result)
+			mu.Unlock()
+		}
+	}}, u.String())
+	if len(finished) != 2 || len(done) != 1 || !done[0].OK() {
+		t.Fatalf("%d attempts, final %v; want a failure then a success", len(finished), done)
+	}
+	first := finished[0]
+	if first.HTTP.Conn != "reset" || errors.Is(first.Err, runner.ErrPermanent) {
+		t.Errorf("first attempt: %v, Conn %q; want a retryable reset", first.Err, first.HTTP.Conn)
+	}
+	for _, secret := range []string{"s3cr3t-pw", "tk-55555", "hdr-tok-77"} {
+		if strings.Contains(first.Status(), secret) || strings.Contains(strings.Join(done[0].Job.Argv, " "), secret) {
+			t.Errorf("error %q or argv %q shows %q", first.Status(), done[0].Job.Argv, secret)
+		}
+	}
+}
+
+// TestFetchKeepsRulesAgainstStrictServer is the accuracy scenario scaled
+// down: 30 URLs under 5/250ms and 12/750ms, 4 in flight, with a margin
+// for loopback jitter. The strict server must refuse nothing, and the run
+// cannot beat the fastest legal schedule.
+func TestFetchKeepsRulesAgainstStrictServer(t *testing.T) {
+	t.Parallel() // real time, mostly waiting
+	if testing.Short() {
+		t.Skip("takes 2s")
+	}
+	rules := []throttle.Rule{{N: 5, Window: 250 * time.Millisecond}, {N: 12, Window: 750 * time.Millisecond}}
+	ss, err := strictserver.New(strictserver.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, ss)
+	const margin = 25 * time.Millisecond
+	lim, err := throttle.New(rules, throttle.WithMaxInFlight(4), throttle.WithMargin(margin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newFetch(t, Options{Pauser: lim})
+	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e}, nItemsURL(srv.URL, 30)...)
+	st := ss.Stats()
+	if st.Refused != 0 || st.Accepted != 30 || len(done) != 30 {
+		t.Errorf("server accepted %d, refused %d, %d items done; want 30, 0, 30", st.Accepted, st.Refused, len(done))
+	}
+	for _, c := range throttle.Check(rules, throttle.Calls(ss.Arrivals()...)) {
+		if c.Violations > 0 {
+			t.Errorf("rule %v: %d violations on arrival", c.Rule, c.Violations)
+		}
+	}
+	fastest := throttle.Fastest(rules, 30, 4, 0)
+	if ms := st.Makespan(); ms < fastest || ms > fastest+7*margin+time.Second {
+		t.Errorf("makespan %v, want between %v and about %v + 7×margin", ms, fastest, fastest)
+	}
+}
+
+// BenchmarkFetch measures the executor and the pool against a local
+// server: 32 in flight, no rule. Compare with
+// curl --parallel --parallel-max 32 (see scripts/bench.sh).
+func BenchmarkFetch(b *testing.B) {
+	srv := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.URL.Path+"\n")
+	}))
+	e := newFetch(b, Options{Client: NewClient(ClientOptions{Conns: 32}), UserAgent: "pace/bench"})
+	lim, err := throttle.New(nil, throttle.WithMaxInFlight(32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := runner.NewPool(runner.Options{Jobs: 32, Limiter: lim, Executor: e, OnEvent: func(ev runner.Event) {
+		if ev.Kind == runner.JobDone {
+			if !ev.Result.OK() {
+				b.Errorf("job %d: %s", ev.Job.Seq, ev.Result.Status())
+			}
+			ev.Result.Stdout.WriteTo(io.Discard)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make(chan runner.Item, 64)
+	go func() {
+		for i := range b.N {
+			items <- runner.Item{Text: srv.URL + "/" + strconv.Itoa(i)}
+		}
+		close(items)
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := p.Run(context.Background(), items); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,283 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+func TestFetchOutputDir(t *testing.T) {
+	srv := serve(t, &reqRecorder{})
+	dir := t.TempDir()
+	e := newFetch(t, Options{OutputDir: dir, OutputName: "{/}.txt"})
+	res := fetchOne(t, e, srv.URL+"/sub/page1")
+	if !res.OK() || res.Stdout != nil {
+		t.Fatalf("Execute: %s (stdout %v), want success and no stdout", res.Status(), res.Stdout)
+	}
+	want := filepath.Join(dir, "page1.txt")
+	if res.HTTP.File != want || res.HTTP.Bytes != int64(len("body of /sub/page1\n")) {
+		t.Errorf("HTTP.File = %q, Bytes %d; want %q, the body's length", res.HTTP.File, res.HTTP.Bytes, want)
+	}
+	if b, err := os.ReadFile(want); err != nil || string(b) != "body of /sub/page1\n" {
+		t.Errorf("ReadFile = %q, %v; want the body", b, err)
+	}
+	if fi, err := os.Stat(want); err == nil && fi.Mode().Perm()&0o044 == 0 {
+		t.Errorf("mode = %v, want group/other readable under the usual umask", fi.Mode())
+	}
+
+	// The default name is the sequence number; directories are made.
+	e = newFetch(t, Options{OutputDir: filepath.Join(dir, "a", "b")})
+	fetchSeq(t, context.Background(), e, srv.URL+"/x", 12)
+	if _, err := os.Stat(filepath.Join(dir, "a", "b", "12")); err != nil {
+		t.Errorf("default name: %v", err)
+	}
+
+	// A failed item writes no file.
+	e = newFetch(t, Options{OutputDir: dir, OutputName: "fail-{#}"})
+	srv404 := serve(t, http.NotFoundHandler())
+	fetchOne(t, e, srv404.URL)
+	if _, err := os.Stat(filepath.Join(dir, "fail-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Stat(file of a 404) = %v, want not exist", err)
+	}
+}
+
+// TestFetchOutputNameRefused: a name that leaves the output directory or
+// names a directory (the output directory itself included) fails the item
+// in Prepare, so nothing is sent and no file, temporary or not, appears
+// anywhere.
+func TestFetchOutputNameRefused(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	for _, outExists := range []bool{true, false} {
+		parent := t.TempDir()
+		out := filepath.Join(parent, "out")
+		if outExists {
+			if err := os.MkdirAll(filepath.Join(out, "sub"), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		names := []string{".", "./", "a/..", "a/../", "../x", "/abs", ""}
+		if outExists {
+			names = append(names, "sub", "sub/")
+		}
+		e := newFetch(t, Options{URL: srv.URL + "/{#}", OutputDir: out, OutputName: "{}"})
+		for _, name := range names {
+			job := runner.Job{Seq: 1, Item: name, Attempt: 1, Slot: 1}
+			err := e.Prepare(&job)
+			if !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), "output file") {
+				t.Errorf("output dir exists %v: Prepare(name %q) = %v, want a permanent output file error", outExists, name, err)
+			}
+		}
+		// In a pool, as pace runs them.
+		done := runPool(t, runner.Options{Jobs: 2, Executor: e, Retries: 2}, names...)
+		for _, r := range done {
+			if r.OK() || !r.Start.IsZero() {
+				t.Errorf("output dir exists %v: name %q: %s, admitted %v; want a failure before admission",
+					outExists, r.Job.Item, r.Status(), !r.Start.IsZero())
+			}
+		}
+		if files := listTree(t, parent); len(files) != 0 {
+			t.Errorf("output dir exists %v: files %q left, want none", outExists, files)
+		}
+	}
+	if n := len(rec.all()); n != 0 {
+		t.Errorf("server saw %d requests, want none", n)
+	}
+}
+
+// TestFetchOutputLocalErrorIsPermanent: when the body cannot be written
+// here, the item fails for good, so the pool does not fetch it again, and
+// nothing is left behind.
+func TestFetchOutputLocalErrorIsPermanent(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	type setup func(t *testing.T, parent string) (outDir string)
+	tests := []struct {
+		name  string
+		setup setup
+	}{
+		{"file where the output dir should be", func(t *testing.T, parent string) string {
+			f := filepath.Join(parent, "out")
+			if err := os.WriteFile(f, []byte("not a dir"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}},
+		{"file where a parent of the output dir should be", func(t *testing.T, parent string) string {
+			f := filepath.Join(parent, "out")
+			if err := os.WriteFile(f, []byte("not a dir"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(f, "deeper")
+		}},
+		{"read-only output dir", func(t *testing.T, parent string) string {
+			if os.Geteuid() == 0 {
+				t.Skip("root writes to read-only directories")
+			}
+			d := filepath.Join(parent, "out")
+			if err := os.Mkdir(d, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(d, 0o755) })
+			return d
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parent := t.TempDir()
+			out := tt.setup(t, parent)
+			before := listTree(t, parent)
+			requests := len(rec.all())
+			e := newFetch(t, Options{OutputDir: out})
+			done := runPool(t, runner.Options{Jobs: 1, Executor: e, Retries: 3}, srv.URL+"/x")
+			if len(done) != 1 {
+				t.Fatalf("%d results, want 1", len(done))
+			}
+			r := done[0]
+			if r.OK() || !errors.Is(r.Err, runner.ErrPermanent) || r.HTTP.File != "" {
+				t.Errorf("%s, permanent %v, File %q; want a permanent failure, no file", r.Status(), errors.Is(r.Err, runner.ErrPermanent), r.HTTP.File)
+			}
+			if n := len(rec.all()) - requests; n != 1 {
+				t.Errorf("server saw %d requests, want 1 (not fetched again)", n)
+			}
+			if after := listTree(t, parent); !slices.Equal(after, before) {
+				t.Errorf("files %q after, want %q as before", after, before)
+			}
+		})
+	}
+}
+
+// bodyStarted wraps a transport: started is closed once the first bytes
+// of a response body have been read.
+type bodyStarted struct {
+	http.RoundTripper
+	once    sync.Once
+	started chan struct{}
+}
+
+func (b *bodyStarted) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.RoundTripper.RoundTrip(req)
+	if err == nil {
+		resp.Body = &signalBody{ReadCloser: resp.Body, first: func() { b.once.Do(func() { close(b.started) }) }}
+	}
+	return resp, err
+}
+
+type signalBody struct {
+	io.ReadCloser
+	first func()
+}
+
+func (s *signalBody) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if n > 0 {
+		s.first()
+	}
+	return n, err
+}
+
+// streamer answers with part, then, once release is closed, the rest; or
+// cuts the connection instead when cut is set.
+func streamer(part, rest []byte, release <-chan struct{}, cut bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", itoa(int64(len(part)+len(rest))))
+		w.Write(part)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		if cut {
+			panic(http.ErrAbortHandler) // closes the connection mid-body
+		}
+		w.Write(rest)
+	})
+}
+
+// TestFetchOutputFileIsAtomic: with OutputFile the body goes to a
+// temporary file beside it and replaces the file only once complete; a
+// body cut short leaves the old file and no temporary file.
+func TestFetchOutputFileIsAtomic(t *testing.T) {
+	part, rest := bytes.Repeat([]byte("n"), 1000), bytes.Repeat([]byte("N"), 64<<10)
+	for _, cut := range []bool{false, true} {
+		release := make(chan struct{})
+		srv := serve(t, streamer(part, rest, release, cut))
+		dir := t.TempDir()
+		path := filepath.Join(dir, "out.bin")
+		if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		client := NewClient(ClientOptions{})
+		watch := &bodyStarted{RoundTripper: client.Transport, started: make(chan struct{})}
+		client.Transport = watch
+		e := newFetch(t, Options{Client: client, URL: srv.URL + "/{}", OutputFile: path})
+		resc := make(chan *runner.Result, 1)
+		go func() {
+			job := runner.Job{Seq: 1, Item: "one", Attempt: 1, Slot: 1}
+			if err := e.Prepare(&job); err != nil {
+				t.Errorf("Prepare: %v", err)
+			}
+			resc <- e.Execute(context.Background(), &job)
+		}()
+		<-watch.started
+		// Half way: the old file is whole, the new body goes elsewhere.
+		if b, err := os.ReadFile(path); err != nil || string(b) != "old" {
+			t.Errorf("cut %v: while the body arrives, the file holds %q (%v), want %q", cut, b, err, "old")
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 2 || !strings.HasPrefix(entries[0].Name(), ".out.bin.pace-") {
+			t.Errorf("cut %v: while the body arrives, the directory holds %v, want out.bin and its temporary file", cut, entries)
+		}
+		close(release)
+		res := <-resc
+		res.Close()
+		want := "old"
+		if !cut {
+			want = string(part) + string(rest)
+			if !res.OK() || res.HTTP.File != path || res.HTTP.Bytes != int64(len(want)) || res.Stdout != nil {
+				t.Errorf("Execute: %s, File %q, %d bytes; want ok, %q, %d bytes, no stdout", res.Status(), res.HTTP.File, res.HTTP.Bytes, path, len(want))
+			}
+		} else if res.OK() || errors.Is(res.Err, runner.ErrPermanent) {
+			t.Errorf("cut body: %s, want a failure worth a retry", res.Status())
+		}
+		if b, _ := os.ReadFile(path); string(b) != want {
+			t.Errorf("cut %v: file holds %d bytes, want %d", cut, len(b), len(want))
+		}
+		if files := listTree(t, dir); !slices.Equal(files, []string{"out.bin"}) {
+			t.Errorf("cut %v: directory holds %q, want only out.bin", cut, files)
+		}
+	}
+}
+
+// TestFetchOutputDirInterrupted: a body cut short by cancellation leaves
+// neither the file nor a temporary file behind.
+func TestFetchOutputDirInterrupted(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := serve(t, streamer(bytes.Repeat([]byte("x"), 64<<10), []byte("y"), release, false))
+	dir := t.TempDir()
+	client := NewClient(ClientOptions{})
+	watch := &bodyStarted{RoundTripper: client.Transport, started: make(chan struct{})}
+	client.Transport = watch
+	e := newFetch(t, Options{Client: client, OutputDir: dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-watch.started; cancel() }()
+	res := fetchSeq(t, ctx, e, srv.URL, 1)
+	if res.OK() || res.Err == nil {
+		t.Fatalf("Execute = %s, want a failure", res.Status())
+	}
+	if files := listTree(t, dir); len(files) != 0 {
+		t.Errorf("output directory holds %q, want nothing", files)
+	}
+}

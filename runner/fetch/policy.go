@@ -1,0 +1,75 @@
+package fetch
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// maxPolicyRules bounds the rules one response may publish.
+const maxPolicyRules = 8
+
+// ParsePolicy reads the rate rules a server publishes in a response's
+// headers, and reports which header said so:
+//
+//   - RateLimit-Policy: "name";q=100;w=60 (IETF draft 08 and later; q is
+//     the quota, w the window in seconds), several comma-separated;
+//   - RateLimit-Policy: 100;w=60 and RateLimit-Limit: 100, 100;w=60
+//     (drafts 03 to 07: the first number is the quota, w= the window);
+//   - X-RateLimit-Limit: 100;w=60 or 100;window=60, as some APIs extend
+//     the X- headers. A bare X-RateLimit-Limit: 100 says no window and
+//     publishes nothing.
+//
+// It returns the rules (sorted by window, without duplicates), or none.
+func ParsePolicy(h http.Header) ([]throttle.Rule, string) {
+	for _, name := range []string{"RateLimit-Policy", "RateLimit-Limit", "X-RateLimit-Limit"} {
+		if v := h.Values(name); len(v) > 0 {
+			if rules := parsePolicyField(strings.Join(v, ",")); len(rules) > 0 {
+				return rules, name
+			}
+		}
+	}
+	return nil, ""
+}
+
+// parsePolicyField reads the quota;w=window members of a policy field.
+func parsePolicyField(v string) []throttle.Rule {
+	var rules []throttle.Rule
+	for member := range strings.SplitSeq(v, ",") {
+		params := strings.Split(member, ";")
+		var n int64 = -1
+		var w time.Duration
+		head := strings.TrimSpace(params[0])
+		if c, ok := parseCount(head); ok {
+			n = c // drafts 03-07: the quota comes first
+		}
+		for _, p := range params[1:] {
+			k, val, _ := strings.Cut(p, "=")
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "q":
+				if c, ok := parseCount(val); ok {
+					n = c
+				}
+			case "w", "window":
+				if d, ok := parseDelta(val); ok {
+					w = d
+				}
+			}
+		}
+		if n < 1 || w <= 0 || n > throttle.MaxLimit {
+			continue
+		}
+		r := throttle.Rule{N: int(n), Window: w}
+		if r.Valid() && !slices.Contains(rules, r) && len(rules) < maxPolicyRules {
+			rules = append(rules, r)
+		}
+	}
+	slices.SortFunc(rules, func(a, b throttle.Rule) int {
+		return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.N, b.N))
+	})
+	return rules
+}

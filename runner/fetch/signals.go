@@ -1,0 +1,316 @@
+package fetch
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// maxServerDelay caps the delays servers ask for, so that a garbled
+// header cannot overflow time arithmetic. About 31 years.
+const maxServerDelay = 1e9 * time.Second
+
+// X-RateLimit-Reset values at or above these are epoch timestamps, not
+// delays: 1e9 seconds is 2001-09-09, and no server asks to wait 31 years.
+const (
+	epochSecondsFrom = 1e9
+	epochMillisFrom  = 1e12
+)
+
+// ParseRetryAfter reads a Retry-After header value (RFC 9110, 10.2.3):
+// either a number of seconds or an HTTP-date. It returns the instant the
+// server allows the next request and whether v was understood. A date in
+// the past yields now.
+func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	if isDigits(v) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || time.Duration(n) > maxServerDelay/time.Second {
+			return now.Add(maxServerDelay), true // absurdly long, but a wait nonetheless
+		}
+		return now.Add(time.Duration(n) * time.Second), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if t.Before(now) {
+		return now, true
+	}
+	return t, true
+}
+
+// RateLimit is what a response's rate-limit headers say about the
+// server's quota.
+type RateLimit struct {
+	// Remaining is the number of calls the server still allows.
+	Remaining int64
+	// Reset is when the quota is renewed; zero if the headers do not say.
+	Reset time.Time
+	// Header names the header that gave Remaining, for diagnostics:
+	// "RateLimit", "RateLimit-Remaining" or "X-RateLimit-Remaining".
+	Header string
+}
+
+// ParseRateLimit reads a response's rate-limit headers, at instant now.
+// It understands, in this order of preference:
+//
+//   - RateLimit: "policy";r=0;t=5 (IETF draft 08 and later: r is the
+//     remaining quota, t the seconds until reset; with several policies
+//     the most exhausted one counts);
+//   - RateLimit: limit=10, remaining=0, reset=5 (drafts 06 and 07);
+//   - RateLimit-Remaining and RateLimit-Reset (earlier drafts; Reset is
+//     delta seconds);
+//   - X-RateLimit-Remaining and X-RateLimit-Reset, where Reset is delta
+//     seconds below 1e9, epoch seconds from 1e9 and epoch milliseconds
+//     from 1e12, or X-RateLimit-Reset-After in delta seconds.
+//
+// It reports false when no family gives a usable Remaining.
+func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
+	if v := h.Values("RateLimit"); len(v) > 0 {
+		if rl, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
+			return rl, true
+		}
+	}
+	if rem, ok := parseCount(h.Get("RateLimit-Remaining")); ok {
+		rl := RateLimit{Remaining: rem, Header: "RateLimit-Remaining"}
+		if d, ok := parseDelta(h.Get("RateLimit-Reset")); ok {
+			rl.Reset = now.Add(d)
+		}
+		return rl, true
+	}
+	if rem, ok := parseCount(h.Get("X-RateLimit-Remaining")); ok {
+		rl := RateLimit{Remaining: rem, Header: "X-RateLimit-Remaining"}
+		if t, ok := parseXReset(h.Get("X-RateLimit-Reset"), now); ok {
+			rl.Reset = t
+		} else if d, ok := parseDelta(h.Get("X-RateLimit-Reset-After")); ok {
+			rl.Reset = now.Add(d)
+		}
+		return rl, true
+	}
+	return RateLimit{}, false
+}
+
+// parseRateLimitField reads the structured RateLimit field, in either the
+// list form of draft 08+ or the dictionary form of drafts 06-07.
+func parseRateLimitField(v string, now time.Time) (RateLimit, bool) {
+	best := RateLimit{Remaining: -1}
+	consider := func(rem int64, reset time.Time) {
+		switch {
+		case best.Remaining < 0 || rem < best.Remaining:
+			best.Remaining, best.Reset = rem, reset
+		case rem == best.Remaining && reset.After(best.Reset):
+			best.Reset = reset
+		}
+	}
+	dict := map[string]string{}
+	for member := range strings.SplitSeq(v, ",") {
+		pieces := strings.Split(member, ";")
+		head := strings.TrimSpace(pieces[0])
+		if k, val, ok := strings.Cut(head, "="); ok && !strings.HasPrefix(head, `"`) {
+			dict[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(val)
+			continue
+		}
+		var rem int64 = -1
+		var reset time.Time
+		for _, p := range pieces[1:] {
+			k, val, _ := strings.Cut(p, "=")
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "r":
+				if n, ok := parseCount(val); ok {
+					rem = n
+				}
+			case "t":
+				if d, ok := parseDelta(val); ok {
+					reset = now.Add(d)
+				}
+			}
+		}
+		if rem >= 0 {
+			consider(rem, reset)
+		}
+	}
+	if rem, ok := parseCount(dict["remaining"]); ok {
+		var reset time.Time
+		if d, ok := parseDelta(dict["reset"]); ok {
+			reset = now.Add(d)
+		}
+		consider(rem, reset)
+	}
+	if best.Remaining < 0 {
+		return RateLimit{}, false
+	}
+	best.Header = "RateLimit"
+	return best, true
+}
+
+// parseXReset reads X-RateLimit-Reset: delta seconds, epoch seconds or
+// epoch milliseconds, told apart by magnitude. An epoch in the past yields
+// now.
+func parseXReset(v string, now time.Time) (time.Time, bool) {
+	f, ok := parseSeconds(v)
+	if !ok {
+		return time.Time{}, false
+	}
+	var t time.Time
+	switch {
+	case f >= epochMillisFrom:
+		if f > 1e15 { // past year 33658: garbage
+			return time.Time{}, false
+		}
+		t = time.UnixMilli(int64(f))
+	case f >= epochSecondsFrom:
+		t = time.Unix(int64(f), int64((f-float64(int64(f)))*1e9))
+	default:
+		return now.Add(time.Duration(f * float64(time.Second))), true
+	}
+	switch {
+	case t.Before(now):
+		return now, true
+	case t.After(now.Add(maxServerDelay)):
+		return now.Add(maxServerDelay), true
+	}
+	return t, true
+}
+
+// parseCount reads a non-negative integer count.
+func parseCount(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if !isDigits(v) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// parseDelta reads a non-negative number of seconds, possibly with a
+// fraction, capped at maxServerDelay.
+func parseDelta(v string) (time.Duration, bool) {
+	f, ok := parseSeconds(v)
+	if !ok {
+		return 0, false
+	}
+	if f >= float64(maxServerDelay/time.Second) {
+		return maxServerDelay, true
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
+
+// parseSeconds reads a non-negative decimal number: digits with at most
+// one '.', nothing else (no sign, exponent, hex, Inf or NaN).
+func parseSeconds(v string) (float64, bool) {
+	v = strings.TrimSpace(v)
+	whole, frac, _ := strings.Cut(v, ".")
+	if !isDigits(whole) || frac != "" && !isDigits(frac) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, false
+	}
+	return f, true
+}
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// serverSignals pauses admissions when resp asks for it, and records the
+// pause in h. A pause longer than MaxServerPause is not taken: it returns
+// an error for the item instead, so that a garbled or hostile header
+// cannot stall the run for days.
+func (e *Executor) serverSignals(resp *http.Response, h *runner.HTTPInfo) error {
+	now := time.Now()
+	var until time.Time
+	var reason string
+	backedOff := false // the pause is pace's own backoff, not the server's word
+	later := func(t time.Time, why string) {
+		if t.After(until) {
+			until, reason = t, why
+		}
+	}
+	if !e.opts.IgnoreServerLimits {
+		if rl, ok := ParseRateLimit(resp.Header, now); ok && rl.Remaining == 0 && rl.Reset.After(now) {
+			later(rl.Reset, rl.Header+": 0")
+		}
+	}
+	code := resp.StatusCode
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		if t, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+			h.RetryAfter = t.Sub(now)
+			e.resetBackoff()
+			later(t, fmt.Sprintf("%d Retry-After: %s", code, strings.TrimSpace(resp.Header.Get("Retry-After"))))
+		} else if until.IsZero() {
+			t, d := e.backoff(now)
+			later(t, fmt.Sprintf("%d without Retry-After: backoff %v", code, d))
+			backedOff = true
+		}
+	} else if code >= 200 && code <= 299 {
+		e.resetBackoff()
+	}
+	if until.IsZero() || !until.After(now) {
+		return nil
+	}
+	if d := until.Sub(now); d > e.opts.MaxServerPause {
+		if (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) && !backedOff {
+			// The refused item would wait that long: it fails instead.
+			return runner.Permanent(fmt.Errorf("the server asked for a pause of %s (%s), longer than --max-server-pause %s",
+				d.Round(time.Second), reason, e.opts.MaxServerPause))
+		}
+		// A body that came is kept; the pause (headers saying the quota
+		// is spent, or pace's own backoff) is cut to the longest allowed.
+		until = now.Add(e.opts.MaxServerPause)
+	}
+	h.PauseUntil, h.PauseReason = until, reason
+	if e.opts.Pauser != nil {
+		e.opts.Pauser.PauseUntil(until, "server: "+reason)
+	}
+	if e.opts.OnPause != nil {
+		e.opts.OnPause(until.Sub(now), reason)
+	}
+	return nil
+}
+
+// backoff returns the end of the pause for a 429/503 without Retry-After
+// at now, and its length. While an earlier backoff pause is still in
+// force, answers to requests sent before it began share it; after it, the
+// next one is twice as long, up to MaxBackoff.
+func (e *Executor) backoff(now time.Time) (time.Time, time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.Before(e.boUntil) {
+		return e.boUntil, e.boLast
+	}
+	d := e.opts.Backoff
+	if e.boLast > 0 {
+		d = min(2*e.boLast, MaxBackoff)
+	}
+	e.boLast, e.boUntil = d, now.Add(d)
+	return e.boUntil, d
+}
+
+// resetBackoff makes the next backoff the first again.
+func (e *Executor) resetBackoff() {
+	e.mu.Lock()
+	e.boLast, e.boUntil = 0, time.Time{}
+	e.mu.Unlock()
+}

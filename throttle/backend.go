@@ -1,0 +1,146 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Backend is the contract every limiter backend satisfies, whatever keeps
+// its state: the in-memory Limiter, the Redis-backed limiter of package
+// redisrate, and the local store of package localstore. A run sees only
+// this contract; no caller needs to know which backend it has.
+//
+// A backend keeps a set of rules and, optionally, a cap on calls in
+// flight. Admit takes a slot of the cap, then waits FIFO until every rule
+// has room for the call's cost, and records the call in all of them at one
+// instant. Everything else a backend cannot do is a no-op, never an error:
+// a backend that cannot forget history accepts Seed and does nothing.
+type Backend interface {
+	// Admit waits until the call may go and records it. The Admission
+	// says when it was recorded; its Release gives back the slot once
+	// the call has ended. On error nothing is held. Errors: ctx's error,
+	// an error wrapping ErrBadCost (the cost can never fit), ErrBackend
+	// (the store cannot decide), ErrRuleMismatch (the shared quota is
+	// kept with other rules) or ErrClosed.
+	Admit(ctx context.Context, cost int) (*Admission, error)
+	// PauseUntil admits nothing before t, whatever the rules say: a
+	// server that answered 429 has the last word. reason says why. A
+	// pause never shortens one already in force.
+	PauseUntil(t time.Time, reason string)
+	// Seed records calls made before the backend was opened, such as the
+	// admissions of an earlier run's job log, so that a rule holds across
+	// restarts. It must come before the first admission. A backend whose
+	// state outlives a process (Redis, the local store) already knows
+	// them and ignores it.
+	Seed(calls []Call) error
+	// SetMargin widens every rule's window by d from now on, so that a
+	// server whose clock or counting differs a little still sees every
+	// rule kept.
+	SetMargin(d time.Duration)
+	// Stats returns a snapshot of the backend's diagnostics.
+	Stats() Stats
+	// Close releases what the backend holds (slots, connections, files)
+	// and makes later admissions fail with ErrClosed.
+	Close() error
+}
+
+// Call is one call a rule counts: when it was admitted, and its cost.
+type Call struct {
+	At   time.Time
+	Cost int // at least 1; count rules count every call as 1
+}
+
+// Calls returns one call of cost 1 per instant.
+func Calls(times ...time.Time) []Call {
+	cs := make([]Call, len(times))
+	for i, t := range times {
+		cs[i] = Call{At: t, Cost: 1}
+	}
+	return cs
+}
+
+// ErrBackend is wrapped by the errors a backend returns when its store
+// cannot decide: no answer within its timeout, or an answer that retrying
+// cannot fix. A backend never admits a call it could not record, so the
+// caller should stop (pace exits with status 3).
+var ErrBackend = errors.New("backend unavailable")
+
+// ErrRuleMismatch is wrapped by the error a shared backend returns when the
+// quota is kept by other processes with another rule set.
+var ErrRuleMismatch = errors.New("rule mismatch")
+
+// ErrClosed is returned by the methods of a closed backend.
+var ErrClosed = errors.New("throttle: limiter closed")
+
+// Admission is one admitted call. Release gives back its in-flight slot
+// once the call has ended; Correct changes the cost recorded for it when
+// its true cost is known only afterwards.
+type Admission struct {
+	// At is the instant every rule recorded the call, on the backend's
+	// clock (Redis's for a Redis backend).
+	At time.Time
+	// Cost is the cost recorded for the call.
+	Cost int
+	// Waited is how long Admit took: the slot, the rules and any pause.
+	Waited time.Duration
+	// Latency is how long before Admit returned the backend recorded the
+	// call, as well as the backend can tell: half the round trip that
+	// carried the admission for a remote store, 0 in memory. A caller
+	// measuring when its call really left after At adds it to what its
+	// own clock shows.
+	Latency time.Duration
+
+	owner    Owner
+	id       uint64
+	released atomic.Bool
+}
+
+// An Owner is the backend behind admissions: what Release and Correct
+// call. Backends implement it; callers never need to.
+type Owner interface {
+	// ReleaseAdmission gives back the slot of the admission id.
+	ReleaseAdmission(id uint64)
+	// CorrectAdmission changes the cost recorded for the admission id,
+	// admitted at at, from one cost to another.
+	CorrectAdmission(id uint64, at time.Time, from, to int) error
+}
+
+// NewAdmission returns an admission for a backend to hand out: owner's
+// methods are called with id by Release (once) and Correct. owner may be
+// nil for an admission that holds nothing and cannot be corrected.
+func NewAdmission(owner Owner, id uint64, at time.Time, cost int, waited time.Duration) *Admission {
+	return &Admission{At: at, Cost: cost, Waited: waited, owner: owner, id: id}
+}
+
+// Release gives back the in-flight slot the call held. Calling it more
+// than once has no further effect.
+func (a *Admission) Release() {
+	if a.released.CompareAndSwap(false, true) && a.owner != nil {
+		a.owner.ReleaseAdmission(a.id)
+	}
+}
+
+// Correct records cost instead of a.Cost for the call, at its admission
+// instant, for rules that count costs. A lower cost frees room at once; a
+// higher one makes later calls wait until the rules hold for the true
+// costs. The past cannot be undone: a window that held more than N because
+// the estimate was low stays over, but nothing more is admitted into it
+// until it holds less than N again. Correct must not be called
+// concurrently with itself for one admission.
+func (a *Admission) Correct(cost int) error {
+	if cost < 1 {
+		return ErrBadCost
+	}
+	if cost == a.Cost {
+		return nil
+	}
+	if a.owner != nil {
+		if err := a.owner.CorrectAdmission(a.id, a.At, a.Cost, cost); err != nil {
+			return err
+		}
+	}
+	a.Cost = cost
+	return nil
+}

@@ -1,0 +1,118 @@
+//go:build unix
+
+package localstore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/throttle/localstore"
+)
+
+// BenchmarkAdmit measures the admission hot path through the store file:
+// rules that never make a caller wait, so every admission is one
+// transaction (open the store under its lock, check and record every
+// rule, commit, close). "processes" runs real child processes sharing
+// the quota; "goroutines" callers of one Store. It reports transactions
+// per admission (1 in steady state) and admissions per second.
+func BenchmarkAdmit(b *testing.B) {
+	for _, bm := range []struct {
+		name          string
+		rules         string
+		procs, gorout int
+		cost          int
+		noSync        bool
+	}{
+		{"log/1", "100000/ms", 0, 1, 1, false},
+		{"log/1-nosync", "100000/ms", 0, 1, 1, true},
+		{"log/4-goroutines", "100000/ms", 0, 4, 1, false},
+		{"log/4-processes", "100000/ms", 4, 0, 1, false},
+		{"log/4-processes-nosync", "100000/ms", 4, 0, 1, true},
+		{"counter/1", "1000000000/s", 0, 1, 1, false},
+		{"cost-log/1", "100000/ms,cost:100000/ms", 0, 1, 3, false},
+		{"log+counter/1", "100000/ms,1000000000/h", 0, 1, 1, false},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			if bm.procs > 0 {
+				benchmarkProcesses(b, bm.rules, bm.procs, bm.noSync)
+				return
+			}
+			benchmarkAdmit(b, bm.rules, bm.gorout, bm.cost, bm.noSync)
+		})
+	}
+}
+
+func benchmarkAdmit(b *testing.B, rules string, goroutines, cost int, noSync bool) {
+	s := open(b, b.TempDir(), "bench", rules, localstore.Options{NoSync: noSync})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				a, err := s.Admit(ctx, cost)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				a.Release()
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	st := s.Stats()
+	b.ReportMetric(float64(st.Store.RoundTrips-1)/float64(st.Admitted), "tx/admission")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
+}
+
+// benchmarkProcesses starts procs children, each admitting its share of
+// b.N once all are ready; only the admissions are timed.
+func benchmarkProcesses(b *testing.B, rules string, procs int, noSync bool) {
+	dir := b.TempDir()
+	var cs []*child
+	for i := range procs {
+		n := b.N / procs
+		if i < b.N%procs {
+			n++
+		}
+		cs = append(cs, startChild(b, childEnv{mode: "bench", dir: dir, key: "bench", rules: rules, n: n, noSync: noSync}))
+	}
+	for _, c := range cs {
+		c.waitLine(b, "ready", time.Minute)
+	}
+	b.ResetTimer()
+	for _, c := range cs {
+		fmt.Fprintln(c.stdin)
+	}
+	var admitted, trips int64
+	for _, c := range cs {
+		<-c.done
+		if c.err != nil {
+			b.Fatalf("child: %v\n%s", c.err, c.errb.String())
+		}
+		c.mu.Lock()
+		for _, l := range c.out {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "done" {
+				a, _ := strconv.ParseInt(f[1], 10, 64)
+				r, _ := strconv.ParseInt(f[2], 10, 64)
+				admitted, trips = admitted+a, trips+r-1 // less Open's
+			}
+		}
+		c.mu.Unlock()
+	}
+	b.StopTimer()
+	if admitted != int64(b.N) {
+		b.Fatalf("children admitted %d calls, want %d", admitted, b.N)
+	}
+	b.ReportMetric(float64(trips)/float64(admitted), "tx/admission")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
+}

@@ -1,0 +1,33 @@
+package localstore
+
+import "time"
+
+// Hooks for the external tests of package localstore (package
+// localstore_test).
+
+// SlotPoll is how often a caller waiting for a slot tries again.
+const SlotPoll = slotPoll
+
+// WithSlotPoll returns o with the interval at which a caller waiting for
+// a slot tries again set to d.
+func WithSlotPoll(o Options, d time.Duration) Options {
+	o.slotPoll = d
+	return o
+}
+
+// Advance is the store's time for a transaction reading clock after the
+// latest record at last, when the clock read wall.
+func Advance(last, wall, clock int64) int64 { return advance(last, wall, clock) }
+
+// Queued returns how many callers queue for s's admission turn.
+func Queued(s *Store) int { return s.admitTurn.queued() }
+
+// SetTxHook makes s call f in every admission transaction, once the call
+// is recorded and before the transaction commits. Set it before the first
+// admission.
+func SetTxHook(s *Store, f func()) { s.txHook = f }
+
+// CounterWidth is the bucket width of a counter for a window.
+func CounterWidth(window time.Duration) time.Duration {
+	return time.Duration(counterWidth(int64(window)))
+}

@@ -1,0 +1,179 @@
+package localstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// slotSet is this process's side of a quota's cap on calls in flight:
+// slot i is the file DIR/NAME.slots/<i>, held by whoever holds an
+// exclusive lock on it. The kernel releases the lock when its holder
+// dies, so a slot whose holder was killed is free at once, with no lease
+// to wait out. A holder writes who it is into the file (see holderInfo)
+// for Inspect, and empties it before it lets go. The files are opened
+// once and kept open for the Store's life. It is safe for concurrent use.
+type slotSet struct {
+	dir string
+
+	mu    sync.Mutex // held for a pass over the slots, a release, or close
+	files []*os.File // slot i's file, nil until first tried
+	busy  []bool     // slot i is held by this process
+	info  []byte     // what a holder writes, but for the instant
+}
+
+func newSlotSet(dir string, n int) *slotSet {
+	return &slotSet{dir: dir, files: make([]*os.File, n), busy: make([]bool, n)}
+}
+
+// slotPath returns the file of slot i.
+func slotPath(dir string, i int) string { return filepath.Join(dir, strconv.Itoa(i)) }
+
+// tryTake takes the lowest slot free across every process, without
+// waiting, and returns it, or -1 if all are held. Requires the slot turn
+// held (one pass at a time).
+func (ss *slotSet) tryTake(opened time.Time) (int, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.files == nil {
+		return -1, throttle.ErrClosed
+	}
+	for i, f := range ss.files {
+		if ss.busy[i] {
+			continue
+		}
+		if f == nil {
+			var err error
+			if f, err = os.OpenFile(slotPath(ss.dir, i), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+				return -1, err
+			}
+			ss.files[i] = f
+		}
+		ok, err := tryLock(f, true)
+		if err != nil {
+			return -1, err
+		}
+		if !ok {
+			continue
+		}
+		ss.busy[i] = true
+		// Who holds it is for people to read: a failure to say so does
+		// not make the slot less held.
+		info := holderInfo{PID: os.Getpid(), Started: opened, Since: time.Now()}.String()
+		if f.Truncate(0) == nil {
+			_, _ = f.WriteAt([]byte(info), 0)
+		}
+		return i, nil
+	}
+	return -1, nil
+}
+
+// release gives slot i back: empties its file, then unlocks it.
+func (ss *slotSet) release(i int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.files == nil || !ss.busy[i] {
+		return
+	}
+	f := ss.files[i]
+	_ = f.Truncate(0)
+	_ = unlock(f)
+	ss.busy[i] = false
+}
+
+// close releases every slot held and closes the files.
+func (ss *slotSet) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for i, f := range ss.files {
+		if f == nil {
+			continue
+		}
+		if ss.busy[i] {
+			_ = f.Truncate(0)
+		}
+		_ = f.Close() // releases the lock
+	}
+	ss.files, ss.busy = nil, nil
+}
+
+// takeSlot takes one of the slots, waiting FIFO behind this process's
+// earlier callers. A caller that finds every slot held tries again every
+// poll interval (plus jitter); only it counts as having waited.
+func (s *Store) takeSlot(ctx context.Context) (int, error) {
+	if err := s.usable(ctx); err != nil {
+		return -1, err
+	}
+	arrived := time.Now()
+	if err := s.slotTurn.lock(ctx, s.closed); err != nil {
+		return -1, err
+	}
+	defer s.slotTurn.unlock()
+	waited := false
+	for {
+		i, err := s.slots.tryTake(s.opened)
+		if err != nil {
+			s.failures.Add(1)
+			if err == throttle.ErrClosed {
+				return -1, err
+			}
+			return -1, fmt.Errorf("localstore: quota %q: slot: %w: %w", s.key, throttle.ErrBackend, err)
+		}
+		if i >= 0 {
+			if waited {
+				s.mu.Lock()
+				s.slotWaits++
+				s.slotWait += time.Since(arrived)
+				s.mu.Unlock()
+			}
+			return i, nil
+		}
+		waited = true
+		d := s.cf.slotPoll
+		// Jitter of up to a quarter of the poll (jitter takes 5% of its
+		// argument), so that processes polling together drift apart.
+		if err := s.sleep(ctx, d+s.jitter(5*d)); err != nil {
+			return -1, err
+		}
+	}
+}
+
+// holderInfo is what the holder of a slot writes into its file.
+type holderInfo struct {
+	PID     int
+	Started time.Time // when the holder opened the quota
+	Since   time.Time // when it took the slot
+}
+
+// String formats h as one line that parseHolder reads back.
+func (h holderInfo) String() string {
+	return fmt.Sprintf("pid=%d started=%d since=%d\n", h.PID, h.Started.UnixNano(), h.Since.UnixNano())
+}
+
+// parseHolder reads what holderInfo.String wrote; ok is false for
+// anything else (an empty file: nobody said).
+func parseHolder(s string) (h holderInfo, ok bool) {
+	for f := range strings.FieldsSeq(s) {
+		k, v, _ := strings.Cut(f, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return holderInfo{}, false
+		}
+		switch k {
+		case "pid":
+			h.PID, ok = int(n), true
+		case "started":
+			h.Started = time.Unix(0, n)
+		case "since":
+			h.Since = time.Unix(0, n)
+		}
+	}
+	return h, ok
+}

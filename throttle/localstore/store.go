@@ -1,0 +1,677 @@
+package localstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Defaults of the Options.
+const (
+	DefaultKey     = "default"
+	DefaultTimeout = 10 * time.Second
+	DefaultJitter  = 10 * time.Millisecond
+)
+
+// slotPoll is how often a caller waiting for a slot tries them again:
+// nobody announces a release, and a slot whose holder died is free at
+// once, so a waiter finds it within one poll.
+const slotPoll = 20 * time.Millisecond
+
+// Options configure a Store.
+type Options struct {
+	// Dir is the directory of the stores; empty means DefaultDir().
+	Dir string
+	// Key names the quota, and its files; empty means DefaultKey. It may
+	// hold only letters, digits, '.', '_' and '-'.
+	Key string
+	// Rules are kept for every process sharing the quota. An empty set
+	// limits only the calls in flight (GlobalJobs).
+	Rules []throttle.Rule
+	// Margin widens every rule's window, as throttle.WithMargin does.
+	// Processes sharing a quota should use the same margin: each forgets
+	// calls older than its own window plus margin, so the host keeps the
+	// smallest margin among them.
+	Margin time.Duration
+	// GlobalJobs caps the calls in flight across every process sharing
+	// the quota: Admit takes one of GlobalJobs slots, each a lock file,
+	// before it waits for the rates. 0 means no cap.
+	GlobalJobs int
+	// CounterAbove keeps every rule with N > CounterAbove in a bounded
+	// counter instead of an exact log; 0 means throttle.CounterAbove,
+	// negative counters for every rule.
+	CounterAbove int
+	// Timeout is how long a transaction may wait for another process's
+	// lock on the store, or keep failing, before giving up with an error
+	// wrapping throttle.ErrBackend; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Jitter is the most random delay added to a wait a transaction
+	// asked for (at most 5% of that wait), so that processes woken by the
+	// same expiry do not all ask at once; 0 means DefaultJitter, negative
+	// none.
+	Jitter time.Duration
+	// NoSync skips the two fsyncs of every transaction that records a
+	// call. A process killed at any point still leaves the store whole
+	// (the writes are in the kernel's cache); a crash of the host or a
+	// power cut may lose the last admissions, or leave a store that must
+	// be moved away. See the package documentation for what it saves.
+	NoSync bool
+
+	slotPoll time.Duration // tests shorten it
+}
+
+// Store keeps rules for every process on a host that shares a quota
+// through the local store. Most callers want Admit. Make one with Open.
+// It is safe for concurrent use and satisfies throttle.Backend. Close
+// gives back the slots it holds.
+type Store struct {
+	cf      Options
+	key     string
+	paths   paths
+	rules   []throttle.Rule // in the order given
+	order   []int           // order[j] = index in rules of the j-th rule in store order
+	ly      layout
+	names   [][]byte // bucket of each rule, store order
+	opened  time.Time
+	present *os.File // shared lock on paths.open for the Store's life
+	slots   *slotSet // nil without GlobalJobs
+	txHook  func()   // tests: called in an admission's transaction, after the records
+
+	admitTurn queue      // one caller at a time asks the store for the rates
+	slotTurn  queue      // one caller at a time waits for a slot
+	txMu      sync.Mutex // one transaction at a time in this process
+
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	roundTrips atomic.Int64
+	failures   atomic.Int64
+	seq        atomic.Uint64 // ids of admissions without rules
+
+	mu        sync.Mutex
+	margin    time.Duration
+	tally     *throttle.Tally
+	used      []int // per rule in given order: weight in the window at the last transaction
+	sleeps    int64 // times the head of the admission queue slept
+	pause     time.Time
+	reason    string
+	held      map[uint64]int // admission id -> slot it holds
+	inFlight  int
+	peak      int
+	slotWaits int64
+	slotWait  time.Duration
+}
+
+// Open returns a store that keeps opts.Rules for every process on this
+// host sharing the quota opts.Key, kept in opts.Dir (created 0700 if
+// need be), after checking that the quota is not kept with other rules.
+// Its errors wrap throttle.ErrRuleMismatch (a *MismatchError: the quota
+// is kept with other rules), throttle.ErrBackend (the store is damaged,
+// newer than this code, or stayed locked for the timeout),
+// throttle.ErrInvalidRule, or are ctx's; a bad key or directory gets a
+// plain error that quotes it.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	cf := opts
+	cf.Key = cmp.Or(cf.Key, DefaultKey)
+	cf.Timeout = cmp.Or(cf.Timeout, DefaultTimeout)
+	cf.slotPoll = cmp.Or(cf.slotPoll, slotPoll)
+	switch {
+	case cf.Jitter == 0:
+		cf.Jitter = DefaultJitter
+	case cf.Jitter < 0:
+		cf.Jitter = 0
+	}
+	switch {
+	case cf.CounterAbove == 0:
+		cf.CounterAbove = throttle.CounterAbove
+	case cf.CounterAbove < 0:
+		cf.CounterAbove = 0
+	}
+	cf.Margin = max(cf.Margin, 0)
+	cf.GlobalJobs = max(cf.GlobalJobs, 0)
+	if err := checkKey(cf.Key); err != nil {
+		return nil, err
+	}
+	if err := throttle.Validate(cf.Rules); err != nil {
+		return nil, err
+	}
+	if cf.Dir == "" {
+		d, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		cf.Dir = d
+	}
+	if err := os.MkdirAll(cf.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("localstore: state directory: %w", err)
+	}
+	s := &Store{
+		cf:     cf,
+		key:    cf.Key,
+		paths:  pathsOf(cf.Dir, cf.Key),
+		rules:  slices.Clone(cf.Rules),
+		opened: time.Now(),
+		closed: make(chan struct{}),
+		margin: cf.Margin,
+		tally:  throttle.NewTally(len(cf.Rules)),
+		used:   make([]int, len(cf.Rules)),
+		held:   make(map[uint64]int),
+	}
+	s.ly, s.order = newLayout(s.rules, cf.CounterAbove, cf.GlobalJobs)
+	for j := range s.ly.sorted {
+		s.names = append(s.names, s.ly.bucketName(j))
+	}
+	// Reset holds this lock exclusive while it removes the files.
+	f, err := lockWait(ctx, s.paths.open, false, cf.Timeout, nil)
+	if err != nil {
+		if errors.Is(err, errLockTimeout) {
+			err = fmt.Errorf("localstore: quota %q: %s stayed %v for %s: %w", s.key, s.paths.open, err, cf.Timeout, throttle.ErrBackend)
+		}
+		return nil, err
+	}
+	s.present = f
+	if cf.GlobalJobs > 0 {
+		if err := os.MkdirAll(s.paths.slot, 0o700); err != nil {
+			_ = s.present.Close()
+			return nil, fmt.Errorf("localstore: quota %q: slots: %w", s.key, err)
+		}
+		s.slots = newSlotSet(s.paths.slot, cf.GlobalJobs)
+	}
+	if err := s.checkStored(ctx); err != nil {
+		_ = s.present.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkStored checks, before any job runs, that the quota is not kept
+// with other rules, creating the store if there is none.
+func (s *Store) checkStored(ctx context.Context) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		m, err := s.paths.meta(tx)
+		if err != nil {
+			return err
+		}
+		now := advance(getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano())
+		return s.checkSpec(m, now)
+	})
+}
+
+// checkSpec returns a *MismatchError if the store keeps the quota with
+// another spec that has not expired at now.
+func (s *Store) checkSpec(m *bbolt.Bucket, now int64) error {
+	if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec && now < getInt(m, keyExpires) {
+		return &MismatchError{Key: s.key, Stored: string(stored), Spec: s.ly.spec}
+	}
+	return nil
+}
+
+// Spec returns the rule spec this store keeps with its quota and compares
+// at every admission: its rules sorted by window, plus whatever else every
+// process sharing the quota must agree on (the in-flight cap), in the
+// same form as redisrate's.
+func (s *Store) Spec() string { return s.ly.spec }
+
+// Rules returns the store's rules, in the order given.
+func (s *Store) Rules() []throttle.Rule { return slices.Clone(s.rules) }
+
+// Path returns the store's file.
+func (s *Store) Path() string { return s.paths.db }
+
+// rulesAt returns the state of every rule of s in tx, in store order,
+// creating their buckets if create.
+func (s *Store) rulesAt(tx *bbolt.Tx, margin time.Duration, create bool) ([]ruleState, error) {
+	rs := make([]ruleState, len(s.ly.sorted))
+	for j, r := range s.ly.sorted {
+		b := tx.Bucket(s.names[j])
+		if b == nil && create {
+			var err error
+			if b, err = tx.CreateBucket(s.names[j]); err != nil {
+				return nil, err
+			}
+		}
+		rs[j] = newRuleState(b, r, s.ly.counter[j], margin)
+	}
+	return rs, nil
+}
+
+func newRuleState(b *bbolt.Bucket, r throttle.Rule, counter bool, margin time.Duration) ruleState {
+	st := ruleState{b: b, n: int64(r.N), w: int64(r.Window + margin), cost: r.Cost}
+	if counter {
+		st.g = counterWidth(int64(r.Window))
+	}
+	return st
+}
+
+// weight returns what a call of the given cost weighs in r.
+func weight(r throttle.Rule, cost int) int64 {
+	if r.Cost {
+		return int64(cost)
+	}
+	return 1
+}
+
+// decision is the outcome of one admission transaction.
+type decision struct {
+	admitted bool
+	now      int64     // the store's instant, ns
+	decided  time.Time // when it was taken, on this process's clock
+	id       uint64    // the call's id, if admitted
+	wait     time.Duration
+	rule     int   // store order: the rule needing the longest wait, if refused
+	used     []int // per rule, store order
+}
+
+// admitOnce runs one admission transaction: it checks every rule at one
+// instant and, only if all allow a call of the given cost, records it in
+// all of them.
+func (s *Store) admitOnce(ctx context.Context, cost int) (decision, error) {
+	s.mu.Lock()
+	margin := s.margin
+	s.mu.Unlock()
+	var d decision
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		d = decision{used: make([]int, len(s.ly.sorted))}
+		m, err := s.paths.meta(tx)
+		if err != nil {
+			return err
+		}
+		last, wall, clock := getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano()
+		d.now, d.decided = advance(last, wall, clock), time.Now()
+		if err := s.checkSpec(m, d.now); err != nil {
+			return err
+		}
+		if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec {
+			// The quota's other rules have expired: take it over.
+			if err := clearRules(tx); err != nil {
+				return err
+			}
+		}
+		rs, err := s.rulesAt(tx, margin, true)
+		if err != nil {
+			return err
+		}
+		held := make([]int64, len(rs))
+		var wait int64
+		for j, r := range rs {
+			if held[j], err = r.trim(d.now); err != nil {
+				return err
+			}
+			d.used[j] = int(held[j])
+			if w := r.delay(d.now, held[j], weight(s.ly.sorted[j], cost)); w > wait {
+				wait, d.rule = w, j
+			}
+		}
+		if wait > 0 {
+			d.wait = time.Duration(wait)
+			return errRefused
+		}
+		d.admitted = true
+		d.id = uint64(getInt(m, keySerial)) + 1
+		expires := getInt(m, keyExpires)
+		for j, r := range rs {
+			c := weight(s.ly.sorted[j], cost)
+			if err := r.record(d.now, d.id, c, held[j]); err != nil {
+				return err
+			}
+			d.used[j] = int(held[j] + c)
+			expires = max(expires, d.now+r.w+r.g)
+		}
+		for _, kv := range []struct {
+			k []byte
+			v int64
+		}{{keyLast, d.now}, {keyWall, clock}, {keySerial, int64(d.id)}, {keyExpires, expires}} {
+			if err := putInt(m, kv.k, kv.v); err != nil {
+				return err
+			}
+		}
+		if string(m.Get(keySpec)) != s.ly.spec {
+			if err := m.Put(keySpec, []byte(s.ly.spec)); err != nil {
+				return err
+			}
+		}
+		if s.txHook != nil {
+			s.txHook()
+		}
+		return nil
+	})
+	if errors.Is(err, errRefused) {
+		err = nil
+	}
+	return d, err
+}
+
+// clearRules deletes the state of every rule in tx.
+func clearRules(tx *bbolt.Tx) error {
+	var names [][]byte
+	_ = tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+		if string(name) != string(metaBucket) {
+			names = append(names, append([]byte(nil), name...))
+		}
+		return nil
+	})
+	for _, n := range names {
+		if err := tx.DeleteBucket(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Admit takes a slot (when GlobalJobs set a cap, waiting FIFO within this
+// process for one), then waits until every rule admits a call of the
+// given cost across every process sharing the quota, and records it. The
+// Admission's At is the instant on the store's time (the host's clock;
+// see the package documentation for clock steps). If Admit fails it holds
+// nothing: a slot taken before the rate wait failed is given back.
+//
+// If ctx ends while a transaction is under way, the store may still have
+// recorded the admission: it then counts against the quota although the
+// caller does not go ahead. The error is only ever on that safe side.
+func (s *Store) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+	if err := s.checkCost(cost); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	slot := -1
+	if s.slots != nil {
+		var err error
+		if slot, err = s.takeSlot(ctx); err != nil {
+			return nil, err
+		}
+	}
+	at, id, decided, err := s.wait(ctx, cost)
+	if err != nil {
+		if slot >= 0 {
+			s.slots.release(slot)
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.peak = max(s.peak, s.inFlight)
+	if slot >= 0 {
+		s.held[id] = slot
+	}
+	s.mu.Unlock()
+	a := throttle.NewAdmission(s, id, at, cost, time.Since(start))
+	if !decided.IsZero() {
+		a.Latency = time.Since(decided) // the commit, and closing the store
+	}
+	return a, nil
+}
+
+// checkCost returns why a call of the given cost can never be admitted.
+func (s *Store) checkCost(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("localstore: cost %d: %w", cost, throttle.ErrBadCost)
+	}
+	if m := throttle.MaxCost(s.rules); m > 0 && cost > m {
+		return fmt.Errorf("localstore: cost %d exceeds the smallest cost rule (%d): %w", cost, m, throttle.ErrBadCost)
+	}
+	return nil
+}
+
+// wait waits until every rule admits a call of the given cost and
+// records it; it returns the admission's instant, its id, and when the
+// transaction that admitted it decided.
+func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Time, error) {
+	if err := s.usable(ctx); err != nil {
+		return time.Time{}, 0, time.Time{}, err
+	}
+	if len(s.rules) == 0 {
+		s.mu.Lock()
+		s.tally.Admit(0)
+		s.mu.Unlock()
+		return time.Now(), s.seq.Add(1), time.Time{}, nil
+	}
+	arrived := time.Now()
+	s.mu.Lock()
+	sleeps := s.sleeps
+	s.mu.Unlock()
+	if err := s.admitTurn.lock(ctx, s.closed); err != nil {
+		return time.Time{}, 0, time.Time{}, err
+	}
+	defer s.admitTurn.unlock()
+	for {
+		if err := s.sleepPause(ctx); err != nil {
+			return time.Time{}, 0, time.Time{}, err
+		}
+		d, err := s.admitOnce(ctx, cost)
+		if err != nil {
+			return time.Time{}, 0, time.Time{}, err
+		}
+		s.mu.Lock()
+		for j, i := range s.order {
+			s.used[i] = d.used[j]
+		}
+		if d.admitted {
+			var waited time.Duration
+			if s.sleeps != sleeps {
+				waited = max(time.Since(arrived), 1)
+			}
+			for i := range s.rules {
+				s.tally.Observe(i, s.used[i])
+			}
+			s.tally.Admit(waited)
+			s.mu.Unlock()
+			return time.Unix(0, d.now), d.id, d.decided, nil
+		}
+		s.sleeps++
+		s.tally.BlockedOnRule(s.order[d.rule])
+		s.mu.Unlock()
+		if err := s.sleep(ctx, d.wait+s.jitter(d.wait)); err != nil {
+			return time.Time{}, 0, time.Time{}, err
+		}
+	}
+}
+
+// usable returns why a new admission cannot start, if it cannot.
+func (s *Store) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-s.closed:
+		return throttle.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// sleepPause sleeps out a pause set by PauseUntil. Requires the admission
+// turn held.
+func (s *Store) sleepPause(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		d := time.Until(s.pause)
+		if d <= 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		s.sleeps++
+		s.tally.BlockedOnPause()
+		s.mu.Unlock()
+		if err := s.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// ReleaseAdmission gives back the slot of the admission id, if it holds
+// one; it implements throttle.Owner. Call the Admission's Release instead.
+func (s *Store) ReleaseAdmission(id uint64) {
+	s.mu.Lock()
+	s.inFlight--
+	slot, ok := s.held[id]
+	delete(s.held, id)
+	s.mu.Unlock()
+	if ok {
+		s.slots.release(slot)
+	}
+}
+
+// CorrectAdmission changes the cost recorded for the admission id,
+// admitted at at, in the cost rules still holding it, in one transaction;
+// it implements throttle.Owner. Call the Admission's Correct instead.
+func (s *Store) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+	if !slices.ContainsFunc(s.rules, func(r throttle.Rule) bool { return r.Cost }) {
+		return nil
+	}
+	s.mu.Lock()
+	margin := s.margin
+	s.mu.Unlock()
+	used := make([]int, len(s.ly.sorted))
+	err := s.update(context.Background(), func(tx *bbolt.Tx) error {
+		m, err := s.paths.meta(tx)
+		if err != nil {
+			return err
+		}
+		now := advance(getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano())
+		if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec {
+			return errRefused // the quota was taken over: the call is forgotten
+		}
+		rs, err := s.rulesAt(tx, margin, false)
+		if err != nil {
+			return err
+		}
+		for j, r := range rs {
+			if r.b == nil {
+				continue
+			}
+			held, err := r.trim(now)
+			if err != nil {
+				return err
+			}
+			if s.ly.sorted[j].Cost {
+				if held, err = r.adjust(at.UnixNano(), id, int64(from), int64(to)); err != nil {
+					return err
+				}
+			}
+			used[j] = int(held)
+		}
+		return nil
+	})
+	if errors.Is(err, errRefused) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j, i := range s.order {
+		s.used[i] = used[j]
+		s.tally.Observe(i, used[j])
+	}
+	return nil
+}
+
+// PauseUntil makes this process admit nothing before t, whatever the
+// store says: a server that answered 429 with Retry-After has the last
+// word. The pause is local; other processes sharing the quota are not
+// told. reason says why, for diagnostics. A pause never shortens one
+// already in force.
+func (s *Store) PauseUntil(t time.Time, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !t.After(s.pause) || !t.After(time.Now()) {
+		return
+	}
+	s.pause, s.reason = t, reason
+	s.tally.Paused()
+}
+
+// Seed does nothing: the store keeps the quota across runs.
+func (s *Store) Seed([]throttle.Call) error { return nil }
+
+// SetMargin makes d the margin added to every window from the next
+// transaction on. A negative d is treated as 0.
+func (s *Store) SetMargin(d time.Duration) {
+	s.mu.Lock()
+	s.margin = max(d, 0)
+	s.mu.Unlock()
+}
+
+// Close gives back the slots still held, lets other processes reset the
+// quota, and makes later and waiting calls return throttle.ErrClosed. A
+// transaction under way is finished first. Call it once every call has
+// finished. It returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.txMu.Lock() // wait for a transaction under way
+		s.txMu.Unlock()
+		s.mu.Lock()
+		s.held = make(map[uint64]int)
+		s.mu.Unlock()
+		if s.slots != nil {
+			s.slots.close()
+		}
+		_ = s.present.Close()
+	})
+	return nil
+}
+
+// Stats returns a snapshot of the store's diagnostics. Used and Usage are
+// the weights across every process as this process's last transaction
+// found them (not refreshed since), and MaxInFlight is the cap across
+// processes; every other counter is this process's own. Store counts
+// transactions with the store file.
+func (s *Store) Stats() throttle.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st throttle.Stats
+	s.tally.Fill(&st, s.rules, func(i int) int { return s.used[i] })
+	st.InFlight = s.inFlight
+	st.PeakInFlight = s.peak
+	st.MaxInFlight = s.cf.GlobalJobs
+	st.SlotWaits = s.slotWaits
+	st.SlotWaitTime = s.slotWait
+	st.PauseReason = s.reason
+	st.PausedUntil = s.pause
+	st.Margin = s.margin
+	st.Store = throttle.StoreStats{
+		Name:       "local",
+		RoundTrips: s.roundTrips.Load(),
+		Failures:   s.failures.Load(),
+	}
+	return st
+}
+
+// jitter returns a random delay in [0, min(5% of wait, the jitter option)].
+func (s *Store) jitter(wait time.Duration) time.Duration {
+	j := min(wait/20, s.cf.Jitter)
+	if j <= 0 {
+		return 0
+	}
+	return time.Duration(mrand.Int64N(int64(j) + 1))
+}
+
+// sleep waits d, or until ctx is done or the store is closed.
+func (s *Store) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closed:
+		return throttle.ErrClosed
+	}
+}

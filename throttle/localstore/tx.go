@@ -1,0 +1,197 @@
+package localstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	mrand "math/rand/v2"
+	"os"
+	"syscall"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Retry pacing after a transaction that failed for a reason that may pass
+// (too many open files, a full disk).
+const (
+	minBackoff = 20 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// errRefused ends a transaction that decided to record nothing: bbolt
+// rolls it back, which costs no write.
+var errRefused = errors.New("refused")
+
+// paths are the files of one quota.
+type paths struct {
+	key  string
+	db   string // the bbolt store
+	lock string // taken for each transaction
+	open string // held shared by every open Store; Reset takes it exclusive
+	slot string // directory of the slot files
+}
+
+func pathsOf(dir, key string) paths {
+	base := dir + string(os.PathSeparator) + key
+	return paths{key: key, db: base + ".db", lock: base + ".lock", open: base + ".open", slot: base + ".slots"}
+}
+
+// storeError is an error of the store file that retrying cannot fix: a
+// file that is not a pace store, is damaged, or has a newer format.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// damaged returns the error for a store file that bbolt cannot read.
+func (p paths) damaged(why any) error {
+	return &storeError{fmt.Errorf("localstore: quota %q: store %s is damaged or not a pace store (%v); "+
+		"move it away to start the quota over: %w", p.key, p.db, why, throttle.ErrBackend)}
+}
+
+// withDB opens the store of p with the transaction lock held, runs fn on
+// it and closes it. With readOnly, the store must exist and is opened
+// read-only. Other processes wait for the lock meanwhile: fn must be
+// short. A store that bbolt cannot read, or that panics bbolt, is
+// reported damaged.
+func withDB(ctx context.Context, p paths, timeout time.Duration, readOnly, noSync bool, closed <-chan struct{},
+	fn func(*bbolt.DB) error) (err error) {
+	lf, err := lockWait(ctx, p.lock, true, timeout, closed)
+	if err != nil {
+		return err
+	}
+	defer release(lf)
+	if readOnly {
+		if _, err := os.Stat(p.db); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = p.damaged(v)
+		}
+	}()
+	// The lock above keeps every pace out; bbolt's own lock on the file
+	// waits (polling every 50ms) only for other programs.
+	db, err := bbolt.Open(p.db, 0o600, &bbolt.Options{Timeout: timeout, ReadOnly: readOnly, NoSync: noSync, NoStatistics: true})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return errLockTimeout
+		}
+		if !ioError(err) {
+			// ErrInvalid, ErrChecksum, ErrVersionMismatch, "file size
+			// too small" and the like: what the file holds.
+			return p.damaged(err)
+		}
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return fn(db)
+}
+
+// ioError reports whether err is the operating system's (a failed
+// open, read, write, sync, mmap or lock), not about what the store holds.
+func ioError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
+}
+
+// transient reports whether err, from withDB, may pass if the
+// transaction is tried again: an error of the operating system, such as
+// too many open files or a full disk, but not a missing file or a
+// permission refused.
+func transient(err error) bool {
+	return ioError(err) && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist)
+}
+
+// update runs fn in one read-write transaction of the store, with this
+// process's transactions one at a time. fn returns errRefused to record
+// nothing. A failure that may pass is retried with capped exponential
+// backoff until the timeout has passed since the first; then, or at once
+// for one that cannot pass, update gives up with an error wrapping
+// throttle.ErrBackend (or ctx's error, ErrClosed, a MismatchError).
+func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	var failingSince time.Time
+	backoff := minBackoff
+	for {
+		s.roundTrips.Add(1)
+		start := time.Now()
+		err := withDB(ctx, s.paths, s.cf.Timeout, false, s.cf.NoSync, s.closed, func(db *bbolt.DB) error {
+			return db.Update(fn)
+		})
+		if err == nil || errors.Is(err, errRefused) {
+			return err
+		}
+		var me *MismatchError
+		switch {
+		case errors.As(err, &me), ctx.Err() != nil && errors.Is(err, ctx.Err()), errors.Is(err, throttle.ErrClosed):
+			return err
+		}
+		s.failures.Add(1)
+		var se *storeError
+		switch {
+		case errors.As(err, &se):
+			return err
+		case errors.Is(err, errLockTimeout):
+			return fmt.Errorf("localstore: quota %q: store %s stayed %v for %s: %w",
+				s.key, s.paths.db, err, s.cf.Timeout, throttle.ErrBackend)
+		case !transient(err):
+			return fmt.Errorf("localstore: quota %q: %w: %w", s.key, throttle.ErrBackend, err)
+		}
+		if failingSince.IsZero() {
+			failingSince = start
+		}
+		left := s.cf.Timeout - time.Since(failingSince)
+		if left <= 0 {
+			return fmt.Errorf("localstore: quota %q: store %s failing for %s: %w: %w",
+				s.key, s.paths.db, s.cf.Timeout, throttle.ErrBackend, err)
+		}
+		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
+		if err := s.sleep(ctx, min(d, left)); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// meta returns the meta bucket of tx, creating it in a new store, after
+// checking that the store is a pace store of a format this code knows.
+// In a read-only transaction of a new store it returns nil.
+func (p paths) meta(tx *bbolt.Tx) (*bbolt.Bucket, error) {
+	m := tx.Bucket(metaBucket)
+	if m == nil {
+		empty := true
+		_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return nil })
+		if !empty {
+			return nil, p.damaged("no meta bucket")
+		}
+		if !tx.Writable() {
+			return nil, nil
+		}
+		var err error
+		if m, err = tx.CreateBucket(metaBucket); err != nil {
+			return nil, err
+		}
+		return m, putInt(m, keyVersion, formatVersion)
+	}
+	switch v := getInt(m, keyVersion); {
+	case v > formatVersion:
+		return nil, &storeError{fmt.Errorf("localstore: quota %q: store %s has format version %d, newer than this pace knows (%d); "+
+			"use a newer pace, or move the file away to start the quota over: %w", p.key, p.db, v, formatVersion, throttle.ErrBackend)}
+	case v < 1:
+		return nil, p.damaged(fmt.Sprintf("format version %d", v))
+	}
+	return m, nil
+}

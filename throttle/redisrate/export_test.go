@@ -1,0 +1,38 @@
+package redisrate
+
+import "time"
+
+// Hooks for the external tests of package redisrate (package
+// redisrate_test).
+
+// Digests of the scripts, as EVALSHA sends them.
+var (
+	AdmitSHA   = admitScript.Hash()
+	SlotsSHA   = slotsScript.Hash()
+	CorrectSHA = correctScript.Hash()
+)
+
+// Pacing of retries and slot polls.
+const (
+	MinBackoff = minBackoff
+	MaxBackoff = maxBackoff
+	SlotPoll   = slotPoll
+	StallAfter = stallAfter
+)
+
+// Jitter returns a jitter l would add to a wait the script asked for.
+func Jitter(l *Limiter, wait time.Duration) time.Duration { return l.jitter(wait) }
+
+// Queued returns how many callers queue for l's admission turn.
+func Queued(l *Limiter) int { return l.admitTurn.queued() }
+
+// ScriptLoads returns how many script calls l sent as EVAL (loading the
+// script) rather than EVALSHA. Stats().Store has no field for them.
+func ScriptLoads(l *Limiter) int64 { return l.scriptLoads.Load() }
+
+// WithSlotPoll returns o with the interval at which a caller waiting for a
+// fleet-wide slot asks again set to d.
+func WithSlotPoll(o Options, d time.Duration) Options {
+	o.slotPoll = d
+	return o
+}

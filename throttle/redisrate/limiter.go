@@ -1,0 +1,794 @@
+// Package redisrate is the Redis backend of pace's limiter: it keeps several
+// rate rules at once, and optionally a cap on calls in flight, for a fleet
+// of processes that share a quota through Redis. It satisfies
+// throttle.Backend, with the same model as throttle.Limiter and the state
+// kept in Redis.
+//
+// Each admission is one Lua script call (one round trip). The script reads
+// the server's clock (TIME), checks every rule, and only if all of them
+// allow the call records it in all of them at that one instant; otherwise
+// it records nothing and tells the caller how long to wait, which the
+// caller sleeps (plus a small random jitter) before asking again. Clients'
+// clocks therefore need not agree. A rule N/W is kept exactly (no window
+// (t-W, t] of server time holds more than N admissions, or costs,
+// fleet-wide) in a sorted set, or, for N > throttle.CounterAbove, in a
+// bounded counter that may refuse a call up to W/1024 early but never
+// admits one too many.
+//
+// All keys of a quota NAME share the hash tag {NAME}, so a Redis Cluster
+// keeps them on one node:
+//
+//	pace:{NAME}:rules              the rule set (rules sorted by window)
+//	pace:{NAME}:r<i>:<rule>        the state of rule i
+//	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds
+//	pace:{NAME}:slots              the leases of the in-flight cap
+//
+// A process whose rules differ from the ones stored gets an error wrapping
+// throttle.ErrRuleMismatch, from Open before anything runs, or from the
+// first admission of a process that slipped in meanwhile. Every key
+// expires once its window has passed unused, so a new rule set may take
+// the name over after the longest window has passed idle.
+//
+// Fairness: within one process admission is FIFO, one caller at a time
+// talking to Redis. Across processes there is no queue: whoever asks first
+// once room frees wins, so a process is not guaranteed a share, only the
+// fleet as a whole is kept within the rules. The jitter spreads the
+// retries of processes woken by the same expiry.
+//
+// When Redis does not answer the limiter admits nothing: it retries with
+// capped exponential backoff and resumes when Redis is back, and gives up
+// with an error wrapping throttle.ErrBackend once the timeout has passed
+// without a successful answer. Options.OnOutage hears when Redis stops and
+// starts answering. A Redis that loses its data (restarted without
+// persistence, failed over to a lagging replica) forgets the admissions of
+// the last window and may then admit a burst above the rules; run it with
+// persistence if that matters.
+package redisrate
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Client is the part of a go-redis client that a Limiter uses: scripts
+// and GET. redis.UniversalClient satisfies it, and so *redis.Client,
+// *redis.ClusterClient and *redis.Ring; tests can pass a fake.
+type Client interface {
+	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
+}
+
+// Defaults of the Options.
+const (
+	DefaultKey     = "default"
+	DefaultTimeout = 30 * time.Second
+	DefaultJitter  = 10 * time.Millisecond
+	DefaultLease   = 15 * time.Second
+)
+
+// Retry pacing: backoff after a failed call, and how often a caller waiting
+// for a fleet-wide slot asks again.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = 2 * time.Second
+	slotPoll   = 100 * time.Millisecond
+)
+
+// Options configure a Limiter.
+type Options struct {
+	// Key names the quota; empty means DefaultKey. It may not hold '{' or
+	// '}' (it becomes the Redis Cluster hash tag).
+	Key string
+	// Rules are kept fleet-wide. An empty set limits only the calls in
+	// flight (GlobalJobs).
+	Rules []throttle.Rule
+	// Margin widens every rule's window, as throttle.WithMargin does.
+	// Processes sharing a quota should use the same margin: each forgets
+	// calls older than its own window plus margin, so the fleet keeps the
+	// smallest margin among them.
+	Margin time.Duration
+	// GlobalJobs caps the calls in flight across every process sharing
+	// the quota: Admit takes a leased fleet-wide slot before it waits for
+	// the rates. 0 means no cap.
+	GlobalJobs int
+	// Timeout is how long the limiter keeps retrying without a successful
+	// answer from Redis before it gives up with an error wrapping
+	// throttle.ErrBackend; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Jitter is the most random delay added to a wait the script asked
+	// for (at most 5% of that wait), so that processes woken by the same
+	// expiry do not all ask at once; 0 means DefaultJitter, negative none.
+	Jitter time.Duration
+	// Lease is the lease of a fleet-wide slot: a holder renews it every
+	// Lease/3 while its call runs, and a slot whose holder died is free
+	// again at most Lease later; 0 means DefaultLease.
+	Lease time.Duration
+	// CounterAbove keeps every rule with N > CounterAbove in a bounded
+	// counter instead of an exact log; 0 means throttle.CounterAbove,
+	// negative counters for every rule.
+	CounterAbove int
+	// OnOutage, if set, is called when Redis stops answering (a call
+	// failed without an answer, or went a second without one) and when it
+	// answers again. Calls come from the limiter's goroutines, one at a
+	// time; Err never holds a password.
+	OnOutage func(Outage)
+
+	slotPoll time.Duration // tests shorten it
+}
+
+// Outage is a change in whether Redis answers.
+type Outage struct {
+	// Down is true when Redis stopped answering, false when it answers
+	// again.
+	Down bool
+	// Since is when the first unanswered call began.
+	Since time.Time
+	// Err says why, when Down and a call failed; nil when a call merely
+	// went unanswered for a while.
+	Err error
+}
+
+// Limiter keeps rules for every process sharing a quota through Redis.
+// Most callers want Admit. Make one with Open (or Dial, which also makes
+// its client). It is safe for concurrent use and satisfies
+// throttle.Backend. Close gives back the slots it holds and, if Dial made
+// the client, closes it.
+type Limiter struct {
+	client   Client
+	owned    bool // Close closes client
+	name     string
+	rules    []throttle.Rule // in the order given
+	order    []int           // order[j] = index in rules of the j-th rule in Redis (sorted)
+	spec     string          // canonical rule spec stored with the quota
+	keys     []string        // rules key, then two per rule in Redis order
+	slotKey  string
+	cf       Options
+	health   *health
+	idPrefix string
+	seq      atomic.Uint64
+
+	admitTurn queue // one caller at a time talks to Redis for the rates
+	slotTurn  queue // one caller at a time waits for a fleet-wide slot
+
+	closed    chan struct{}
+	closeOnce sync.Once
+	renewers  sync.WaitGroup
+
+	roundTrips  atomic.Int64
+	scriptLoads atomic.Int64
+	failures    atomic.Int64
+	leasesLost  atomic.Int64
+	clientTime  atomic.Int64
+
+	mu        sync.Mutex
+	isClosed  bool
+	margin    time.Duration
+	tally     *throttle.Tally
+	used      []int // per rule in given order: weight in the window at the last reply
+	sleeps    int64 // times the head of the admission queue slept
+	pause     time.Time
+	reason    string
+	leases    map[uint64]*lease
+	inFlight  int
+	peak      int
+	slotWaits int64
+	slotWait  time.Duration
+}
+
+// Open returns a limiter that keeps opts.Rules for every process sharing
+// the quota opts.Key through client, after checking that the quota is not
+// kept in Redis with other rules. While Redis does not answer it retries
+// with backoff, for up to opts.Timeout. Its errors wrap
+// throttle.ErrRuleMismatch (the quota is kept with other rules),
+// throttle.ErrBackend (Redis refused or did not answer in time),
+// throttle.ErrInvalidRule, or are ctx's.
+func Open(ctx context.Context, client Client, opts Options) (*Limiter, error) {
+	l, err := newLimiter(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkStored(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// newLimiter builds a limiter without contacting Redis.
+func newLimiter(client Client, opts Options) (*Limiter, error) {
+	cf := opts
+	cf.Key = cmp.Or(cf.Key, DefaultKey)
+	cf.Timeout = cmp.Or(cf.Timeout, DefaultTimeout)
+	cf.Lease = cmp.Or(cf.Lease, DefaultLease)
+	cf.slotPoll = cmp.Or(cf.slotPoll, slotPoll)
+	switch {
+	case cf.Jitter == 0:
+		cf.Jitter = DefaultJitter
+	case cf.Jitter < 0:
+		cf.Jitter = 0
+	}
+	switch {
+	case cf.CounterAbove == 0:
+		cf.CounterAbove = throttle.CounterAbove
+	case cf.CounterAbove < 0:
+		cf.CounterAbove = 0
+	}
+	cf.Margin = max(cf.Margin, 0)
+	cf.GlobalJobs = max(cf.GlobalJobs, 0)
+	if client == nil {
+		return nil, errors.New("redisrate: nil client")
+	}
+	if strings.ContainsAny(cf.Key, "{}") {
+		return nil, fmt.Errorf("redisrate: key %q: want a name without '{' or '}'", cf.Key)
+	}
+	if err := throttle.Validate(cf.Rules); err != nil {
+		return nil, err
+	}
+	l := &Limiter{
+		client:   client,
+		name:     cf.Key,
+		rules:    slices.Clone(cf.Rules),
+		cf:       cf,
+		margin:   cf.Margin,
+		idPrefix: rand.Text()[:16],
+		closed:   make(chan struct{}),
+		used:     make([]int, len(cf.Rules)),
+		leases:   make(map[uint64]*lease),
+		slotKey:  "pace:{" + cf.Key + "}:slots",
+		tally:    throttle.NewTally(len(cf.Rules)),
+	}
+	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
+
+	// Rules are stored sorted, so that processes listing the same rules in
+	// another order share the quota.
+	l.order = make([]int, len(l.rules))
+	for i := range l.order {
+		l.order[i] = i
+	}
+	slices.SortStableFunc(l.order, func(a, b int) int {
+		ra, rb := l.rules[a], l.rules[b]
+		return cmp.Or(cmp.Compare(ra.Window, rb.Window), boolCompare(ra.Cost, rb.Cost), cmp.Compare(ra.N, rb.N))
+	})
+	sorted := make([]throttle.Rule, len(l.rules))
+	for j, i := range l.order {
+		sorted[j] = l.rules[i]
+	}
+	// What every process must agree on goes in the spec: the rules, the
+	// form each is kept in, and the in-flight cap.
+	spec := []string{throttle.FormatRules(sorted)}
+	if cf.CounterAbove != throttle.CounterAbove && slices.ContainsFunc(sorted, func(r throttle.Rule) bool {
+		return (r.N > cf.CounterAbove) != (r.N > throttle.CounterAbove)
+	}) {
+		spec = append(spec, "counter-above="+strconv.Itoa(cf.CounterAbove))
+	}
+	if cf.GlobalJobs > 0 {
+		spec = append(spec, "global-jobs="+strconv.Itoa(cf.GlobalJobs))
+	}
+	l.spec = strings.TrimSpace(strings.Join(spec, " "))
+
+	l.keys = make([]string, 0, 1+2*len(sorted))
+	l.keys = append(l.keys, "pace:{"+cf.Key+"}:rules")
+	for j, r := range sorted {
+		name := r.String()
+		if l.mode(r) == modeCounter {
+			name += ":counter"
+		}
+		k := "pace:{" + cf.Key + "}:r" + strconv.Itoa(j) + ":" + name
+		l.keys = append(l.keys, k, k+":sum")
+	}
+	return l, nil
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// Modes of a rule's state in Redis; see helpersLua.
+const (
+	modeCount   = "0"
+	modeCounter = "1"
+	modeCost    = "2"
+)
+
+func (l *Limiter) mode(r throttle.Rule) string {
+	switch {
+	case r.N > l.cf.CounterAbove:
+		return modeCounter
+	case r.Cost:
+		return modeCost
+	}
+	return modeCount
+}
+
+// Spec returns the rule spec this limiter stores with its quota and
+// compares at every admission: its rules sorted by window, plus whatever
+// else every process sharing the quota must agree on (the fleet-wide cap).
+func (l *Limiter) Spec() string { return l.spec }
+
+// Rules returns the limiter's rules, in the order given.
+func (l *Limiter) Rules() []throttle.Rule { return slices.Clone(l.rules) }
+
+// Keys returns the Redis keys of the quota: the rules key, then two keys
+// per rule (in Redis order, sorted by window), then the slots key.
+func (l *Limiter) Keys() []string { return append(slices.Clone(l.keys), l.slotKey) }
+
+// windowsMicros returns each rule's window in Redis order, margin
+// included, in microseconds rounded up (Redis keeps microseconds: a window
+// is never shortened), and the time to live of the rules key in ms.
+func (l *Limiter) windowsMicros() ([]int64, int64) {
+	l.mu.Lock()
+	margin := l.margin
+	l.mu.Unlock()
+	ws := make([]int64, len(l.order))
+	var longest int64
+	for j, i := range l.order {
+		r := l.rules[i]
+		w := int64((r.Window + margin + time.Microsecond - 1) / time.Microsecond)
+		ws[j] = w
+		if l.mode(r) == modeCounter {
+			longest = max(longest, w+(w+1023)/1024)
+		} else {
+			longest = max(longest, w)
+		}
+	}
+	return ws, longest/1000 + 2
+}
+
+// checkStored checks, before any job runs, that the quota is not kept in
+// Redis with other rules: one GET of the rules key, retried while Redis
+// does not answer.
+func (l *Limiter) checkStored(ctx context.Context) error {
+	var stored string
+	err := l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		stored, err = l.client.Get(ctx, l.keys[0]).Result()
+		if errors.Is(err, redis.Nil) {
+			stored, err = "", nil // nobody keeps the quota now: the first admission claims it
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if stored != "" && stored != l.spec {
+		return l.mismatch(stored)
+	}
+	return nil
+}
+
+// MismatchError reports a quota that Redis keeps with other rules than
+// this process's. It wraps throttle.ErrRuleMismatch.
+type MismatchError struct {
+	Key    string // the quota's name
+	Stored string // the rule spec Redis keeps
+	Spec   string // this process's rule spec (Limiter.Spec)
+}
+
+// Error says which rules differ and what to do.
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("redisrate: quota %q is kept with rules %q, this process has %q "+
+		"(use the same rules everywhere, another quota name, or wait for the quota's longest window to pass unused)",
+		e.Key, e.Stored, e.Spec)
+}
+
+// Unwrap returns throttle.ErrRuleMismatch.
+func (e *MismatchError) Unwrap() error { return throttle.ErrRuleMismatch }
+
+// mismatch is the error for a quota kept with the rule spec stored.
+func (l *Limiter) mismatch(stored string) error {
+	return &MismatchError{Key: l.name, Stored: stored, Spec: l.spec}
+}
+
+// Admit takes a fleet-wide slot (when GlobalJobs set a cap, waiting FIFO
+// within this process for one), then waits until every rule admits a call
+// of the given cost fleet-wide and records it. The Admission's At is the
+// instant by the Redis server's clock (by this process's clock under the
+// fallback for servers that refuse TIME in scripts). If Admit fails it
+// holds nothing: a slot taken before the rate wait failed is given back.
+//
+// If ctx ends while a script call is under way, Redis may still have
+// recorded the admission: it then counts against the quota although the
+// caller does not go ahead. The error is only ever on that safe side.
+func (l *Limiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+	if err := l.checkCost(cost); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var ls *lease
+	var err error
+	if l.cf.GlobalJobs > 0 {
+		if ls, err = l.takeSlot(ctx); err != nil {
+			return nil, err
+		}
+	}
+	at, id, rtt, err := l.wait(ctx, cost)
+	if err != nil {
+		if ls != nil {
+			l.release(ls)
+		}
+		return nil, err
+	}
+	l.mu.Lock()
+	l.inFlight++
+	l.peak = max(l.peak, l.inFlight)
+	if ls != nil {
+		l.leases[id] = ls
+	}
+	l.mu.Unlock()
+	a := throttle.NewAdmission(l, id, at, cost, time.Since(start))
+	a.Latency = rtt / 2 // the reply's way back from Redis's decision
+	return a, nil
+}
+
+// checkCost returns why a call of the given cost can never be admitted.
+func (l *Limiter) checkCost(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("redisrate: cost %d: %w", cost, throttle.ErrBadCost)
+	}
+	if m := throttle.MaxCost(l.rules); m > 0 && cost > m {
+		return fmt.Errorf("redisrate: cost %d exceeds the smallest cost rule (%d): %w", cost, m, throttle.ErrBadCost)
+	}
+	return nil
+}
+
+// ReleaseAdmission gives back the fleet-wide slot of the admission id, if
+// it holds one; it implements throttle.Owner.
+func (l *Limiter) ReleaseAdmission(id uint64) {
+	l.mu.Lock()
+	l.inFlight--
+	ls := l.leases[id]
+	delete(l.leases, id)
+	l.mu.Unlock()
+	if ls != nil {
+		l.release(ls)
+	}
+}
+
+// CorrectAdmission changes the cost recorded for the admission id in the
+// cost rules still holding it, in one script call; it implements
+// throttle.Owner.
+func (l *Limiter) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+	var keys []string
+	var args []any
+	ws, _ := l.windowsMicros()
+	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro())
+	for j, i := range l.order {
+		r := l.rules[i]
+		if !r.Cost {
+			continue
+		}
+		keys = append(keys, l.keys[1+2*j], l.keys[2+2*j])
+		args = append(args, r.N, ws[j], l.mode(r), 0)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	reply, err := l.run(context.Background(), correctScript, keys, args)
+	if err != nil {
+		return err
+	}
+	a, ok := reply.([]any)
+	if !ok || len(a) != 1+len(keys)/2 {
+		return fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := 1
+	for _, i := range l.order {
+		if !l.rules[i].Cost {
+			continue
+		}
+		if n, ok := a[k].(int64); ok {
+			l.used[i] = int(n)
+			l.tally.Observe(i, int(n))
+		}
+		k++
+	}
+	return nil
+}
+
+// wait waits until every rule admits a call of the given cost fleet-wide
+// and records it; it returns the admission's server time, its id, and the
+// round trip of the script call that admitted it.
+func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.Duration, error) {
+	if err := l.usable(ctx); err != nil {
+		return time.Time{}, 0, 0, err
+	}
+	id := l.seq.Add(1)
+	if len(l.rules) == 0 {
+		l.mu.Lock()
+		l.tally.Admit(0)
+		l.mu.Unlock()
+		return time.Now(), id, 0, nil
+	}
+	arrived := time.Now()
+	l.mu.Lock()
+	sleeps := l.sleeps
+	l.mu.Unlock()
+	if err := l.admitTurn.lock(ctx, l.closed); err != nil {
+		return time.Time{}, 0, 0, err
+	}
+	defer l.admitTurn.unlock()
+
+	member := l.memberID(id)
+	for {
+		if err := l.sleepPause(ctx); err != nil {
+			return time.Time{}, 0, 0, err
+		}
+		ws, ttl := l.windowsMicros()
+		args := make([]any, 0, 4+4*len(l.order))
+		args = append(args, l.spec, member, time.Now().UnixMicro(), ttl)
+		for j, i := range l.order {
+			r := l.rules[i]
+			w := 1
+			if r.Cost {
+				w = cost
+			}
+			args = append(args, r.N, ws[j], l.mode(r), w)
+		}
+		sent := time.Now()
+		reply, err := l.run(ctx, admitScript, l.keys, args)
+		rtt := time.Since(sent)
+		if err != nil {
+			return time.Time{}, 0, 0, err
+		}
+		r, err := parseAdmitReply(reply, len(l.rules))
+		if err != nil {
+			return time.Time{}, 0, 0, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
+		}
+		if r.mismatch {
+			return time.Time{}, 0, 0, l.mismatch(r.stored)
+		}
+		if !r.clock {
+			l.clientTime.Add(1)
+		}
+		l.mu.Lock()
+		for j, i := range l.order {
+			l.used[i] = r.used[j]
+		}
+		if r.admitted {
+			var waited time.Duration
+			if l.sleeps != sleeps {
+				waited = max(time.Since(arrived), 1)
+			}
+			for i := range l.rules {
+				l.tally.Observe(i, l.used[i])
+			}
+			l.tally.Admit(waited)
+			l.mu.Unlock()
+			return time.UnixMicro(r.now), id, rtt, nil
+		}
+		l.sleeps++
+		l.tally.BlockedOnRule(l.order[r.rule])
+		l.mu.Unlock()
+		if err := l.sleep(ctx, r.wait+l.jitter(r.wait)); err != nil {
+			return time.Time{}, 0, 0, err
+		}
+	}
+}
+
+// usable returns why a new admission cannot start, if it cannot.
+func (l *Limiter) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-l.closed:
+		return throttle.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// sleepPause sleeps out a pause set by PauseUntil. Requires the admission
+// turn held.
+func (l *Limiter) sleepPause(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		d := time.Until(l.pause)
+		if d <= 0 {
+			l.mu.Unlock()
+			return nil
+		}
+		l.sleeps++
+		l.tally.BlockedOnPause()
+		l.mu.Unlock()
+		if err := l.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// PauseUntil makes this process admit nothing before t, whatever Redis
+// says: a server that answered 429 with Retry-After has the last word. The
+// pause is local; other processes sharing the quota are not told. reason
+// says why, for diagnostics. A pause never shortens one already in force.
+func (l *Limiter) PauseUntil(t time.Time, reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !t.After(l.pause) || !t.After(time.Now()) {
+		return
+	}
+	l.pause, l.reason = t, reason
+	l.tally.Paused()
+}
+
+// Seed does nothing: Redis keeps the quota across runs.
+func (l *Limiter) Seed([]throttle.Call) error { return nil }
+
+// SetMargin makes d the margin added to every window from the next
+// script call on. A negative d is treated as 0.
+func (l *Limiter) SetMargin(d time.Duration) {
+	l.mu.Lock()
+	l.margin = max(d, 0)
+	l.mu.Unlock()
+}
+
+// Close stops renewing the leases of fleet-wide slots still held and gives
+// them back, and makes later and waiting calls return throttle.ErrClosed.
+// Call it once every call has finished. It closes the client if Dial made
+// it.
+func (l *Limiter) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.isClosed = true
+		l.mu.Unlock()
+		close(l.closed)
+		l.renewers.Wait()
+		l.mu.Lock()
+		held := make([]*lease, 0, len(l.leases))
+		for _, ls := range l.leases {
+			held = append(held, ls)
+		}
+		l.mu.Unlock()
+		for _, ls := range held {
+			l.release(ls)
+		}
+		l.health.setReport(nil)
+		if l.owned {
+			if c, ok := l.client.(interface{ Close() error }); ok {
+				err = c.Close()
+			}
+		}
+	})
+	return err
+}
+
+// Stats returns a snapshot of the limiter's diagnostics. Used and Usage
+// are the fleet-wide weights Redis reported at this process's last
+// admission attempt (not refreshed since), and MaxInFlight is the
+// fleet-wide cap; every other counter is this process's own. Store counts
+// the traffic with Redis.
+func (l *Limiter) Stats() throttle.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var s throttle.Stats
+	l.tally.Fill(&s, l.rules, func(i int) int { return l.used[i] })
+	s.InFlight = l.inFlight
+	s.PeakInFlight = l.peak
+	s.MaxInFlight = l.cf.GlobalJobs
+	s.SlotWaits = l.slotWaits
+	s.SlotWaitTime = l.slotWait
+	s.PauseReason = l.reason
+	s.PausedUntil = l.pause
+	s.Margin = l.margin
+	s.Store = throttle.StoreStats{
+		Name:       "redis",
+		RoundTrips: l.roundTrips.Load(),
+		Failures:   l.failures.Load(),
+		LeasesLost: l.leasesLost.Load(),
+		ClientTime: l.clientTime.Load(),
+	}
+	return s
+}
+
+// memberID returns the id of admission id in Redis: unique to this process
+// and call, so that two calls in one microsecond are two members.
+func (l *Limiter) memberID(id uint64) string {
+	return l.idPrefix + "." + strconv.FormatUint(id, 36)
+}
+
+// jitter returns a random delay in [0, min(5% of wait, the jitter option)].
+func (l *Limiter) jitter(wait time.Duration) time.Duration {
+	j := min(wait/20, l.cf.Jitter)
+	if j <= 0 {
+		return 0
+	}
+	return time.Duration(mrand.Int64N(int64(j) + 1))
+}
+
+// sleep waits d, or until ctx is done or the limiter is closed.
+func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.closed:
+		return throttle.ErrClosed
+	}
+}
+
+// admitReply is a decoded reply of admitLua.
+type admitReply struct {
+	mismatch bool
+	stored   string // the quota's rule spec, on mismatch
+	admitted bool
+	now      int64 // server time, microseconds
+	clock    bool  // now came from the server's TIME
+	wait     time.Duration
+	rule     int   // index (Redis order) of the rule that needs the longest wait
+	used     []int // per rule, Redis order
+}
+
+func parseAdmitReply(v any, rules int) (admitReply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 {
+		return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	code, ok := a[0].(int64)
+	if !ok {
+		return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	var r admitReply
+	if code == -1 {
+		s, ok := a[1].(string)
+		if !ok {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+		}
+		return admitReply{mismatch: true, stored: s}, nil
+	}
+	head := 3
+	if code == 0 {
+		head = 5
+	}
+	if len(a) != head+rules {
+		return admitReply{}, fmt.Errorf("unexpected script reply %v for %d rules", v, rules)
+	}
+	ints := make([]int64, len(a))
+	for i, x := range a {
+		if ints[i], ok = x.(int64); !ok {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+		}
+	}
+	r.admitted = code == 1
+	r.now = ints[1]
+	r.clock = ints[2] == 1
+	if code == 0 {
+		r.wait = time.Duration(ints[3]) * time.Microsecond
+		r.rule = int(ints[4]) - 1
+		if r.rule < 0 || r.rule >= rules {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v: no rule %d", v, r.rule+1)
+		}
+	}
+	r.used = make([]int, rules)
+	for i := range r.used {
+		r.used[i] = int(ints[head+i])
+	}
+	return r, nil
+}

@@ -1,0 +1,385 @@
+package redisrate
+
+import "github.com/redis/go-redis/v9"
+
+// Scripts, with their digests computed once. Script.Run sends EVALSHA and
+// falls back on EVAL when Redis does not have the script.
+var (
+	admitScript   = redis.NewScript(admitLua)
+	slotsScript   = redis.NewScript(slotsLua)
+	correctScript = redis.NewScript(correctLua)
+)
+
+// timeLua sets now from the server's TIME, in integer microseconds, so
+// clients with skewed clocks agree. TIME is only allowed before writes
+// under effects replication (the default since Redis 5, the only mode
+// since 7); older servers are switched to it by redis.replicate_commands.
+// A server that still refuses TIME (some proxies and managed services
+// rename or forbid it) makes the script fall back on the caller's clock,
+// ARGV[3]: then the clients' clocks must be kept in sync, and the reply
+// says so (clock = 0).
+const timeLua = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local now, clock
+local ok, t = pcall(redis.call, 'TIME')
+if ok then
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  clock = 1
+else
+  now = tonumber(ARGV[3])
+  clock = 0
+end
+`
+
+// helpersLua holds the functions every script uses to read and trim a
+// rule's state. A rule keeps its state in two keys, in one of three modes:
+//
+//   - count log (mode 0): a sorted set of the admissions in the last
+//     window, one member per call (an id unique to the call, never the
+//     time, so two calls in one microsecond both count) scored by its
+//     time. Exact; memory grows with N. The second key is unused.
+//   - cost log (mode 2): the same sorted set with members "id:cost", and
+//     the sum of the costs it holds in the second key. Exact.
+//   - counter (mode 1): a hash of buckets of width g = ceil(window/1024),
+//     field = bucket index, value = weight in it, plus the fields lo and
+//     hi (oldest and newest bucket held) and total (sum of the buckets).
+//     The window's weight is the sum of every bucket that overlaps
+//     (t-W, t]; the oldest, partly outside, counts whole, so the sum can
+//     only overstate and no window ever holds more than N. Buckets that no
+//     longer overlap are deleted here, so a key never holds more than
+//     about 1027 fields. It may refuse a call up to g early. The second
+//     key is unused.
+//
+// trim drops what has left the window at now and returns the weight held
+// and, for counters, the state {lo, hi, total, g}.
+const helpersLua = `
+local function field(j)
+  return string.format('%.0f', j)
+end
+
+local function member_cost(m)
+  local c = string.match(m, ':(%d+)$')
+  return tonumber(c) or 1
+end
+
+local function trim(key, aux, mode, w, now)
+  if mode == '0' then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - w)
+    return redis.call('ZCARD', key), nil
+  elseif mode == '2' then
+    local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - w)
+    local sum = tonumber(redis.call('GET', aux)) or 0
+    if #gone > 0 then
+      for _, m in ipairs(gone) do sum = sum - member_cost(m) end
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now - w)
+      if sum < 0 or redis.call('ZCARD', key) == 0 then sum = 0 end
+      redis.call('SET', aux, sum, 'PX', math.ceil(w / 1000) + 1)
+    elseif sum ~= 0 and redis.call('EXISTS', key) == 0 then
+      -- The sum outlived its log (rewritten above after the log's expiry
+      -- was last set): no log, nothing held.
+      redis.call('DEL', aux)
+      sum = 0
+    end
+    return sum, nil
+  end
+  local g = math.ceil(w / 1024)
+  if g < 1 then g = 1 end
+  -- Bucket j holds the instants [j*g, (j+1)*g - 1]; the oldest that
+  -- overlaps (now-w, now] is the one holding now-w+1.
+  local k0 = math.floor((now - w + 1) / g)
+  local m = redis.call('HMGET', key, 'lo', 'hi', 'total')
+  local lo, hi, total = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]) or 0
+  if lo and hi then
+    if k0 > hi then
+      redis.call('DEL', key)
+      lo, hi, total = nil, nil, 0
+    elseif k0 > lo then
+      if k0 - lo > 2048 then
+        -- Only a caller clock far ahead (TIME fallback) spreads buckets this far.
+        local all = redis.call('HKEYS', key)
+        for _, f in ipairs(all) do
+          local j = tonumber(f)
+          if j and j < k0 then
+            total = total - tonumber(redis.call('HGET', key, f))
+            redis.call('HDEL', key, f)
+          end
+        end
+      else
+        for j = lo, k0 - 1 do
+          local v = redis.call('HGET', key, field(j))
+          if v then
+            total = total - tonumber(v)
+            redis.call('HDEL', key, field(j))
+          end
+        end
+      end
+      lo = k0
+      redis.call('HSET', key, 'lo', field(lo), 'total', total)
+    end
+  else
+    lo, hi, total = nil, nil, 0
+  end
+  return total, {lo, hi, total, g}
+end
+`
+
+// admitLua decides one admission against every rule of a quota, and
+// records it in all of them at one instant only if all of them allow it.
+// Redis runs a script atomically, so no other admission can slip in between
+// the checks and the records, whatever the number of clients. Every key
+// expires (PEXPIRE) once its window has passed with no admission, and the
+// rules key lives as long as the longest of them.
+//
+// KEYS[1]          pace:{NAME}:rules, the quota's rule spec
+// KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
+// ARGV[1]    the caller's rule spec
+// ARGV[2]    an id unique to this call
+// ARGV[3]    the caller's clock in microseconds, used only when TIME fails
+// ARGV[4]    the time to live of the rules key in milliseconds
+// ARGV[1+4i] .. ARGV[4+4i]
+//
+//	rule i: N, window in microseconds (margin included), mode, the
+//	call's weight in it (its cost for a cost rule, else 1)
+//
+// Replies, with times in microseconds:
+//
+//	{1, now, clock, used_1, ..., used_k}              admitted; used_i counts this call
+//	{0, now, clock, wait, i, used_1, ..., used_k}     refused; nothing recorded; rule i
+//	                                                  needs the longest wait
+//	{-1, spec}                                        the quota holds another rule spec
+const admitLua = timeLua + helpersLua + `
+local spec = redis.call('GET', KEYS[1])
+if spec and spec ~= ARGV[1] then
+  return {-1, spec}
+end
+
+local k = (#KEYS - 1) / 2
+local used, state = {}, {}
+local wait, binding = 0, 0
+
+for i = 1, k do
+  local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
+  local a = 1 + 4 * i
+  local n, w, mode, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  local held, st = trim(key, aux, mode, w, now)
+  local need
+  if held + c > n then
+    local excess = held + c - n
+    if mode == '0' then
+      -- The call at index held-n must leave the window before one more fits.
+      local e = redis.call('ZRANGE', key, held - n, held - n, 'WITHSCORES')
+      need = tonumber(e[2]) + w - now
+    elseif mode == '2' then
+      -- The oldest calls whose costs add up to excess must leave.
+      local gone, from = 0, 0
+      while not need do
+        local es = redis.call('ZRANGE', key, from, from + 63, 'WITHSCORES')
+        if #es == 0 then break end
+        for j = 1, #es, 2 do
+          gone = gone + member_cost(es[j])
+          if gone >= excess then
+            need = tonumber(es[j + 1]) + w - now
+            break
+          end
+        end
+        from = from + 64
+      end
+      if not need then need = 1 end
+    else
+      -- Drop buckets oldest first until the call fits; bucket j stops
+      -- overlapping the window at (j+1)*g + w - 1.
+      local lo, hi, g = st[1], st[2], st[4]
+      need = 1
+      if lo then
+        local gone, last = 0, math.min(hi, lo + 2100)
+        need = (hi + 1) * g + w - 1 - now
+        for j = lo, last do
+          local v = redis.call('HGET', key, field(j))
+          if v then gone = gone + tonumber(v) end
+          if gone >= excess then
+            need = (j + 1) * g + w - 1 - now
+            break
+          end
+        end
+      end
+    end
+  end
+  state[i] = st
+  used[i] = held
+  if need then
+    if need < 1 then need = 1 end
+    if need > wait then
+      wait, binding = need, i
+    end
+  end
+end
+
+if binding > 0 then
+  if not spec then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+  end
+  local r = {0, now, clock, wait, binding}
+  for i = 1, k do r[5 + i] = used[i] end
+  return r
+end
+
+for i = 1, k do
+  local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
+  local a = 1 + 4 * i
+  local w, mode, c = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  if mode == '0' then
+    redis.call('ZADD', key, now, ARGV[2])
+    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+  elseif mode == '2' then
+    redis.call('ZADD', key, now, ARGV[2] .. ':' .. c)
+    redis.call('INCRBY', aux, c)
+    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+    redis.call('PEXPIRE', aux, math.ceil(w / 1000) + 1)
+  else
+    local s = state[i]
+    local lo, hi, total, g = s[1], s[2], s[3], s[4]
+    local kn = math.floor(now / g)
+    if not lo or kn < lo then lo = kn end
+    if not hi or kn > hi then hi = kn end
+    redis.call('HINCRBY', key, field(kn), c)
+    redis.call('HSET', key, 'lo', field(lo), 'hi', field(hi), 'total', total + c)
+    redis.call('PEXPIRE', key, math.ceil((w + g) / 1000) + 1)
+  end
+  used[i] = used[i] + c
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+local r = {1, now, clock}
+for i = 1, k do r[3 + i] = used[i] end
+return r
+`
+
+// correctLua changes the cost recorded for one admission in the cost
+// rules that still hold it, at the instant it was admitted. Keys as in
+// admitLua, for the cost rules only.
+//
+// ARGV[1]  the admission's id
+// ARGV[2]  its time, microseconds (server time, as admitLua replied)
+// ARGV[3]  the cost recorded
+// ARGV[4]  the true cost
+// ARGV[5]  the caller's clock in microseconds, used only when TIME fails
+// ARGV[2+4i] .. ARGV[5+4i]   rule i: N, window in microseconds, mode, unused
+//
+// Reply: {now, used_1, ..., used_k}
+const correctLua = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local now
+local ok, t = pcall(redis.call, 'TIME')
+if ok then
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[5])
+end
+` + helpersLua + `
+local id, at, from, to = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local k = #KEYS / 2
+local r = {now}
+for i = 1, k do
+  local key, aux = KEYS[2 * i - 1], KEYS[2 * i]
+  local a = 2 + 4 * i
+  local w, mode = tonumber(ARGV[a + 1]), ARGV[a + 2]
+  local held, st = trim(key, aux, mode, w, now)
+  if mode == '2' then
+    local old = id .. ':' .. from
+    local score = redis.call('ZSCORE', key, old)
+    if score then
+      redis.call('ZREM', key, old)
+      redis.call('ZADD', key, score, id .. ':' .. to)
+      -- ZREM of the last member deleted the log and its expiry.
+      redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+      held = held - from + to
+      if held < 0 then held = 0 end
+      redis.call('SET', aux, held, 'PX', math.ceil(w / 1000) + 1)
+    end
+  elseif mode == '1' and st[1] then
+    local kn = math.floor(at / st[4])
+    if kn >= st[1] and kn <= st[2] then
+      local v = tonumber(redis.call('HGET', key, field(kn))) or 0
+      local d = to - from
+      if v + d < 0 then d = -v end
+      redis.call('HINCRBY', key, field(kn), d)
+      held = held + d
+      redis.call('HSET', key, 'total', held)
+    end
+  end
+  r[1 + i] = held
+end
+return r
+`
+
+// slotsLua manages the leases of a fleet-wide cap on calls in flight.
+// KEYS[1] (pace:{NAME}:slots) is a sorted set: member = lease id, score =
+// the lease's expiry in server time (microseconds). Every operation first
+// drops expired leases, so a holder that died frees its slot when its lease
+// runs out. Time comes from TIME as in admitLua, with the same fallback on
+// ARGV[5].
+//
+// ARGV[1]  operation: take, renew or release
+// ARGV[2]  lease id
+// ARGV[3]  the cap
+// ARGV[4]  lease length in microseconds
+// ARGV[5]  the caller's clock in microseconds, used only when TIME fails
+//
+// Replies:
+//
+//	take:    {1, now, held} taken (or already held, then renewed), held counting it;
+//	         {0, now, held, wait} full, wait = until the earliest lease expires
+//	renew:   {1, now} renewed; {2, now} it had expired and was taken again;
+//	         {0, now} it had expired and the slots are full: lost
+//	release: {1, now} released; {0, now} it was not held (expired)
+const slotsLua = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local now
+local ok, t = pcall(redis.call, 'TIME')
+if ok then
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[5])
+end
+local key, op, id = KEYS[1], ARGV[1], ARGV[2]
+local cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4])
+
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+
+local function hold()
+  redis.call('ZADD', key, now + lease, id)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000) + 1)
+end
+
+if op == 'release' then
+  return {redis.call('ZREM', key, id), now}
+end
+
+local held = redis.call('ZSCORE', key, id)
+if op == 'renew' then
+  if held then
+    hold()
+    return {1, now}
+  end
+  if redis.call('ZCARD', key) < cap then
+    hold()
+    return {2, now}
+  end
+  return {0, now}
+end
+
+-- take
+local c = redis.call('ZCARD', key)
+if held then
+  hold()
+  return {1, now, c}
+end
+if c < cap then
+  hold()
+  return {1, now, c + 1}
+end
+local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local wait = tonumber(first[2]) - now
+if wait < 1 then wait = 1 end
+return {0, now, c, wait}
+`

@@ -1,0 +1,225 @@
+package redisrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// stallAfter is how long a call to Redis may go unanswered before the
+// limiter reports Redis as not answering. go-redis retries failed dials
+// and commands by itself, so a call to a Redis that is down can take
+// seconds to fail, or succeed in the end once Redis is back.
+const stallAfter = time.Second
+
+// transient lists the Redis error codes that a retry may cure: a server
+// loading its data, busy with a script, out of memory or unable to save
+// (writes refused for now), a read-only replica during a failover, or a
+// cluster resharding or failing over.
+var transient = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN",
+	"READONLY", "NOREPLICAS", "MOVED", "ASK", "NOSCRIPT", "OOM", "MISCONF"}
+
+// permanent reports whether err is an answer that retrying cannot change:
+// an error reply from Redis other than the transient ones (such as
+// WRONGPASS, NOAUTH or WRONGTYPE), or a closed client. Redis error replies
+// are text whose first word is the code, so the code is all there is to go
+// by.
+func permanent(err error) bool {
+	if errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, code := range transient {
+		if redis.HasErrorPrefix(err, code) {
+			return false
+		}
+	}
+	return true
+}
+
+// answered reports whether err, from a call to Redis, still means that
+// Redis answered: no error, or an error reply.
+func answered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.As(err, &re)
+}
+
+// run calls script s until Redis answers; see retry.
+func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
+	var reply any
+	err := l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = l.eval(ctx, s, keys, args)
+		return err
+	})
+	return reply, err
+}
+
+// retry makes call until it succeeds, retrying failures with capped
+// exponential backoff. It gives up with an error wrapping
+// throttle.ErrBackend once the timeout has passed since the first failed
+// call without an answer, or at once for an answer that retrying cannot
+// change. Each call is bounded by the timeout even if the client has none.
+func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) error {
+	var failingSince time.Time
+	backoff := minBackoff
+	for {
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, l.cf.Timeout)
+		err := l.health.watch(cctx, func() error { return call(cctx) })
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		l.failures.Add(1)
+		if permanent(err) {
+			return fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
+		}
+		if failingSince.IsZero() {
+			failingSince = start
+		}
+		left := l.cf.Timeout - time.Since(failingSince)
+		if left <= 0 {
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The tries timed out: that is what "no answer" says.
+				return fmt.Errorf("redisrate: quota %q: no answer for %s: %w",
+					l.name, l.cf.Timeout, throttle.ErrBackend)
+			}
+			return fmt.Errorf("redisrate: quota %q: no answer for %s: %w: %w",
+				l.name, l.cf.Timeout, throttle.ErrBackend, err)
+		}
+		// Sleep between half and all of backoff, but try once more at the
+		// deadline rather than sleep past it.
+		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
+		if err := l.sleep(ctx, min(d, left)); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// eval runs s once: EVALSHA, then EVAL if Redis does not have the script.
+func (l *Limiter) eval(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
+	c := countingScripter{l}
+	reply, err := s.Run(ctx, c, keys, args...).Result()
+	// Run falls back on EVAL only for errors that start with NOSCRIPT;
+	// some servers and proxies word it otherwise ("ERR NOSCRIPT ...").
+	if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") && strings.Contains(err.Error(), "NOSCRIPT") {
+		reply, err = s.Eval(ctx, c, keys, args...).Result()
+	}
+	return reply, err
+}
+
+// countingScripter is the limiter's client, counting script calls: every
+// EVALSHA and EVAL is a round trip, and an EVAL a script load.
+type countingScripter struct{ l *Limiter }
+
+func (c countingScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	c.l.roundTrips.Add(1)
+	c.l.scriptLoads.Add(1)
+	return c.l.client.Eval(ctx, script, keys, args...)
+}
+
+func (c countingScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	c.l.roundTrips.Add(1)
+	return c.l.client.EvalSha(ctx, sha1, keys, args...)
+}
+
+func (c countingScripter) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.Eval(ctx, script, keys, args...)
+}
+
+func (c countingScripter) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.EvalSha(ctx, sha1, keys, args...)
+}
+
+func (c countingScripter) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	return c.l.client.ScriptExists(ctx, hashes...)
+}
+
+func (c countingScripter) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	return c.l.client.ScriptLoad(ctx, script)
+}
+
+// health follows whether Redis answers, and reports when that changes:
+// once when Redis stops answering (nothing is admitted meanwhile), once
+// when it answers again. It is safe for concurrent use.
+type health struct {
+	timeout time.Duration
+
+	mu     sync.Mutex
+	report func(Outage) // nil: say nothing
+	down   bool         // reported that Redis is not answering
+	since  time.Time    // when the first unanswered call began
+	lastOK time.Time    // when the latest answer came
+}
+
+// watch makes call, a call to Redis with ctx, and records how it went: an
+// answer, a failure, or no answer yet after stallAfter.
+func (h *health) watch(ctx context.Context, call func() error) error {
+	start := time.Now()
+	stall := time.AfterFunc(min(stallAfter, h.timeout/2), func() { h.stalled(start) })
+	err := call()
+	stall.Stop()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return err // the caller gave up on the call: it says nothing about Redis
+	}
+	h.observe(start, err)
+	return err
+}
+
+// stalled records that a call begun at start is still unanswered.
+func (h *health) stalled(start time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down || h.lastOK.After(start) { // answered since the call began
+		return
+	}
+	h.down, h.since = true, start
+	if h.report != nil {
+		h.report(Outage{Down: true, Since: start})
+	}
+}
+
+// observe records the outcome of a call begun at start that ended with
+// err.
+func (h *health) observe(start time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !answered(err) && !h.down:
+		h.down, h.since = true, start
+		if h.report != nil {
+			h.report(Outage{Down: true, Since: start, Err: err})
+		}
+	case answered(err):
+		h.lastOK = time.Now()
+		if h.down {
+			h.down = false
+			if h.report != nil {
+				h.report(Outage{Since: h.since})
+			}
+		}
+	}
+}
+
+// setReport changes where outages are reported; nil silences them.
+func (h *health) setReport(f func(Outage)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.report = f
+}

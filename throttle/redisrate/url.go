@@ -1,0 +1,113 @@
+package redisrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ParseURL parses a Redis URL into options for redis.NewUniversalClient:
+//
+//	redis://[user[:password]@]host[:port][/db][?option=value...]
+//	rediss://...                  the same over TLS
+//	unix://[user[:password]@]/path/to/socket[?db=N&...]
+//
+// Options are go-redis's (dial_timeout=3s, read_timeout, pool_size, ...)
+// plus two for Redis Cluster: addr=host:port, repeatable, adds seed nodes,
+// and cluster=true asks for a cluster client even with one address. A
+// password is never part of an error message: errors show the URL as
+// RedactURL does. Calls are bounded by their context's deadline
+// (ContextTimeoutEnabled).
+func ParseURL(s string) (*redis.UniversalOptions, error) {
+	fail := func(err error) (*redis.UniversalOptions, error) {
+		return nil, fmt.Errorf("redis url %q: %w", RedactURL(s), err)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// url.Error repeats the whole URL, password included.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fail(errors.New(RedactURL(err.Error())))
+	}
+	q := u.Query()
+	extra := q["addr"]
+	cluster := false
+	switch v := q.Get("cluster"); v {
+	case "", "false", "0":
+	case "true", "1":
+		cluster = true
+	default:
+		return fail(fmt.Errorf("cluster=%q: want true or false", v))
+	}
+	q.Del("addr")
+	q.Del("cluster")
+	u.RawQuery = q.Encode()
+	o, err := redis.ParseURL(u.String())
+	if err != nil {
+		return fail(errors.New(RedactURL(err.Error())))
+	}
+	if len(extra) > 0 {
+		cluster = true
+	}
+	if cluster && o.Network == "unix" {
+		return fail(errors.New("a cluster is reached over tcp, not a unix socket"))
+	}
+	if cluster && o.DB != 0 {
+		return fail(fmt.Errorf("database %d: a cluster has only database 0", o.DB))
+	}
+	if o.Network == "unix" && !strings.HasPrefix(o.Addr, "/") {
+		return fail(fmt.Errorf("socket path %q: want an absolute path", o.Addr))
+	}
+	return &redis.UniversalOptions{
+		Addrs:                 append([]string{o.Addr}, extra...),
+		IsClusterMode:         cluster,
+		ClientName:            o.ClientName,
+		DB:                    o.DB,
+		Protocol:              o.Protocol,
+		Username:              o.Username,
+		Password:              o.Password,
+		MaxRetries:            o.MaxRetries,
+		MinRetryBackoff:       o.MinRetryBackoff,
+		MaxRetryBackoff:       o.MaxRetryBackoff,
+		DialTimeout:           o.DialTimeout,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		ContextTimeoutEnabled: true,
+		PoolFIFO:              o.PoolFIFO,
+		PoolSize:              o.PoolSize,
+		PoolTimeout:           o.PoolTimeout,
+		MinIdleConns:          o.MinIdleConns,
+		MaxIdleConns:          o.MaxIdleConns,
+		MaxActiveConns:        o.MaxActiveConns,
+		ConnMaxIdleTime:       o.ConnMaxIdleTime,
+		ConnMaxLifetime:       o.ConnMaxLifetime,
+		TLSConfig:             o.TLSConfig,
+	}, nil
+}
+
+// Dial parses rawURL (see ParseURL), makes a client for it and opens a
+// limiter on it (see Open). The limiter owns the client: Close closes it.
+// Errors never show the URL's password.
+func Dial(ctx context.Context, rawURL string, opts Options) (*Limiter, error) {
+	uo, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	client := redis.NewUniversalClient(uo)
+	l, err := newLimiter(client, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	l.owned = true
+	if err := l.checkStored(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return l, nil
+}
