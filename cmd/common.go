@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -62,6 +63,9 @@ type CommonOptions struct {
 	Summary          string
 	// SummaryFile, if set, receives the JSON summary whatever Summary says.
 	SummaryFile string
+	// MetricsAddr, if set, is where Prometheus metrics are served while
+	// the run goes (metrics.go).
+	MetricsAddr string
 	Grace       time.Duration
 	// Halt, if set, stops the run early (--halt).
 	Halt *haltPolicy
@@ -119,6 +123,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin time.Duration) 
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
 	fl.StringVar(&o.SummaryFile, "summary-file", "", "also write the summary as JSON to `FILE` (see docs/summary.md)")
+	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`HOST:PORT`/metrics while the run goes,\nsuch as 127.0.0.1:9090 (see docs/metrics.md)")
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
 	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's (default never)")
 	fl.Lookup("margin").DefValue = margin.String()
@@ -156,6 +161,11 @@ func (o *CommonOptions) check() error {
 	}
 	if o.Cost != nil && len(o.CostRules) == 0 {
 		return flagErrorf("--cost gives items a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
+	}
+	if o.MetricsAddr != "" {
+		if err := metrics.CheckAddr(o.MetricsAddr); err != nil {
+			return flagErrorf("invalid argument %q for \"--metrics-addr\": %v", o.MetricsAddr, err)
+		}
 	}
 	if err := o.JobLogOptions.check(); err != nil {
 		return err

@@ -200,12 +200,12 @@ func (r *recorder) outputFailed(err error) {
 	}
 }
 
-// failures returns the first job log and output failures, and the items
-// that ran but have no row.
-func (r *recorder) failures() (jobLogErr, outputErr error, unlogged []int64) {
+// failures returns the items that ran but have no row, and the first job
+// log and output failures.
+func (r *recorder) failures() (unlogged []int64, jobLogErr, outputErr error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.jobLogErr, r.outputErr, slices.Clone(r.unlogged)
+	return slices.Clone(r.unlogged), r.jobLogErr, r.outputErr
 }
 
 // haltedBy returns what halted the run, if --halt did.
@@ -218,7 +218,7 @@ func (r *recorder) haltedBy() *halted {
 // reportUnlogged names the items that ran but have no row in the job log,
 // which a resumed run would run again.
 func (r *recorder) reportUnlogged(w io.Writer) {
-	_, _, seqs := r.failures()
+	seqs, _, _ := r.failures()
 	if len(seqs) == 0 {
 		return
 	}

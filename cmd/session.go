@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -42,6 +43,8 @@ type session struct {
 	// learn makes pace learn the server's limits from its answers (429s,
 	// published policies); adopt keeps the rules the server publishes.
 	learn, adopt bool
+	// metrics feeds --metrics-addr.
+	metrics metricsSource
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
@@ -65,6 +68,15 @@ func (s *session) run(ctx context.Context) error {
 				jobs, reservedFiles+jobs*s.filesPerJob, limit, n)
 			jobs = n
 		}
+	}
+
+	if o.MetricsAddr != "" {
+		srv, err := metrics.Serve(o.MetricsAddr, s.metrics.get)
+		if err != nil {
+			return reportf(ios, ExitUsage, "--metrics-addr %s: %s", o.MetricsAddr, userMessage(err))
+		}
+		defer srv.Close()
+		fmt.Fprintf(errOut, "pace: metrics at http://%s/metrics\n", srv.Addr())
 	}
 
 	backend, err := s.f.openBackend(setupCtx, o, errOut)
@@ -165,6 +177,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
 	rec.learn = learn
+	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
 	rec.out.broken = func() {
 		// Stop at once, so that no job starts (and spends quota) after
@@ -262,7 +275,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		facts.signal = signalName(sig)
 	}
 	facts.pipe = rec.out.closed()
-	facts.jobLogErr, facts.outputErr, facts.unlogged = rec.failures()
+	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
 	if learn != nil {
 		l := learn.report()
 		facts.learned = &l

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -62,6 +64,9 @@ type Summary struct {
 	// Learned says what pace learned from the server: refusals, the rule
 	// it inferred, the rules it adopted (--rules-from-server).
 	Learned *learned
+	// JobLog is the job log the run wrote, if any: the text summary says
+	// how to draw it.
+	JobLog string
 }
 
 // RuleSummary is one rule's share of a Summary.
@@ -168,6 +173,9 @@ func summarize(f *runFacts) (*Summary, int) {
 		P50: t.P50, P95: t.P95, Max: t.Max, FailedItems: t.FailedItems,
 		GlobalJobs: f.stats.MaxInFlight, SlotWaits: f.stats.SlotWaits, SlotWaitTime: f.stats.SlotWaitTime,
 		Margin: f.stats.Margin, MarginFixed: f.opts.MarginSet, Interrupted: f.signal,
+	}
+	if f.jobLogErr == nil && t.Attempts > 0 {
+		s.JobLog = f.opts.JobLog
 	}
 	if s.Elapsed > 0 {
 		s.Rate = float64(s.Attempts) / s.Elapsed.Seconds()
@@ -326,6 +334,11 @@ func (s *Summary) writeText(w io.Writer) error {
 	}
 	if l := s.Learned; l != nil {
 		fmt.Fprintf(tw, "  learned\t%s\n", l.text())
+	}
+	if s.JobLog != "" {
+		// The job log's header keeps the rules: plot needs no -r.
+		svg := strings.TrimSuffix(s.JobLog, filepath.Ext(s.JobLog)) + ".svg"
+		fmt.Fprintf(tw, "  picture\tpace plot -o %s %s\n", runner.Quote(svg), runner.Quote(s.JobLog))
 	}
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())

@@ -213,6 +213,7 @@ func TestSummaryTextEverything(t *testing.T) {
 	r := rule(t, "5/s")
 	s.Learned = &learned{Refusals: 3, First: &r, Adopted: []throttle.Rule{rule(t, "100/m")}}
 	s.Store = &throttle.StoreStats{Name: "redis", RoundTrips: 206, Failures: 1}
+	s.JobLog = "runs/day 1.log"
 	var b bytes.Buffer
 	if err := s.writeText(&b); err != nil {
 		t.Fatal(err)
@@ -228,6 +229,7 @@ func TestSummaryTextEverything(t *testing.T) {
   responses    200 ×98, 429 ×3, 500 ×2, no response ×3 (refused ×2, reset ×1); 3.0 MiB kept
   server       paused admissions 3× for 4.5s (last: 429 Retry-After: 1)  binding
   learned      server allowed about 5/s; pace slowed to it after 3 refusals, then went back to its own rules; kept the server's 100/m (--rules-from-server)
+  picture      pace plot -o 'runs/day 1.svg' 'runs/day 1.log'
 `
 	if b.String() != want {
 		t.Errorf("text summary:\n%s\nwant:\n%s", b.String(), want)

@@ -37,7 +37,8 @@ type Entry struct {
 	Host string // ":" for the local machine; "" is written as ":"
 	// Start is the instant the job was admitted, kept to the microsecond.
 	Start time.Time
-	// Runtime is how long the job ran, kept to the millisecond.
+	// Runtime is how long the job ran, kept to the millisecond (rounded
+	// down).
 	Runtime time.Duration
 	// Send is, for GNU parallel, the bytes sent to the job's stdin; pace
 	// writes the call's cost there when it keeps cost rules (else 0).
@@ -85,7 +86,10 @@ func AppendEntry(dst []byte, e Entry) []byte {
 	dst = append(dst, '\t')
 	dst = appendFixed(dst, e.Start.Round(time.Microsecond).UnixMicro(), 6)
 	dst = append(dst, '\t')
-	rt := appendFixed(nil, int64(e.Runtime.Round(time.Millisecond)/time.Millisecond), 3)
+	// Runtime rounded down: Starttime+JobRuntime never passes the job's
+	// end, so a job that started when another ended does not appear to
+	// overlap it (pace plot's calls in flight stay within -j).
+	rt := appendFixed(nil, int64(e.Runtime.Truncate(time.Millisecond)/time.Millisecond), 3)
 	dst = fmt.Appendf(dst, "%10s\t%d\t%d\t%d\t%d\t", rt, e.Send, e.Receive, e.Exit, e.Signal)
 	dst = append(dst, cmd...)
 	return append(dst, '\n')

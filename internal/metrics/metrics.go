@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,8 +22,8 @@ import (
 type Snapshot struct {
 	// Admitted counts calls admitted by the rules, retries included.
 	Admitted int64
-	// OK, Failed and Retried count finished attempts by outcome: ok, the
-	// item's last attempt failed, failed and tried again.
+	// OK, Failed and Retried count items as the summary does: done, failed
+	// for good, and tried more than once.
 	OK, Failed, Retried int64
 	// NotStarted counts admitted attempts that could not start for lack
 	// of pace's own resources.
@@ -67,7 +68,7 @@ func newCollector(snap func() Snapshot) *collector {
 	return &collector{
 		snap:         snap,
 		admitted:     d("pace_calls_admitted_total", "Calls admitted by the rules, retries included.", nil, nil),
-		calls:        d("pace_calls_total", "Finished attempts by outcome: ok; failed (the item's last attempt); retried (failed and tried again).", []string{"outcome"}, nil),
+		calls:        d("pace_calls_total", "Items by outcome, as the summary counts them: ok; failed (for good); retried (tried more than once).", []string{"outcome"}, nil),
 		notStarted:   d("pace_calls_not_started_total", "Admitted attempts that could not start for lack of pace's own resources (tried again).", nil, nil),
 		inFlight:     d("pace_in_flight", "Jobs running now.", nil, nil),
 		ruleUsage:    d("pace_rule_usage_ratio", "What a rule's window holds now, as a fraction of its limit.", []string{"rule"}, nil),
@@ -122,7 +123,7 @@ func CheckAddr(addr string) error {
 		return fmt.Errorf("want HOST:PORT, such as 127.0.0.1:9090")
 	}
 	if host == "" {
-		return fmt.Errorf("%q has no host, so it would serve on every interface: give one, such as 127.0.0.1:%s (this machine) or 0.0.0.0:%s (every interface)", addr, port, port)
+		return fmt.Errorf("no host, so it would serve on every interface: give one, such as 127.0.0.1:%s (this machine only) or 0.0.0.0:%s (every interface, on purpose)", port, port)
 	}
 	return nil
 }
@@ -132,6 +133,9 @@ type Server struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Serve starts serving the metrics snap returns on addr (see CheckAddr),
@@ -148,7 +152,7 @@ func Serve(addr string, snap func() Snapshot) (*Server, error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan error, 1)}
 	go func() { s.done <- s.srv.Serve(ln) }()
@@ -159,12 +163,16 @@ func Serve(addr string, snap func() Snapshot) (*Server, error) {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Close stops the server, letting scrapes under way finish for a moment.
+// Calls after the first return its result.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := s.srv.Shutdown(ctx)
+		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }

@@ -345,7 +345,7 @@ func TestFetchBackoffDoubles(t *testing.T) {
 			fetchOne(t, e, "http://api.example/x")
 		}
 		last := p.calls[len(p.calls)-1]
-		if d := last.until.Sub(time.Now()); d != MaxBackoff {
+		if d := time.Until(last.until); d != MaxBackoff {
 			t.Errorf("after many 429s: backoff %v, want the cap %v", d, MaxBackoff)
 		}
 	})

@@ -26,7 +26,6 @@ type slotSet struct {
 	mu    sync.Mutex // held for a pass over the slots, a release, or close
 	files []*os.File // slot i's file, nil until first tried
 	busy  []bool     // slot i is held by this process
-	info  []byte     // what a holder writes, but for the instant
 }
 
 func newSlotSet(dir string, n int) *slotSet {

@@ -611,7 +611,8 @@ func (s *Store) SetMargin(d time.Duration) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
-		s.txMu.Lock() // wait for a transaction under way
+		s.txMu.Lock()
+		//lint:ignore SA2001 the lock is taken only to wait for a transaction under way
 		s.txMu.Unlock()
 		s.mu.Lock()
 		s.held = make(map[uint64]int)

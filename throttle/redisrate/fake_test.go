@@ -97,7 +97,7 @@ func (f *fakeRedis) setHandle(h func(c fakeCall) (any, error)) {
 	f.handle = h
 }
 
-func (f *fakeRedis) record(ctx context.Context, eval bool, sha string, keys []string, args []any) (fakeCall, bool, error, func(fakeCall) (any, error)) {
+func (f *fakeRedis) record(ctx context.Context, eval bool, sha string, keys []string, args []any) (fakeCall, bool, func(fakeCall) (any, error), error) {
 	c := fakeCall{ctx: ctx, at: time.Now(), eval: eval, sha: sha, keys: slices.Clone(keys), args: slices.Clone(args)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,7 +111,7 @@ func (f *fakeRedis) record(ctx context.Context, eval bool, sha string, keys []st
 	if noscript == nil {
 		noscript = redis.ErrNoScript
 	}
-	return c, missing, noscript, f.handle
+	return c, missing, f.handle, noscript
 }
 
 func (f *fakeRedis) answer(c fakeCall, missing bool, noscript error, h func(fakeCall) (any, error)) *redis.Cmd {
@@ -125,13 +125,13 @@ func (f *fakeRedis) answer(c fakeCall, missing bool, noscript error, h func(fake
 }
 
 func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c, missing, noscript, h := f.record(ctx, false, sha, keys, args)
+	c, missing, h, noscript := f.record(ctx, false, sha, keys, args)
 	return f.answer(c, missing, noscript, h)
 }
 
 func (f *fakeRedis) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
 	sum := sha1.Sum([]byte(src))
-	c, _, _, h := f.record(ctx, true, hex.EncodeToString(sum[:]), keys, args)
+	c, _, h, _ := f.record(ctx, true, hex.EncodeToString(sum[:]), keys, args)
 	return f.answer(c, false, nil, h)
 }
 
@@ -256,8 +256,8 @@ type redisErr string
 func (e redisErr) Error() string { return string(e) }
 func (redisErr) RedisError()     {}
 
-// connRefused is what go-redis returns when nothing listens.
-var connRefused = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+// errConnRefused is what go-redis returns when nothing listens.
+var errConnRefused = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 
 // Replies of the scripts, at the bubble's now. used is per rule in Redis
 // order; rule is 1-based, as admitLua sends it.
@@ -285,8 +285,6 @@ func corrected(used ...int) []any {
 	}
 	return r
 }
-
-func taken(held int) []any { return []any{int64(1), time.Now().UnixMicro(), int64(held)} }
 
 func full(held int, wait time.Duration) []any {
 	return []any{int64(0), time.Now().UnixMicro(), int64(held), wait.Microseconds()}

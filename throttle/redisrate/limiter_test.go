@@ -212,7 +212,7 @@ func TestOpenChecksStoredRules(t *testing.T) {
 		f = newFake()
 		f.getErr = func(n int) error {
 			if n <= 2 {
-				return connRefused
+				return errConnRefused
 			}
 			return nil
 		}

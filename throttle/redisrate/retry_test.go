@@ -39,7 +39,7 @@ func TestRetriesUntilRedisAnswers(t *testing.T) {
 		f.handle = func(fakeCall) (any, error) {
 			switch len(f.Calls()) {
 			case 1, 2, 3:
-				return nil, connRefused
+				return nil, errConnRefused
 			case 4:
 				return nil, redisErr("LOADING Redis is loading the dataset in memory")
 			}
@@ -72,7 +72,7 @@ func TestRetriesUntilRedisAnswers(t *testing.T) {
 func TestGivesUpAfterTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		f.handle = func(fakeCall) (any, error) { return nil, connRefused }
+		f.handle = func(fakeCall) (any, error) { return nil, errConnRefused }
 		l := openFake(t, f, "10/s", redisrate.Options{Timeout: 3 * time.Second})
 		start := time.Now()
 		_, err := l.Admit(context.Background(), 1)
@@ -144,7 +144,7 @@ func TestOnOutageWhenCallsFail(t *testing.T) {
 		f := newFake()
 		f.handle = func(fakeCall) (any, error) {
 			if len(f.Calls()) <= 3 {
-				return nil, connRefused
+				return nil, errConnRefused
 			}
 			return admitted(1), nil
 		}
@@ -158,8 +158,8 @@ func TestOnOutageWhenCallsFail(t *testing.T) {
 		if len(seen) != 2 {
 			t.Fatalf("OnOutage heard %+v, want down once, then up once", seen)
 		}
-		if down := seen[0]; !down.Down || !down.Since.Equal(start) || !errors.Is(down.Err, connRefused) {
-			t.Errorf("first report %+v, want Down since %v for %q", down, start, connRefused)
+		if down := seen[0]; !down.Down || !down.Since.Equal(start) || !errors.Is(down.Err, errConnRefused) {
+			t.Errorf("first report %+v, want Down since %v for %q", down, start, errConnRefused)
 		}
 		if up := seen[1]; up.Down || !up.Since.Equal(start) || up.Err != nil {
 			t.Errorf("second report %+v, want up again, down since %v", up, start)

@@ -150,7 +150,7 @@ func TestLeaseLost(t *testing.T) {
 				case c.op() != "renew":
 					return f.scriptReply(c), nil
 				case reply == nil:
-					return nil, connRefused
+					return nil, errConnRefused
 				}
 				return reply, nil
 			})
