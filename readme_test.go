@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestNewcomerPath walks the README as a newcomer would, on a clean clone
+// of the committed tree: the first command it shows (build, then the
+// sample run), then the "Tokens per minute" example against the stand-in
+// server, each run exactly as written (but for the server's port, which is
+// chosen free). It needs git and a checkout; -short skips it.
+func TestNewcomerPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the newcomer path builds pace twice and runs for about 25s")
+	}
+	if err := exec.Command("git", "rev-parse", "--verify", "HEAD").Run(); err != nil {
+		t.Skip("not a git checkout with a commit: no clean clone to try")
+	}
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "pace")
+	if out, err := exec.Command("git", "clone", "--quiet", "--no-hardlinks", ".", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The two commands: the first runs pace's main job, the second is
+	// this test suite (not run again from here).
+	first := codeBlock(t, string(readme), "")
+	var cmds []string
+	for _, line := range strings.Split(first, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			cmds = append(cmds, line)
+		}
+	}
+	if len(cmds) != 2 || cmds[1] != "scripts/test.sh" {
+		t.Fatalf("the README's first block should hold two commands, the second scripts/test.sh:\n%s", first)
+	}
+	out := run(t, dir, cmds[0])
+	items, err := os.ReadFile(filepath.Join(dir, "examples/items.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Count(out, "\n"), strings.Count(string(items), "\n"); got != want {
+		t.Errorf("%s printed %d lines, want one per item (%d):\n%s", cmds[0], got, want, out)
+	}
+
+	// Tokens per minute, on a free port.
+	tokens := codeBlock(t, string(readme), "## Tokens per minute")
+	if !strings.Contains(tokens, "8765") {
+		t.Fatalf("the Tokens per minute example no longer uses port 8765:\n%s", tokens)
+	}
+	out = run(t, dir, strings.ReplaceAll(tokens, "8765", strconv.Itoa(freePort(t))))
+	if !strings.Contains(out, `"accepted":40,"refused":0`) {
+		t.Errorf("the stand-in server did not accept all 40 calls and refuse none:\n%s", out)
+	}
+}
+
+// codeBlock returns the first ```sh block after the heading (or in the
+// whole text for "").
+func codeBlock(t *testing.T, text, heading string) string {
+	t.Helper()
+	if heading != "" {
+		i := strings.Index(text, "\n"+heading+"\n")
+		if i < 0 {
+			t.Fatalf("README has no %q section", heading)
+		}
+		text = text[i:]
+	}
+	_, rest, ok := strings.Cut(text, "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatalf("no sh code block after %q", heading)
+	}
+	return block
+}
+
+// run runs script with sh -e in dir and returns its stdout.
+func run(t *testing.T, dir, script string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
