@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +30,10 @@ func TestImportBoundaries(t *testing.T) {
 			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||
 				dep == "github.com/dgryski/go-rendezvous" || strings.HasPrefix(dep, "go.uber.org/atomic") ||
+				strings.HasPrefix(dep, "golang.org/x/sys/")
+		}},
+		{mod + "/throttle/localstore", func(dep string) bool {
+			return isStd(dep) || dep == mod+"/throttle" || strings.HasPrefix(dep, "go.etcd.io/bbolt") ||
 				strings.HasPrefix(dep, "golang.org/x/sys/")
 		}},
 		{mod + "/runner", func(dep string) bool { return isStd(dep) || dep == mod+"/throttle" }},
@@ -56,6 +63,32 @@ func TestImportBoundaries(t *testing.T) {
 		}
 		if slices.Contains(f[1:], mod+"/cmd") {
 			t.Errorf("%s imports cmd: only main may", f[0])
+		}
+	}
+}
+
+// TestNoBackendSpecialCases keeps cmd and runner on the one backend
+// contract: no type assertion or type switch on a limiter or backend type.
+func TestNoBackendSpecialCases(t *testing.T) {
+	re := regexp.MustCompile(`\.\(\*?(throttle\.(Limiter|Backend)|redisrate\.\w+|localstore\.\w+)\)|case \*?(throttle\.(Limiter|Backend)|redisrate\.\w+|localstore\.\w+)\b`)
+	for _, dir := range []string{"cmd", "runner", "runner/command", "runner/fetch"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if re.MatchString(line) {
+					t.Errorf("%s:%d: a special case for one backend: %s", f, i+1, strings.TrimSpace(line))
+				}
+			}
 		}
 	}
 }
