@@ -211,7 +211,7 @@ func (r *Result) Status() string {
 	case r.TimedOut:
 		return fmt.Sprintf("timed out after %v", r.Timeout)
 	case r.Signal != 0:
-		return "killed by " + SignalName(r.Signal)
+		return "killed by " + signalName(r.Signal)
 	case r.ExitCode != 0:
 		return fmt.Sprintf("exit status %d", r.ExitCode)
 	}
@@ -229,9 +229,9 @@ var signalNames = map[int]string{
 	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
 }
 
-// SignalName returns the conventional name of signal number n, such as
+// signalName returns the conventional name of signal number n, such as
 // "SIGKILL", or "signal n" for a number without a portable name.
-func SignalName(n int) string {
+func signalName(n int) string {
 	if s, ok := signalNames[n]; ok {
 		return s
 	}

@@ -10,15 +10,15 @@ import (
 	"github.com/pace-cli/pace/runner"
 )
 
-// Shell is the program that runs command lines using shell syntax.
-const Shell = "sh"
+// shellProgram runs command lines that use shell syntax.
+const shellProgram = "sh"
 
-// ErrBadLine is wrapped by the errors ParseLine returns for a line that
+// errBadLine is wrapped by the errors parseLine returns for a line that
 // cannot be run, such as one with an unbalanced quote. It wraps
 // runner.ErrPermanent: such a job is never retried.
-var ErrBadLine = runner.Permanent(errors.New("bad command line"))
+var errBadLine = runner.Permanent(errors.New("bad command line"))
 
-// ParseLine turns a command line into argv. A plain line, made of words
+// parseLine turns a command line into argv. A plain line, made of words
 // and quotes, is split with go-shellwords and runs directly. A line that
 // uses shell syntax (pipes, redirections, ';', '&&', '$VAR', '$(...)',
 // backquotes, globs, '~', comments, variable assignments, backslashes)
@@ -26,17 +26,17 @@ var ErrBadLine = runner.Permanent(errors.New("bad command line"))
 // With shell set every line runs under "sh -c".
 //
 // A line with an unterminated quote, or with nothing to run, is an error
-// wrapping ErrBadLine.
-func ParseLine(line string, shell bool) ([]string, error) {
+// wrapping errBadLine.
+func parseLine(line string, shell bool) ([]string, error) {
 	needs, err := scanLine(line)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s in %q", ErrBadLine, err, line)
+		return nil, fmt.Errorf("%w: %s in %q", errBadLine, err, line)
 	}
 	if strings.TrimSpace(line) == "" {
-		return nil, fmt.Errorf("%w: empty command", ErrBadLine)
+		return nil, fmt.Errorf("%w: empty command", errBadLine)
 	}
 	if shell || needs {
-		return []string{Shell, "-c", line}, nil
+		return []string{shellProgram, "-c", line}, nil
 	}
 	p := shellwords.NewParser()
 	argv, err := p.Parse(line)
@@ -45,10 +45,10 @@ func ParseLine(line string, shell bool) ([]string, error) {
 		err = errors.New("shell operator")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v in %q", ErrBadLine, err, line)
+		return nil, fmt.Errorf("%w: %v in %q", errBadLine, err, line)
 	}
 	if len(argv) == 0 {
-		return nil, fmt.Errorf("%w: empty command", ErrBadLine)
+		return nil, fmt.Errorf("%w: empty command", errBadLine)
 	}
 	return argv, nil
 }

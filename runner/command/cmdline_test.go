@@ -45,7 +45,7 @@ func TestParseLine(t *testing.T) {
 		{"sleep 1 &", sh("sleep 1 &")},
 	}
 	for _, tt := range tests {
-		got, err := ParseLine(tt.line, false)
+		got, err := parseLine(tt.line, false)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("ParseLine(%q) = %q, %v; want %q", tt.line, got, err, tt.want)
 		}
@@ -53,7 +53,7 @@ func TestParseLine(t *testing.T) {
 }
 
 func TestParseLineShellAlways(t *testing.T) {
-	got, err := ParseLine("echo hi", true)
+	got, err := parseLine("echo hi", true)
 	if want := []string{"sh", "-c", "echo hi"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ParseLine(echo hi, shell) = %q, %v; want %q", got, err, want)
 	}
@@ -67,8 +67,8 @@ func TestParseLineErrors(t *testing.T) {
 		{"   ", "empty command"},
 	} {
 		for _, shell := range []bool{false, true} {
-			_, err := ParseLine(tt.line, shell)
-			if !errors.Is(err, ErrBadLine) || !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), tt.msg) {
+			_, err := parseLine(tt.line, shell)
+			if !errors.Is(err, errBadLine) || !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("ParseLine(%q, %v) error = %v, want ErrBadLine saying %q", tt.line, shell, err, tt.msg)
 			}
 		}
@@ -134,13 +134,13 @@ func FuzzParseLine(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		argv, err := ParseLine(line, false)
-		if err != nil || argv[0] == Shell && len(argv) == 3 && argv[1] == "-c" {
+		argv, err := parseLine(line, false)
+		if err != nil || argv[0] == shellProgram && len(argv) == 3 && argv[1] == "-c" {
 			return
 		}
 		j := runner.Job{Argv: argv}
-		again, err := ParseLine(j.CommandLine(), false)
-		if err == nil && again[0] == Shell && strings.Contains(j.CommandLine(), `'\''`) {
+		again, err := parseLine(j.CommandLine(), false)
+		if err == nil && again[0] == shellProgram && strings.Contains(j.CommandLine(), `'\''`) {
 			return // quoting a word with both quote kinds takes a backslash: sh's job
 		}
 		if err != nil || !slices.Equal(again, argv) {

@@ -17,9 +17,9 @@ import (
 	"github.com/pace-cli/pace/runner"
 )
 
-// DefaultKillGrace is how long a job that ran past its timeout has between
+// defaultKillGrace is how long a job that ran past its timeout has between
 // SIGTERM and SIGKILL.
-const DefaultKillGrace = 2 * time.Second
+const defaultKillGrace = 2 * time.Second
 
 // errTimeout is the cause of a job context that ran past its timeout.
 var errTimeout = errors.New("job timed out")
@@ -38,7 +38,7 @@ type Lines struct {
 
 // Build returns the argv for job's item, or an error wrapping ErrBadLine.
 func (b Lines) Build(job *runner.Job) ([]string, error) {
-	return ParseLine(job.Item, b.Shell)
+	return parseLine(job.Item, b.Shell)
 }
 
 // Executor runs each job as a child process. The child runs in its own
@@ -65,7 +65,7 @@ type Executor struct {
 	// Timeout limits each attempt's runtime; 0 means none.
 	Timeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
-	// DefaultKillGrace. It also bounds how long a finished job's
+	// defaultKillGrace. It also bounds how long a finished job's
 	// background children may hold its output open.
 	KillGrace time.Duration
 	// SpillLimit is how much of each output stream stays in memory; 0
@@ -97,7 +97,7 @@ func (e *Executor) Prepare(job *runner.Job) error {
 		return fmt.Errorf("job %d: %w", job.Seq, err)
 	}
 	if len(argv) == 0 || argv[0] == "" {
-		return fmt.Errorf("job %d: %w: empty command", job.Seq, ErrBadLine)
+		return fmt.Errorf("job %d: %w: empty command", job.Seq, errBadLine)
 	}
 	job.Argv = argv
 	return nil
@@ -161,7 +161,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 	grace := e.KillGrace
 	if grace <= 0 {
-		grace = DefaultKillGrace
+		grace = defaultKillGrace
 	}
 	jctx := ctx
 	if e.Timeout > 0 {

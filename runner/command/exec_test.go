@@ -246,7 +246,7 @@ func TestPrepareRejectsBadLines(t *testing.T) {
 	e := &Executor{Builder: Lines{}}
 	job := &runner.Job{Seq: 2, Item: "echo 'oops"}
 	err := e.Prepare(job)
-	if !errors.Is(err, ErrBadLine) || !strings.HasPrefix(err.Error(), "job 2: bad command line") {
+	if !errors.Is(err, errBadLine) || !strings.HasPrefix(err.Error(), "job 2: bad command line") {
 		t.Errorf("Prepare(%q) = %v, want job 2: bad command line...", job.Item, err)
 	}
 	job = &runner.Job{Seq: 3, Item: "echo 'x; rm -rf ~'"}

@@ -14,8 +14,8 @@ import (
 	"github.com/pace-cli/pace/runner"
 )
 
-// DefaultMaxRedirects is how many redirects a fetch follows.
-const DefaultMaxRedirects = 10
+// defaultMaxRedirects is how many redirects a fetch follows.
+const defaultMaxRedirects = 10
 
 // errTooManyRedirects is the redirect policy's refusal.
 var errTooManyRedirects = errors.New("too many redirects")
@@ -28,7 +28,7 @@ type ClientOptions struct {
 	// Insecure skips the verification of servers' certificates.
 	Insecure bool
 	// MaxRedirects caps the redirects followed; 0 means
-	// DefaultMaxRedirects, negative follows none.
+	// defaultMaxRedirects, negative follows none.
 	MaxRedirects int
 	// TLS, if set, is the base TLS configuration (cloned), for instance
 	// with extra root certificates.
@@ -61,7 +61,7 @@ func NewClient(opts ClientOptions) *http.Client {
 	t.ForceAttemptHTTP2 = true
 	maxRedirects := opts.MaxRedirects
 	if maxRedirects == 0 {
-		maxRedirects = DefaultMaxRedirects
+		maxRedirects = defaultMaxRedirects
 	}
 	return &http.Client{
 		Transport: t,

@@ -66,7 +66,7 @@ func TestFetchRedirects(t *testing.T) {
 		t.Errorf("MaxRedirects 2, 3 redirects: %v, want too many redirects", res.Err)
 	}
 	e = newFetch(t, Options{Client: NewClient(ClientOptions{MaxRedirects: -1})})
-	var se *StatusError
+	var se *statusError
 	if res := fetchOne(t, e, srv.URL+"/hop/1"); !errors.As(res.Err, &se) || se.Code != http.StatusFound {
 		t.Errorf("MaxRedirects -1: %v, want HTTP 302", res.Err)
 	}

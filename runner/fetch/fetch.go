@@ -24,14 +24,14 @@ import (
 	"github.com/pace-cli/pace/runner"
 )
 
-// DefaultBackoff is how long admissions pause after a 429 or 503 that
+// defaultBackoff is how long admissions pause after a 429 or 503 that
 // says neither Retry-After nor when the quota resets. Each such answer in
-// a row doubles it, up to MaxBackoff; a success resets it.
-const DefaultBackoff = time.Second
+// a row doubles it, up to maxBackoff; a success resets it.
+const defaultBackoff = time.Second
 
-// MaxBackoff caps the pause after repeated 429s or 503s without
+// maxBackoff caps the pause after repeated 429s or 503s without
 // Retry-After.
-const MaxBackoff = time.Minute
+const maxBackoff = time.Minute
 
 // DefaultMaxServerPause is the longest pause a server may ask for (with
 // Retry-After or rate-limit headers) before the item fails instead.
@@ -48,10 +48,10 @@ const (
 	drainLimit     = 256 << 10
 )
 
-// ErrBadURL is wrapped by the error of a job whose URL cannot be fetched:
+// errBadURL is wrapped by the error of a job whose URL cannot be fetched:
 // it does not parse, has no scheme or host, or its scheme is not http or
 // https. Such a job fails without being admitted and is never retried.
-var ErrBadURL = errors.New("bad URL")
+var errBadURL = errors.New("bad URL")
 
 // errTimeout is the cause of a job context that ran past its timeout.
 var errTimeout = errors.New("request timed out")
@@ -59,21 +59,21 @@ var errTimeout = errors.New("request timed out")
 // errBodyTooLarge is the error of a body past Options.MaxBody.
 var errBodyTooLarge = errors.New("body too large")
 
-// StatusError is the error of a fetch whose final response was not a 2xx.
+// statusError is the error of a fetch whose final response was not a 2xx.
 // errors.Is(err, runner.ErrPermanent) holds for the statuses that retrying
 // cannot fix: 3xx left unfollowed, and 4xx except 408, 425 and 429; also
 // 501 and 505.
-type StatusError struct {
+type statusError struct {
 	Code   int
 	Status string // as the server sent it, such as "404 Not Found"
 }
 
 // Error returns "HTTP 404 Not Found".
-func (e *StatusError) Error() string { return "HTTP " + e.Status }
+func (e *statusError) Error() string { return "HTTP " + e.Status }
 
 // Is reports whether target is runner.ErrPermanent and the status is
 // permanent.
-func (e *StatusError) Is(target error) bool {
+func (e *statusError) Is(target error) bool {
 	return target == runner.ErrPermanent && permanentStatus(e.Code)
 }
 
@@ -142,11 +142,11 @@ type Options struct {
 	// OnPause, if set, is told of every pause a response starts, with its
 	// length and reason, so that a long one can be announced.
 	OnPause func(d time.Duration, reason string)
-	// IgnoreServerLimits ignores rate-limit headers (RateLimit-*,
-	// X-RateLimit-*). Retry-After on a 429 or 503 is always honoured.
+	// IgnoreServerLimits ignores rate-limit headers (rateLimit-*,
+	// X-rateLimit-*). Retry-After on a 429 or 503 is always honoured.
 	IgnoreServerLimits bool
 	// Backoff is the first pause after a 429 or 503 that gives no
-	// Retry-After; 0 means DefaultBackoff.
+	// Retry-After; 0 means defaultBackoff.
 	Backoff time.Duration
 	// Redactor hides credentials in everything the executor shows; nil
 	// means the built-in rules (see package redact).
@@ -165,7 +165,7 @@ type Options struct {
 // Executor fetches one URL per job over HTTP, in process. The body of a
 // 2xx response goes whole into Result.Stdout (a Capture, spilling to disk
 // past SpillLimit) or into a file; any other status fails the job with a
-// StatusError. The server has the last word: a 429 or 503 pauses all
+// statusError. The server has the last word: a 429 or 503 pauses all
 // admissions until its Retry-After (or for a doubling backoff without
 // one), and rate-limit headers that say the quota is spent pause them
 // until it resets.
@@ -217,7 +217,7 @@ func New(opts Options) (*Executor, error) {
 	}
 	opts.Backoff = max(opts.Backoff, 0)
 	if opts.Backoff == 0 {
-		opts.Backoff = DefaultBackoff
+		opts.Backoff = defaultBackoff
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
@@ -428,10 +428,10 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 }
 
 // parseURL parses raw and checks that it can be fetched. Its errors wrap
-// ErrBadURL and show raw redacted.
+// errBadURL and show raw redacted.
 func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %q: %s", ErrBadURL, red.RawURL(raw), why)
+		return fmt.Errorf("%w %q: %s", errBadURL, red.RawURL(raw), why)
 	}
 	if raw == "" {
 		return nil, bad("empty")
@@ -480,7 +480,7 @@ func (e *Executor) Prepare(job *runner.Job) error {
 // Execute fetches the job's URL and returns how it went: Result.HTTP is
 // always set; ExitCode is 0 for a 2xx, 1 for another status and -1 when no
 // response came; Sent is when the request had been written; Err says why
-// the job failed (a StatusError for a status, redacted transport errors
+// the job failed (a statusError for a status, redacted transport errors
 // otherwise). On 429 and 503 and on spent rate-limit quotas it pauses the
 // Pauser before it returns, so that the retry the pool may queue is
 // admitted only after the pause.
@@ -537,7 +537,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	defer resp.Body.Close()
 	h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
 	if !e.opts.IgnoreServerLimits {
-		h.Policy, h.PolicyHeader = ParsePolicy(resp.Header)
+		h.Policy, h.PolicyHeader = parsePolicy(resp.Header)
 	}
 	if h.Status == "" {
 		h.Status = strconv.Itoa(resp.StatusCode)
@@ -556,7 +556,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		res.Stderr.Write([]byte(s.red.String(string(body))))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL,
-			&StatusError{Code: resp.StatusCode, Status: h.Status})
+			&statusError{Code: resp.StatusCode, Status: h.Status})
 		return res
 	}
 

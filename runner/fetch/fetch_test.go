@@ -442,7 +442,7 @@ func TestFetchBadURLs(t *testing.T) {
 	for i, tt := range tests {
 		job := runner.Job{Seq: int64(i + 1), Item: tt.item, Attempt: 1, Slot: 1}
 		err := e.Prepare(&job)
-		if !errors.Is(err, ErrBadURL) || !errors.Is(err, runner.ErrPermanent) {
+		if !errors.Is(err, errBadURL) || !errors.Is(err, runner.ErrPermanent) {
 			t.Errorf("Prepare(%q) = %v, want ErrBadURL, permanent", tt.item, err)
 			continue
 		}
@@ -466,7 +466,7 @@ func TestFetchBadURLInPoolFailsOnlyThatItem(t *testing.T) {
 		switch {
 		case r.OK():
 			ok++
-		case errors.Is(r.Err, ErrBadURL) && r.Start.IsZero():
+		case errors.Is(r.Err, errBadURL) && r.Start.IsZero():
 			bad++
 		}
 	}
@@ -491,7 +491,7 @@ func TestFetchStatusFailsItem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		res := fetchOne(t, e, srv.URL+"/"+strconv.Itoa(tt.code))
-		var se *StatusError
+		var se *statusError
 		if res.OK() || !errors.As(res.Err, &se) || se.Code != tt.code || res.ExitCode != 1 || res.HTTP.StatusCode != tt.code {
 			t.Errorf("status %d: OK = %v, Err = %v, ExitCode = %d; want a StatusError, exit code 1", tt.code, res.OK(), res.Err, res.ExitCode)
 			continue

@@ -13,19 +13,19 @@ import (
 // maxPolicyRules bounds the rules one response may publish.
 const maxPolicyRules = 8
 
-// ParsePolicy reads the rate rules a server publishes in a response's
+// parsePolicy reads the rate rules a server publishes in a response's
 // headers, and reports which header said so:
 //
-//   - RateLimit-Policy: "name";q=100;w=60 (IETF draft 08 and later; q is
+//   - rateLimit-Policy: "name";q=100;w=60 (IETF draft 08 and later; q is
 //     the quota, w the window in seconds), several comma-separated;
-//   - RateLimit-Policy: 100;w=60 and RateLimit-Limit: 100, 100;w=60
+//   - RateLimit-Policy: 100;w=60 and rateLimit-Limit: 100, 100;w=60
 //     (drafts 03 to 07: the first number is the quota, w= the window);
-//   - X-RateLimit-Limit: 100;w=60 or 100;window=60, as some APIs extend
-//     the X- headers. A bare X-RateLimit-Limit: 100 says no window and
+//   - X-rateLimit-Limit: 100;w=60 or 100;window=60, as some APIs extend
+//     the X- headers. A bare X-rateLimit-Limit: 100 says no window and
 //     publishes nothing.
 //
 // It returns the rules (sorted by window, without duplicates), or none.
-func ParsePolicy(h http.Header) ([]throttle.Rule, string) {
+func parsePolicy(h http.Header) ([]throttle.Rule, string) {
 	for _, name := range []string{"RateLimit-Policy", "RateLimit-Limit", "X-RateLimit-Limit"} {
 		if v := h.Values(name); len(v) > 0 {
 			if rules := parsePolicyField(strings.Join(v, ",")); len(rules) > 0 {

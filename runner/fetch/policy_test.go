@@ -51,7 +51,7 @@ func TestParsePolicy(t *testing.T) {
 				rule(5, 5*time.Second), rule(6, 6*time.Second), rule(7, 7*time.Second), rule(8, 8*time.Second)}, "RateLimit-Policy"},
 	}
 	for _, tt := range tests {
-		got, header := ParsePolicy(tt.h)
+		got, header := parsePolicy(tt.h)
 		if !slices.Equal(got, tt.want) || header != tt.wantHeader {
 			t.Errorf("%s: ParsePolicy(%v) = %v, %q, want %v, %q", tt.name, tt.h, got, header, tt.want, tt.wantHeader)
 		}

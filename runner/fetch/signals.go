@@ -14,18 +14,18 @@ import (
 // header cannot overflow time arithmetic. About 31 years.
 const maxServerDelay = 1e9 * time.Second
 
-// X-RateLimit-Reset values at or above these are epoch timestamps, not
+// X-rateLimit-Reset values at or above these are epoch timestamps, not
 // delays: 1e9 seconds is 2001-09-09, and no server asks to wait 31 years.
 const (
 	epochSecondsFrom = 1e9
 	epochMillisFrom  = 1e12
 )
 
-// ParseRetryAfter reads a Retry-After header value (RFC 9110, 10.2.3):
+// parseRetryAfter reads a Retry-After header value (RFC 9110, 10.2.3):
 // either a number of seconds or an HTTP-date. It returns the instant the
 // server allows the next request and whether v was understood. A date in
 // the past yields now.
-func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
+func parseRetryAfter(v string, now time.Time) (time.Time, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return time.Time{}, false
@@ -47,47 +47,47 @@ func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
 	return t, true
 }
 
-// RateLimit is what a response's rate-limit headers say about the
+// rateLimit is what a response's rate-limit headers say about the
 // server's quota.
-type RateLimit struct {
+type rateLimit struct {
 	// Remaining is the number of calls the server still allows.
 	Remaining int64
 	// Reset is when the quota is renewed; zero if the headers do not say.
 	Reset time.Time
 	// Header names the header that gave Remaining, for diagnostics:
-	// "RateLimit", "RateLimit-Remaining" or "X-RateLimit-Remaining".
+	// "RateLimit", "RateLimit-Remaining" or "X-rateLimit-Remaining".
 	Header string
 }
 
 // ParseRateLimit reads a response's rate-limit headers, at instant now.
 // It understands, in this order of preference:
 //
-//   - RateLimit: "policy";r=0;t=5 (IETF draft 08 and later: r is the
+//   - rateLimit: "policy";r=0;t=5 (IETF draft 08 and later: r is the
 //     remaining quota, t the seconds until reset; with several policies
 //     the most exhausted one counts);
-//   - RateLimit: limit=10, remaining=0, reset=5 (drafts 06 and 07);
-//   - RateLimit-Remaining and RateLimit-Reset (earlier drafts; Reset is
+//   - rateLimit: limit=10, remaining=0, reset=5 (drafts 06 and 07);
+//   - RateLimit-Remaining and rateLimit-Reset (earlier drafts; Reset is
 //     delta seconds);
-//   - X-RateLimit-Remaining and X-RateLimit-Reset, where Reset is delta
+//   - X-RateLimit-Remaining and X-rateLimit-Reset, where Reset is delta
 //     seconds below 1e9, epoch seconds from 1e9 and epoch milliseconds
-//     from 1e12, or X-RateLimit-Reset-After in delta seconds.
+//     from 1e12, or X-rateLimit-Reset-After in delta seconds.
 //
 // It reports false when no family gives a usable Remaining.
-func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
+func ParseRateLimit(h http.Header, now time.Time) (rateLimit, bool) {
 	if v := h.Values("RateLimit"); len(v) > 0 {
 		if rl, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
 			return rl, true
 		}
 	}
 	if rem, ok := parseCount(h.Get("RateLimit-Remaining")); ok {
-		rl := RateLimit{Remaining: rem, Header: "RateLimit-Remaining"}
+		rl := rateLimit{Remaining: rem, Header: "RateLimit-Remaining"}
 		if d, ok := parseDelta(h.Get("RateLimit-Reset")); ok {
 			rl.Reset = now.Add(d)
 		}
 		return rl, true
 	}
 	if rem, ok := parseCount(h.Get("X-RateLimit-Remaining")); ok {
-		rl := RateLimit{Remaining: rem, Header: "X-RateLimit-Remaining"}
+		rl := rateLimit{Remaining: rem, Header: "X-RateLimit-Remaining"}
 		if t, ok := parseXReset(h.Get("X-RateLimit-Reset"), now); ok {
 			rl.Reset = t
 		} else if d, ok := parseDelta(h.Get("X-RateLimit-Reset-After")); ok {
@@ -95,13 +95,13 @@ func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
 		}
 		return rl, true
 	}
-	return RateLimit{}, false
+	return rateLimit{}, false
 }
 
-// parseRateLimitField reads the structured RateLimit field, in either the
+// parseRateLimitField reads the structured rateLimit field, in either the
 // list form of draft 08+ or the dictionary form of drafts 06-07.
-func parseRateLimitField(v string, now time.Time) (RateLimit, bool) {
-	best := RateLimit{Remaining: -1}
+func parseRateLimitField(v string, now time.Time) (rateLimit, bool) {
+	best := rateLimit{Remaining: -1}
 	consider := func(rem int64, reset time.Time) {
 		switch {
 		case best.Remaining < 0 || rem < best.Remaining:
@@ -145,13 +145,13 @@ func parseRateLimitField(v string, now time.Time) (RateLimit, bool) {
 		consider(rem, reset)
 	}
 	if best.Remaining < 0 {
-		return RateLimit{}, false
+		return rateLimit{}, false
 	}
 	best.Header = "RateLimit"
 	return best, true
 }
 
-// parseXReset reads X-RateLimit-Reset: delta seconds, epoch seconds or
+// parseXReset reads X-rateLimit-Reset: delta seconds, epoch seconds or
 // epoch milliseconds, told apart by magnitude. An epoch in the past yields
 // now.
 func parseXReset(v string, now time.Time) (time.Time, bool) {
@@ -255,7 +255,7 @@ func (e *Executor) serverSignals(resp *http.Response, h *runner.HTTPInfo) error 
 	}
 	code := resp.StatusCode
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-		if t, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if t, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			h.RetryAfter = t.Sub(now)
 			e.resetBackoff()
 			later(t, fmt.Sprintf("%d Retry-After: %s", code, strings.TrimSpace(resp.Header.Get("Retry-After"))))
@@ -293,7 +293,7 @@ func (e *Executor) serverSignals(resp *http.Response, h *runner.HTTPInfo) error 
 // backoff returns the end of the pause for a 429/503 without Retry-After
 // at now, and its length. While an earlier backoff pause is still in
 // force, answers to requests sent before it began share it; after it, the
-// next one is twice as long, up to MaxBackoff.
+// next one is twice as long, up to maxBackoff.
 func (e *Executor) backoff(now time.Time) (time.Time, time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -302,7 +302,7 @@ func (e *Executor) backoff(now time.Time) (time.Time, time.Duration) {
 	}
 	d := e.opts.Backoff
 	if e.boLast > 0 {
-		d = min(2*e.boLast, MaxBackoff)
+		d = min(2*e.boLast, maxBackoff)
 	}
 	e.boLast, e.boUntil = d, now.Add(d)
 	return e.boUntil, d

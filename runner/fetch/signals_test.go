@@ -44,7 +44,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"0x10", time.Time{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseRetryAfter(tt.v, now)
+		got, ok := parseRetryAfter(tt.v, now)
 		if ok != tt.wantOK || !got.Equal(tt.want) {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v, want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
 		}
@@ -64,40 +64,40 @@ func TestParseRateLimit(t *testing.T) {
 	tests := []struct {
 		name   string
 		h      http.Header
-		want   RateLimit
+		want   rateLimit
 		wantOK bool
 	}{
-		{"none", hdr(), RateLimit{}, false},
+		{"none", hdr(), rateLimit{}, false},
 		{"ietf fields", hdr("RateLimit-Remaining", "0", "RateLimit-Reset", "3"),
-			RateLimit{0, now.Add(3 * time.Second), "RateLimit-Remaining"}, true},
+			rateLimit{0, now.Add(3 * time.Second), "RateLimit-Remaining"}, true},
 		{"ietf fields, no reset", hdr("RateLimit-Remaining", "4"),
-			RateLimit{4, time.Time{}, "RateLimit-Remaining"}, true},
+			rateLimit{4, time.Time{}, "RateLimit-Remaining"}, true},
 		{"ietf fractional reset", hdr("RateLimit-Remaining", "0", "RateLimit-Reset", "0.25"),
-			RateLimit{0, now.Add(250 * time.Millisecond), "RateLimit-Remaining"}, true},
+			rateLimit{0, now.Add(250 * time.Millisecond), "RateLimit-Remaining"}, true},
 		{"draft 06 dictionary", hdr("RateLimit", "limit=10, remaining=0, reset=7"),
-			RateLimit{0, now.Add(7 * time.Second), "RateLimit"}, true},
+			rateLimit{0, now.Add(7 * time.Second), "RateLimit"}, true},
 		{"draft 08 list, most exhausted policy wins", hdr("RateLimit", `"burst";r=5;t=1, "daily";r=0;t=3600`),
-			RateLimit{0, now.Add(time.Hour), "RateLimit"}, true},
+			rateLimit{0, now.Add(time.Hour), "RateLimit"}, true},
 		{"draft 08 list across field lines", hdr("RateLimit", `"a";r=2;t=1`, "RateLimit", `"b";r=2;t=9`),
-			RateLimit{2, now.Add(9 * time.Second), "RateLimit"}, true},
+			rateLimit{2, now.Add(9 * time.Second), "RateLimit"}, true},
 		{"structured field preferred", hdr("RateLimit", `"p";r=0;t=2`, "X-RateLimit-Remaining", "50"),
-			RateLimit{0, now.Add(2 * time.Second), "RateLimit"}, true},
+			rateLimit{0, now.Add(2 * time.Second), "RateLimit"}, true},
 		{"x delta seconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "60"),
-			RateLimit{0, now.Add(time.Minute), "X-RateLimit-Remaining"}, true},
+			rateLimit{0, now.Add(time.Minute), "X-RateLimit-Remaining"}, true},
 		{"x epoch seconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(epoch)),
-			RateLimit{0, time.Unix(epoch, 0), "X-RateLimit-Remaining"}, true},
+			rateLimit{0, time.Unix(epoch, 0), "X-RateLimit-Remaining"}, true},
 		{"x epoch milliseconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(epoch*1000+500)),
-			RateLimit{0, time.UnixMilli(epoch*1000 + 500), "X-RateLimit-Remaining"}, true},
+			rateLimit{0, time.UnixMilli(epoch*1000 + 500), "X-RateLimit-Remaining"}, true},
 		{"x epoch in the past", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(now.Unix()-100)),
-			RateLimit{0, now, "X-RateLimit-Remaining"}, true},
+			rateLimit{0, now, "X-RateLimit-Remaining"}, true},
 		{"x reset-after", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "1.5"),
-			RateLimit{0, now.Add(1500 * time.Millisecond), "X-RateLimit-Remaining"}, true},
-		{"garbage remaining", hdr("RateLimit-Remaining", "lots"), RateLimit{}, false},
-		{"negative remaining", hdr("X-RateLimit-Remaining", "-1"), RateLimit{}, false},
+			rateLimit{0, now.Add(1500 * time.Millisecond), "X-RateLimit-Remaining"}, true},
+		{"garbage remaining", hdr("RateLimit-Remaining", "lots"), rateLimit{}, false},
+		{"negative remaining", hdr("X-RateLimit-Remaining", "-1"), rateLimit{}, false},
 		{"garbage reset ignored", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "tomorrow"),
-			RateLimit{0, time.Time{}, "X-RateLimit-Remaining"}, true},
+			rateLimit{0, time.Time{}, "X-RateLimit-Remaining"}, true},
 		{"structured without remaining falls through", hdr("RateLimit", "limit=10", "RateLimit-Remaining", "3"),
-			RateLimit{3, time.Time{}, "RateLimit-Remaining"}, true},
+			rateLimit{3, time.Time{}, "RateLimit-Remaining"}, true},
 	}
 	for _, tt := range tests {
 		got, ok := ParseRateLimit(tt.h, now)
@@ -133,7 +133,7 @@ func FuzzParseRateLimit(f *testing.F) {
 		if !rl.Reset.IsZero() && (rl.Reset.Before(now) || rl.Reset.After(now.Add(maxServerDelay))) {
 			t.Errorf("Reset = %v, outside [now, now+%v]", rl.Reset, maxServerDelay)
 		}
-		if until, ok := ParseRetryAfter(reset, now); ok && (until.Before(now) || until.After(now.Add(maxServerDelay))) {
+		if until, ok := parseRetryAfter(reset, now); ok && (until.Before(now) || until.After(now.Add(maxServerDelay))) {
 			t.Errorf("ParseRetryAfter(%q) = %v, outside [now, now+max]", reset, until)
 		}
 	})
@@ -195,7 +195,7 @@ func (p *fakePauser) onPause(d time.Duration, reason string) {
 }
 
 // in2025 moves a synctest bubble's clock, which starts at 2000-01-01, to
-// 2025-03-01 12:00 UTC and returns that instant: X-RateLimit-Reset values
+// 2025-03-01 12:00 UTC and returns that instant: X-rateLimit-Reset values
 // are epoch seconds only from 1e9 (2001) on.
 func in2025() time.Time {
 	t := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -345,8 +345,8 @@ func TestFetchBackoffDoubles(t *testing.T) {
 			fetchOne(t, e, "http://api.example/x")
 		}
 		last := p.calls[len(p.calls)-1]
-		if d := time.Until(last.until); d != MaxBackoff {
-			t.Errorf("after many 429s: backoff %v, want the cap %v", d, MaxBackoff)
+		if d := time.Until(last.until); d != maxBackoff {
+			t.Errorf("after many 429s: backoff %v, want the cap %v", d, maxBackoff)
 		}
 	})
 }
