@@ -111,10 +111,10 @@ func (s *Store) takeSlot(ctx context.Context) (int, error) {
 		return -1, err
 	}
 	arrived := time.Now()
-	if err := s.slotTurn.lock(ctx, s.closed); err != nil {
+	if err := s.slotTurn.Lock(ctx, s.closed); err != nil {
 		return -1, err
 	}
-	defer s.slotTurn.unlock()
+	defer s.slotTurn.Unlock()
 	waited := false
 	for {
 		i, err := s.slots.tryTake(s.opened)

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/fifo"
 )
 
 // Defaults of the Options.
@@ -88,8 +89,8 @@ type Store struct {
 	slots   *slotSet // nil without GlobalJobs
 	txHook  func()   // tests: called in an admission's transaction, after the records
 
-	admitTurn queue      // one caller at a time asks the store for the rates
-	slotTurn  queue      // one caller at a time waits for a slot
+	admitTurn fifo.Lock  // one caller at a time asks the store for the rates
+	slotTurn  fifo.Lock  // one caller at a time waits for a slot
 	txMu      sync.Mutex // one transaction at a time in this process
 
 	closed    chan struct{}
@@ -440,10 +441,10 @@ func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Tim
 	s.mu.Lock()
 	sleeps := s.sleeps
 	s.mu.Unlock()
-	if err := s.admitTurn.lock(ctx, s.closed); err != nil {
+	if err := s.admitTurn.Lock(ctx, s.closed); err != nil {
 		return time.Time{}, 0, time.Time{}, err
 	}
-	defer s.admitTurn.unlock()
+	defer s.admitTurn.Unlock()
 	for {
 		if err := s.sleepPause(ctx); err != nil {
 			return time.Time{}, 0, time.Time{}, err

@@ -62,6 +62,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/fifo"
 )
 
 // Client is the part of a go-redis client that a Limiter uses: scripts
@@ -161,8 +162,8 @@ type Limiter struct {
 	idPrefix string
 	seq      atomic.Uint64
 
-	admitTurn queue // one caller at a time talks to Redis for the rates
-	slotTurn  queue // one caller at a time waits for a fleet-wide slot
+	admitTurn fifo.Lock // one caller at a time talks to Redis for the rates
+	slotTurn  fifo.Lock // one caller at a time waits for a fleet-wide slot
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -524,10 +525,10 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 	l.mu.Lock()
 	sleeps := l.sleeps
 	l.mu.Unlock()
-	if err := l.admitTurn.lock(ctx, l.closed); err != nil {
+	if err := l.admitTurn.Lock(ctx, l.closed); err != nil {
 		return time.Time{}, 0, 0, err
 	}
-	defer l.admitTurn.unlock()
+	defer l.admitTurn.Unlock()
 
 	member := l.memberID(id)
 	for {

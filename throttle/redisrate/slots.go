@@ -36,10 +36,10 @@ func (l *Limiter) takeSlot(ctx context.Context) (*lease, error) {
 		return nil, err
 	}
 	arrived := time.Now()
-	if err := l.slotTurn.lock(ctx, l.closed); err != nil {
+	if err := l.slotTurn.Lock(ctx, l.closed); err != nil {
 		return nil, err
 	}
-	defer l.slotTurn.unlock()
+	defer l.slotTurn.Unlock()
 	keys := []string{l.slotKey}
 	id := l.idPrefix + ".s" + strconv.FormatUint(l.seq.Add(1), 36)
 	waited := false

@@ -1,4 +1,6 @@
-package redisrate
+// Package fifo is the first-in, first-out lock the shared backends queue
+// their callers with: callers get it in the order they asked for it.
+package fifo
 
 import (
 	"context"
@@ -8,16 +10,16 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-// queue is a FIFO lock: callers get it in the order they asked.
-type queue struct {
+// Lock is a FIFO lock. Its zero value is unlocked.
+type Lock struct {
 	mu      sync.Mutex
 	busy    bool
 	waiters []chan struct{} // a closed channel hands the lock over
 }
 
-// lock takes q, waiting behind earlier callers, unless ctx is done or
-// closed is closed first.
-func (q *queue) lock(ctx context.Context, closed <-chan struct{}) error {
+// Lock takes q, waiting behind earlier callers, unless ctx is done or
+// closed is closed first (then it returns throttle.ErrClosed).
+func (q *Lock) Lock(ctx context.Context, closed <-chan struct{}) error {
 	q.mu.Lock()
 	if !q.busy {
 		q.busy = true
@@ -44,12 +46,12 @@ func (q *queue) lock(ctx context.Context, closed <-chan struct{}) error {
 	}
 	q.mu.Unlock()
 	// Handed the lock while giving up: pass it on.
-	q.unlock()
+	q.Unlock()
 	return err
 }
 
-// unlock hands q to the next caller in line, if any.
-func (q *queue) unlock() {
+// Unlock hands q to the next caller in line, if any.
+func (q *Lock) Unlock() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) > 0 {
@@ -60,8 +62,8 @@ func (q *queue) unlock() {
 	q.busy = false
 }
 
-// queued returns how many callers wait for q.
-func (q *queue) queued() int {
+// Queued returns how many callers wait for q.
+func (q *Lock) Queued() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiters)
