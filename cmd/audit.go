@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -106,18 +105,11 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 // runAudit reads the input, audits it and writes the report on stdout.
 func runAudit(_ context.Context, opts *AuditOptions) error {
 	ios := opts.IO
-	name := opts.File
-	var r io.Reader = ios.In
-	if name == "" || name == "-" {
-		name = "stdin"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return reportf(ios, ExitUsage, "audit: %v", err)
-		}
-		defer f.Close()
-		r = f
+	r, name, closeFile, err := openFileArg(opts.File, ios.In)
+	if err != nil {
+		return reportf(ios, ExitUsage, "audit: %v", err)
 	}
+	defer closeFile()
 	calls, err := readCalls(r)
 	if err != nil {
 		return reportf(ios, ExitUsage, "audit: %s: %v", name, err)

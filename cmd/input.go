@@ -92,3 +92,21 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// openFileArg opens the file a command reads whole (pace audit's and pace
+// plot's argument): stdin for "" or "-". It returns the reader, the name
+// to show in messages, and what closes it.
+func openFileArg(name string, stdin io.Reader) (io.Reader, string, func() error, error) {
+	if name == "" || name == "-" {
+		return stdin, "stdin", func() error { return nil }, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, name, nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, name, nil, fmt.Errorf("%s is a directory, not a file", name)
+	}
+	return f, name, f.Close, nil
+}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -92,18 +90,11 @@ func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
 // runPlot reads the job log and writes the picture.
 func runPlot(_ context.Context, opts *PlotOptions) error {
 	ios := opts.IO
-	name := opts.File
-	var r io.Reader = ios.In
-	if name == "" || name == "-" {
-		name = "stdin"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return reportf(ios, ExitUsage, "plot: %v", err)
-		}
-		defer f.Close()
-		r = f
+	r, name, closeFile, err := openFileArg(opts.File, ios.In)
+	if err != nil {
+		return reportf(ios, ExitUsage, "plot: %v", err)
 	}
+	defer closeFile()
 	log, err := joblog.Read(r)
 	if err != nil {
 		return reportf(ios, ExitUsage, "plot: %s: %v", name, err)
