@@ -282,10 +282,7 @@ func (l *learner) tighter(rule throttle.Rule) bool {
 // rebuildLocked makes a new limiter for the learned rules, seeded with the
 // recent admissions. Requires l.mu held.
 func (l *learner) rebuildLocked(now time.Time) {
-	rules := slices.Clone(l.adopted)
-	if l.inferred != nil {
-		rules = append(rules, *l.inferred)
-	}
+	rules := l.rulesLocked()
 	if len(rules) == 0 {
 		l.local = nil
 		return
@@ -303,6 +300,23 @@ func (l *learner) rebuildLocked(now time.Time) {
 	local.Seed(calls)
 	l.local = local
 	l.ruleSince = now
+}
+
+// rules returns the rules learned from the server now: adopted and
+// inferred.
+func (l *learner) rules() []throttle.Rule {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rulesLocked()
+}
+
+// rulesLocked is rules with l.mu held.
+func (l *learner) rulesLocked() []throttle.Rule {
+	rules := slices.Clone(l.adopted)
+	if l.inferred != nil {
+		rules = append(rules, *l.inferred)
+	}
+	return rules
 }
 
 // learned says what the learner did, for the summary.

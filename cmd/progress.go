@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,7 +110,7 @@ func (d *display) close() {
 
 // follow draws progress until done is closed: the bar every barEvery, a
 // status line every interval (nothing for a run shorter than that).
-func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, total *total, o *CommonOptions) {
+func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, total *total, o *CommonOptions, learned func() []throttle.Rule) {
 	if d.mode == progressNever {
 		return
 	}
@@ -118,6 +119,7 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 		every = d.interval
 	}
 	p := newProgress(o.allRules(), o.Jobs)
+	p.extra = learned
 	// The rate counts from the start, not from the first tick.
 	p.samples = append(p.samples, sample{time.Now(), 0})
 	if d.mode == progressAlways {
@@ -159,6 +161,9 @@ type progress struct {
 	unit    time.Duration // the rate's unit: a second, minute or hour
 	unitStr string
 	samples []sample // recent (time, done) pairs, oldest first
+	// extra, if set, returns the rules learned from the server, which
+	// hold calls back as the user's do.
+	extra func() []throttle.Rule
 	// The latest ETA, recomputed at most once a second.
 	etaAt   time.Time
 	etaLeft int64
@@ -226,7 +231,7 @@ func (p *progress) text(now time.Time, done int64, t tallySnapshot, st throttle.
 		parts = append(parts, fmt.Sprintf("%s at %.0f%%", st.Rules[b].Rule, st.Rules[b].Usage*100))
 	}
 	if total >= 0 && done < total {
-		if eta, ok := p.eta(now, total-t.ItemsStarted, t); ok {
+		if eta, ok := p.eta(now, total-t.ItemsStarted, t, st.PausedUntil); ok {
 			parts = append(parts, "ETA "+roundETA(eta))
 		}
 	}
@@ -239,8 +244,9 @@ const etaSimulated = 20000
 // eta estimates how long the run has left with left items still to start:
 // the fastest legal schedule for them after the admissions already made
 // (throttle.Plan, so that a daily quota spent early holds the rest back),
-// plus a job's mean runtime.
-func (p *progress) eta(now time.Time, left int64, t tallySnapshot) (time.Duration, bool) {
+// plus a job's mean runtime. The plan starts when a server's pause ends,
+// and keeps the rules pace learned from the server (extra) as well.
+func (p *progress) eta(now time.Time, left int64, t tallySnapshot, pausedUntil time.Time) (time.Duration, bool) {
 	if left <= 0 {
 		return t.P50, true
 	}
@@ -252,7 +258,14 @@ func (p *progress) eta(now time.Time, left int64, t tallySnapshot) (time.Duratio
 	for i := range costs {
 		costs[i] = max(t.MeanCost, 1)
 	}
-	plan := throttle.Plan(p.rules, t.Recent, costs, now, p.jobs, t.P50)
+	rules, start := p.rules, now
+	if p.extra != nil {
+		rules = append(slices.Clone(rules), p.extra()...)
+	}
+	if pausedUntil.After(now) {
+		start = pausedUntil
+	}
+	plan := throttle.Plan(rules, t.Recent, costs, start, p.jobs, t.P50)
 	last := plan[len(plan)-1].Sub(now)
 	if n < left {
 		last = time.Duration(float64(last) * float64(left) / float64(n))

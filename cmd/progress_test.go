@@ -257,7 +257,7 @@ func TestProgressETA(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := newProgress(rules, tt.jobs)
-		if got, ok := p.eta(now, tt.left, tt.t); !ok || got != tt.want {
+		if got, ok := p.eta(now, tt.left, tt.t, time.Time{}); !ok || got != tt.want {
 			t.Errorf("%s: eta = %v, %v; want %v", tt.name, got, ok, tt.want)
 		}
 	}
@@ -267,16 +267,41 @@ func TestProgressETAIsKeptForASecond(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	p := newProgress(nil, 1)
 	t1 := tallySnapshot{P50: time.Second}
-	if got, _ := p.eta(now, 10, t1); got != 10*time.Second {
+	if got, _ := p.eta(now, 10, t1, time.Time{}); got != 10*time.Second {
 		t.Fatalf("eta = %v, want 10s", got)
 	}
 	// Within a second, with as many left, the same end: 400ms nearer.
-	if got, _ := p.eta(now.Add(400*time.Millisecond), 10, tallySnapshot{P50: time.Hour}); got != 9600*time.Millisecond {
+	if got, _ := p.eta(now.Add(400*time.Millisecond), 10, tallySnapshot{P50: time.Hour}, time.Time{}); got != 9600*time.Millisecond {
 		t.Errorf("eta 400ms later = %v, want 9.6s (the same end)", got)
 	}
 	// Fewer left: computed again.
-	if got, _ := p.eta(now.Add(400*time.Millisecond), 9, t1); got != 9*time.Second {
+	if got, _ := p.eta(now.Add(400*time.Millisecond), 9, t1, time.Time{}); got != 9*time.Second {
 		t.Errorf("eta with one fewer left = %v, want 9s", got)
+	}
+}
+
+// The ETA counts what holds calls back beyond the user's rules: a
+// server's pause, and the rules learned from the server.
+func TestProgressETAPausesAndLearnedRules(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	r10, err := throttle.ParseRule("10/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProgress([]throttle.Rule{r10}, 4)
+	// 10 calls under 10/s: the last starts at once (0s, jobs take no time).
+	if got, _ := p.eta(now, 10, tallySnapshot{}, time.Time{}); got != 0 {
+		t.Fatalf("eta = %v, want 0s", got)
+	}
+	p = newProgress([]throttle.Rule{r10}, 4)
+	if got, _ := p.eta(now, 10, tallySnapshot{}, now.Add(time.Minute)); got != time.Minute {
+		t.Errorf("eta while paused for a minute = %v, want 1m0s", got)
+	}
+	p = newProgress([]throttle.Rule{r10}, 4)
+	r1, _ := throttle.ParseRule("1/s")
+	p.extra = func() []throttle.Rule { return []throttle.Rule{r1} }
+	if got, _ := p.eta(now, 10, tallySnapshot{}, time.Time{}); got != 9*time.Second {
+		t.Errorf("eta under a learned 1/s = %v, want 9s", got)
 	}
 }
 

@@ -246,7 +246,11 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 			}
 		})
 	}
-	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o) })
+	var learnedRules func() []throttle.Rule
+	if learn != nil {
+		learnedRules = learn.rules
+	}
+	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o, learnedRules) })
 
 	start := time.Now()
 	facts.limitErr = pool.Run(jobCtx, in)
