@@ -10,17 +10,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/localstore"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
 
 // openBackend makes the limiter a run's options ask for: the in-memory
-// limiter, or the Redis-backed one with --redis. It is the default of
-// Factory.OpenBackend. Messages about the backend (Redis outages) go to w.
-// A Redis backend checks its rules against the ones stored in Redis before
-// it returns, which may take up to --redis-timeout while Redis does not
-// answer; ctx cuts that short.
+// limiter, the Redis-backed one with --redis, or the local store with
+// --key alone (openLocal). It is the default of Factory.OpenBackend.
+// Messages about the backend (Redis outages) go to w. A shared backend
+// checks its rules against the ones stored before it returns, which may
+// take up to --redis-timeout while Redis does not answer; ctx cuts that
+// short.
 func openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Backend, error) {
+	if o.Redis.Local() {
+		return openLocal(ctx, o, w)
+	}
 	if o.Redis.URL == "" {
 		opts := []throttle.Option{throttle.WithMargin(o.Margin)}
 		if o.Reorder {
@@ -58,9 +64,56 @@ func openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.B
 	return namedBackend{Backend: b, name: "redis " + url}, nil
 }
 
-// namedBackend puts the backend's name (a redacted Redis URL) in front of
-// its admission errors, so that a failure in the middle of a run says
-// where, as one at the start does.
+// openLocal opens the local store of --key in --state (or
+// localstore.DefaultDir), named for messages "local quota NAME at PATH".
+// A store kept with other rules is refused with ErrRuleMismatch (exit 2);
+// a damaged store, or one a newer pace wrote, with ErrBackend (exit 3),
+// its file left as it is.
+func openLocal(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Backend, error) {
+	dir := o.Redis.State
+	if dir == "" {
+		var err error
+		if dir, err = localstore.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	key := o.Redis.Key
+	if o.Verbose {
+		fmt.Fprintf(w, "pace: local quota %q in %s\n", key, dir)
+	}
+	st, err := localstore.Open(ctx, localstore.Options{
+		Dir:        dir,
+		Key:        key,
+		Rules:      o.allRules(),
+		Margin:     o.Margin,
+		GlobalJobs: o.Redis.GlobalJobs,
+	})
+	var mismatch *localstore.MismatchError
+	switch {
+	case errors.As(err, &mismatch):
+		return nil, fmt.Errorf("local quota %q in %s is kept with rules %q, this process has %q: "+
+			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
+			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s: %w",
+			mismatch.Key, dir, mismatch.Stored, mismatch.Spec, key, stateFlag(o.Redis), throttle.ErrRuleMismatch)
+	case err != nil:
+		// The store's errors name its file and say what to do.
+		return nil, err
+	}
+	return namedBackend{Backend: st, name: fmt.Sprintf("local quota %s at %s", key, st.Path())}, nil
+}
+
+// stateFlag returns " --state DIR" when o names a directory, for commands
+// pace suggests.
+func stateFlag(o RedisOptions) string {
+	if o.State == "" {
+		return ""
+	}
+	return " --state " + runner.Quote(o.State)
+}
+
+// namedBackend puts the backend's name (a redacted Redis URL, or the local
+// quota's name and file) in front of its admission errors, so that a
+// failure in the middle of a run says where, as one at the start does.
 type namedBackend struct {
 	throttle.Backend
 	name string

@@ -7,35 +7,50 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/throttle/localstore"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
 
-// This file holds the flags of the Redis backend (package redisrate):
-// --redis, --key, --global-jobs and --redis-timeout. backend.go opens it.
-// Passwords in the URL never reach any message.
+// This file holds the flags of the shared backends: Redis (package
+// redisrate: --redis, --redis-timeout) and the local store (package
+// localstore: --key without --redis, --state), with --key and
+// --global-jobs for both. backend.go opens them. Passwords in the URL
+// never reach any message.
 
 // redisURLEnv names the environment variable that supplies --redis.
 const redisURLEnv = "PACE_REDIS_URL"
 
-// RedisOptions are the flags that make the limiter shared through Redis by
-// every pace process naming the same Redis and key. The zero value means
-// no Redis; check fills in the defaults.
+// RedisOptions are the flags that make the limiter shared: through Redis
+// by every pace process naming the same Redis and key, or, with --key and
+// no Redis, through the local store by every pace process on this host
+// naming the same key (and --state). The zero value means neither; check
+// fills in the defaults.
 type RedisOptions struct {
 	// URL is --redis, or $PACE_REDIS_URL when the flag is not given;
 	// empty means the in-memory limiter of one process.
 	URL string
-	// Key names the shared quota (--key); empty means redisrate.DefaultKey.
+	// Key names the shared quota (--key); empty means redisrate.DefaultKey
+	// with Redis. Without Redis, a key makes the quota the local store's
+	// (Local).
 	Key string
 	// GlobalJobs caps the jobs in flight across every process sharing the
 	// key (--global-jobs); 0 means no cap.
 	GlobalJobs int
 	// Timeout is how long pace keeps retrying a Redis that does not
 	// answer before it gives up with exit status 3 (--redis-timeout); 0
-	// means redisrate.DefaultTimeout.
+	// means redisrate.DefaultTimeout. The local store does not use it: it
+	// gives up after localstore.DefaultTimeout.
 	Timeout time.Duration
+	// State is the directory of the local store (--state); empty means
+	// localstore.DefaultDir().
+	State string
 
-	urlSet, keySet, timeoutSet bool // the flags were given
+	urlSet, keySet, timeoutSet, stateSet bool // the flags were given
 }
+
+// Local reports whether the checked options keep the quota in the local
+// store: a --key without a Redis.
+func (o *RedisOptions) Local() bool { return o.URL == "" && o.keySet }
 
 // redisHelp is the Redis part of pace run's and pace fetch's --help.
 const redisHelp = `Sharing rules across processes:
@@ -47,7 +62,13 @@ const redisHelp = `Sharing rules across processes:
   with leases that come back if a process dies. If Redis stops
   answering, nothing new starts; pace retries and goes on when Redis is
   back, or lets running jobs finish and exits 3 after --redis-timeout.
-  Passwords are never printed. See docs/redis.md.`
+  Passwords are never printed. See docs/redis.md.
+
+  --key NAME without --redis shares the quota with every pace process on
+  this host naming the same key, through a file in --state DIR (default
+  $PACE_STATE_DIR, $XDG_STATE_HOME/pace or ~/.local/state/pace): the same
+  rules, refusals (exit 2) and --global-jobs, with slots that come back
+  at once when a process dies. "pace quota show" shows it.`
 
 // addRedisFlags binds the Redis flags of cmd to o.
 func addRedisFlags(cmd *cobra.Command, o *RedisOptions) {
@@ -58,18 +79,21 @@ func addRedisFlags(cmd *cobra.Command, o *RedisOptions) {
 			"redis://[user:password@]host[:port][/db], rediss:// for TLS, unix:///path/to/socket\n"+
 			"(default $"+redisURLEnv+"; --redis= ignores it)")
 	fl.Var(setStringValue{&o.Key, &o.keySet}, "key",
-		"with --redis: the `NAME` of the shared quota; processes with the same Redis and key share the rules")
+		"the `NAME` of a quota kept in Redis with --redis (default \""+redisrate.DefaultKey+"\"),\n"+
+			"or on this host without it (see --state): processes naming the same quota share its rules")
 	fl.IntVar(&o.GlobalJobs, "global-jobs", 0,
-		"with --redis: run at most `N` jobs at once across every process sharing the key (0: no cap)")
+		"with --redis or --key: run at most `N` jobs at once across every process sharing the key (0: no cap)")
+	fl.Var(setStringValue{&o.State, &o.stateSet}, "state",
+		"with --key and no --redis: keep the local quota in `DIR`\n(default $PACE_STATE_DIR, else $XDG_STATE_HOME/pace, else a per-user directory)")
 	fl.Var(setDurationValue{&o.Timeout, &o.timeoutSet}, "redis-timeout",
 		"with --redis: when Redis has not answered for `DURATION`, start nothing more,\nlet running jobs finish and exit 3")
 	// The defaults are filled in by check, so that it can tell whether a
 	// flag was given; help shows them all the same.
-	fl.Lookup("key").DefValue = redisrate.DefaultKey
 	fl.Lookup("redis-timeout").DefValue = redisrate.DefaultTimeout.String()
 	for _, name := range []string{"redis", "key", "global-jobs", "redis-timeout"} {
 		cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
+	cmd.MarkFlagDirname("state")
 }
 
 // redisURLValue is the pflag.Value of --redis. It remembers that the flag
@@ -99,21 +123,15 @@ func (o *RedisOptions) check(hasRules bool) error {
 		o.URL = os.Getenv(redisURLEnv)
 	}
 	if o.URL == "" {
-		switch {
-		case o.GlobalJobs != 0:
-			return flagErrorf("--global-jobs needs --redis (or $%s); -j caps the jobs of one process", redisURLEnv)
-		case o.keySet:
-			return flagErrorf("--key needs --redis (or $%s)", redisURLEnv)
-		case o.timeoutSet:
-			return flagErrorf("--redis-timeout needs --redis (or $%s)", redisURLEnv)
-		}
-		return nil
+		return o.checkLocal(hasRules)
 	}
 	from := `"--redis"`
 	if !o.urlSet {
 		from = "$" + redisURLEnv
 	}
 	switch {
+	case o.stateSet:
+		return flagErrorf("--state is the local store's directory, but %s keeps the quota in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
 	case o.keySet && o.Key == "":
 		return flagErrorf("invalid argument \"\" for \"--key\": want a name; leave --key out for the shared default quota %q", redisrate.DefaultKey)
 	case strings.ContainsAny(o.Key, "{}"):
@@ -133,6 +151,33 @@ func (o *RedisOptions) check(hasRules bool) error {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = redisrate.DefaultTimeout
+	}
+	return nil
+}
+
+// checkLocal validates the flags without a Redis: a --key makes the quota
+// the local store's, and the other flags of a shared quota need one.
+// --redis-timeout stays Redis's: the local store gives up on a store it
+// cannot lock or read after localstore.DefaultTimeout.
+func (o *RedisOptions) checkLocal(hasRules bool) error {
+	switch {
+	case o.timeoutSet:
+		return flagErrorf("--redis-timeout needs --redis (or $%s); the local store (--key) gives up after %s on a store it cannot lock or read",
+			redisURLEnv, localstore.DefaultTimeout)
+	case !o.keySet && o.GlobalJobs != 0:
+		return flagErrorf("--global-jobs needs --redis URL (processes sharing a Redis) or --key NAME (processes on this host); -j caps the jobs of one process")
+	case !o.keySet && o.stateSet:
+		return flagErrorf("--state is where the local store keeps quotas: give --key NAME too")
+	case !o.keySet:
+		return nil
+	case o.Key == "":
+		return flagErrorf("invalid argument \"\" for \"--key\": want a name, such as api")
+	case o.stateSet && o.State == "":
+		return flagErrorf("invalid argument \"\" for \"--state\": want a directory; leave --state out for the default")
+	case o.GlobalJobs < 0:
+		return flagErrorf("invalid argument %d for \"--global-jobs\": want at least 1, or 0 for no cap", o.GlobalJobs)
+	case !hasRules && o.GlobalJobs == 0:
+		return flagErrorf("--key %s shares rate rules and --global-jobs with the other pace processes on this host: give -r, --global-jobs or both", o.Key)
 	}
 	return nil
 }

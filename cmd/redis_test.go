@@ -86,9 +86,8 @@ func TestRedisFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-r", "1/s", "--global-jobs", "2"}, "--global-jobs needs --redis (or $PACE_REDIS_URL); -j caps the jobs of one process"},
-		{[]string{"-r", "1/s", "--key", "k"}, "--key needs --redis (or $PACE_REDIS_URL)"},
-		{[]string{"-r", "1/s", "--key", ""}, "--key needs --redis (or $PACE_REDIS_URL)"},
+		{[]string{"-r", "1/s", "--global-jobs", "2"}, "--global-jobs needs --redis URL (processes sharing a Redis) or --key NAME (processes on this host); -j caps the jobs of one process"},
+		{[]string{"-r", "1/s", "--key", ""}, `invalid argument "" for "--key": want a name, such as api`},
 		{[]string{"-r", "1/s", "--redis-timeout", "1s"}, "--redis-timeout needs --redis (or $PACE_REDIS_URL)"},
 		{[]string{"-r", "1/s", "--redis", url, "--key", ""},
 			`invalid argument "" for "--key": want a name; leave --key out for the shared default quota "default"`},

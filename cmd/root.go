@@ -63,6 +63,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	addRunFlags(root, opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
+	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil))
 	root.InitDefaultCompletionCmd()
 	return root
 }

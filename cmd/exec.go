@@ -1,0 +1,319 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// ExecOptions are the inputs of pace exec: one call admitted by the
+// rules of a quota, then one command run in the foreground.
+type ExecOptions struct {
+	IO      *IOStreams
+	Factory *Factory
+	// Rules and CostRules are -r's and --cost-rate's; Cost is the call's
+	// cost (--cost), 1 unless given.
+	Rules     []throttle.Rule
+	CostRules []throttle.Rule
+	Cost      int
+	costSet   bool
+	// Margin widens every rule's window (--margin), fixed.
+	Margin time.Duration
+	// Shared names the quota shared with other processes: --key alone
+	// (the local store), or --redis.
+	Shared RedisOptions
+	// WaitOnly admits the call and runs nothing (--wait-only).
+	WaitOnly bool
+	// Verbose says on stderr when the call was admitted.
+	Verbose bool
+	// Command is the command and its arguments.
+	Command []string
+}
+
+const execLong = `Wait until the rules of a quota allow one more call, then run one
+command in the foreground: pace run's rules for a shell loop, a Makefile
+or a cron job, one call at a time. Every pace exec, pace run and pace
+fetch naming the same quota keeps its rules together:
+
+  --key NAME         share the quota with every pace on this host naming
+                     it (a file in --state DIR, see "pace quota")
+  --redis URL        share it through Redis, with --key NAME
+  neither            this process's rules only (little use for one call)
+
+The call costs 1, or --cost N under --cost-rate rules. With
+--global-jobs N at most N commands run at once across the quota: the
+slot is held until the command ends, and comes back at once if pace is
+killed (on Linux the command is killed with it). The command runs
+directly (no shell unless you write one), with pace's stdin, stdout and
+stderr. pace sends it SIGTERM and SIGINT that pace receives; in the
+foreground of a terminal Ctrl-C reaches the command directly, and pace
+does not send it a second time.
+
+--wait-only admits the call and exits 0 without running anything: to
+pace a step that is not a command, or to tell pace's exit status from
+the command's.
+
+Exit codes:
+  N    the command's exit status, once it ran (128+S if signal S killed it)
+  2    usage or rule error, or the quota is kept with other rules;
+       nothing ran
+  3    the quota's store failed (Redis down, a damaged store file);
+       nothing ran
+  126  the command cannot run (not executable, a directory)
+  127  the command was not found
+  130  SIGINT before the command started (143: SIGTERM)
+
+The command's own status passes through unchanged, so a command exiting
+2, 3, 126 or 127 looks like pace's own failure. pace's failures happen
+before the command starts and always print a line starting "pace:" on
+stderr; where the difference matters, admit with --wait-only first and
+run the command after (without a slot held while it runs).`
+
+const execExample = `  # one GitHub API call per repository, 5000/h and 10/s across every loop on this host
+  for r in $(cat repos); do pace exec --key gh -r 5000/h -r 10/s -- gh api "repos/$r"; done
+
+  # at most 2 builds at once on this host, whoever starts them
+  pace exec --key builds --global-jobs 2 -- make -C "$dir"
+
+  # tokens per minute: a call of cost 1200 under a 90000/min budget
+  pace exec --key llm --cost-rate 90000/min --cost 1200 -- ./ask.sh prompt.txt
+
+  # shared through Redis by every host; pace only waits, the script runs after
+  pace exec --redis redis://cache:6379 --key api -r 100/min --wait-only && ./call.sh`
+
+// NewCmdExec returns the pace exec command. runF, if not nil, replaces
+// the real run (tests capture the options with it).
+func NewCmdExec(f *Factory, runF func(*ExecOptions) error) *cobra.Command {
+	opts := &ExecOptions{IO: f.IOStreams, Factory: f, Margin: defaultRunMargin}
+	cmd := &cobra.Command{
+		Use:     "exec [flags] [--] <command> [<arg>...]",
+		Short:   "Run one command once the rules of a quota allow it",
+		Long:    execLong,
+		Example: execExample,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			opts.costSet = cmd.Flags().Changed("cost")
+			if err := opts.check(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return execRun(cmd.Context(), opts)
+		},
+	}
+	// Flags after the command are the command's.
+	cmd.Flags().SetInterspersed(false)
+	fl := cmd.Flags()
+	fl.VarP(rulesValue{rules: &opts.Rules}, "rate", "r",
+		"rate rule `N/PERIOD`, e.g. 10/s, 5000/h, 12/3s;\nrepeat or comma-separate to keep several at once")
+	fl.Var(rulesValue{rules: &opts.CostRules, cost: true}, "cost-rate",
+		"cost rule `N/PERIOD`: the calls' costs (--cost) add up to at most N in any window")
+	fl.Var(intValue{&opts.Cost}, "cost", "the call's cost under --cost-rate: a whole number `N` (default 1)")
+	fl.Var(durationValue{&opts.Margin}, "margin",
+		"widen every rule's window by `DURATION`, so that a server counting arrivals\nstill sees the rules kept despite the command's start-up")
+	fl.BoolVar(&opts.WaitOnly, "wait-only", false, "admit the call, then exit 0 without running anything")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "say on stderr when the call was admitted and how long it waited")
+	fl.Lookup("margin").DefValue = defaultRunMargin.String()
+	addRedisFlags(cmd, &opts.Shared)
+	for _, name := range []string{"rate", "cost-rate", "cost", "margin"} {
+		cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
+	}
+	return cmd
+}
+
+// check validates the options that flag parsing cannot.
+func (o *ExecOptions) check() error {
+	switch {
+	case len(o.Command) == 0 && !o.WaitOnly:
+		return flagErrorf("pace exec needs a command to run, after --, such as: pace exec --key api -r 10/s -- curl -fsS URL; or --wait-only")
+	case len(o.Command) > 0 && o.WaitOnly:
+		return flagErrorf("--wait-only runs nothing, but a command was given (%q): leave out one or the other", o.Command[0])
+	case o.Margin < 0:
+		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", o.Margin)
+	case o.costSet && o.Cost < 1:
+		return flagErrorf("invalid argument %d for \"--cost\": want at least 1", o.Cost)
+	case o.costSet && len(o.CostRules) == 0:
+		return flagErrorf("--cost gives the call a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
+	}
+	if o.Cost == 0 {
+		o.Cost = 1
+	}
+	rules := o.allRules()
+	if m := throttle.MaxCost(rules); m > 0 && o.Cost > m {
+		return flagErrorf("invalid argument %d for \"--cost\": the call could never be admitted under a cost rule of %d", o.Cost, m)
+	}
+	return o.Shared.check(len(rules) > 0)
+}
+
+// allRules returns -r's rules, then --cost-rate's.
+func (o *ExecOptions) allRules() []throttle.Rule {
+	return append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...)
+}
+
+// execRun admits one call and runs the command; it returns nil or an
+// *ExitError with the exit code, everything reported by then.
+func execRun(ctx context.Context, opts *ExecOptions) error {
+	ios := opts.IO
+	// Find the command before anything is spent: a typo costs no quota.
+	var path string
+	if !opts.WaitOnly {
+		p, code, err := lookCommand(opts.Command[0])
+		if err != nil {
+			return reportf(ios, code, "%v", err)
+		}
+		path = p
+	}
+
+	// Until the command starts, an interrupt stops pace.
+	admitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var sig os.Signal
+	stopWatch, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case sig = <-opts.Factory.Signals:
+			cancel()
+		case <-stopWatch:
+		}
+	}()
+	endWatch := func() { close(stopWatch); <-watched }
+
+	common := &CommonOptions{Rules: opts.Rules, CostRules: opts.CostRules, Margin: opts.Margin, MarginSet: true,
+		Verbose: opts.Verbose, Redis: opts.Shared}
+	backend, err := opts.Factory.openBackend(admitCtx, common, ios.ErrOut)
+	if err != nil {
+		endWatch()
+		if sig != nil {
+			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+		}
+		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
+	}
+	defer backend.Close()
+	adm, err := backend.Admit(admitCtx, opts.Cost)
+	endWatch()
+	switch {
+	case sig != nil:
+		if adm != nil {
+			adm.Release()
+		}
+		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+	case errors.Is(err, throttle.ErrBadCost):
+		return reportf(ios, ExitUsage, "%s", userMessage(err))
+	case err != nil:
+		return reportf(ios, backendExitCode(err, ExitBackend), "%s", userMessage(err))
+	}
+	defer adm.Release()
+	if opts.Verbose {
+		fmt.Fprintf(ios.ErrOut, "pace: admitted at %s after waiting %s\n", adm.At.Format(admittedFormat), roundDuration(adm.Waited))
+	}
+	if opts.WaitOnly {
+		return nil
+	}
+	code := runForeground(opts.Factory, path, opts.Command)
+	if code != ExitOK {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// admittedFormat is how pace exec -v shows the admission instant: RFC
+// 3339 to the microsecond, the precision of every backend's clock.
+const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// lookCommand finds name as a shell would, and says, as a shell's exit
+// status, why it cannot run: 127 not found, 126 found but not executable.
+func lookCommand(name string) (path string, code int, err error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, 0, nil
+	}
+	return "", startExitCode(err), startError(name, err)
+}
+
+// startExitCode is the shell's exit status for a command that could not
+// start because of err: 127 when it does not exist, else 126.
+func startExitCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
+
+// startError says, for a user, why the command name could not start.
+func startError(name string, err error) error {
+	switch {
+	case errors.Is(err, exec.ErrDot):
+		return fmt.Errorf("%s: found only in the current directory through $PATH; run it as ./%s", name, name)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: command not found", name)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("%s: is a directory", name)
+	case errors.Is(err, fs.ErrPermission):
+		if fi, serr := os.Stat(name); serr == nil && fi.IsDir() {
+			return fmt.Errorf("%s: is a directory", name)
+		}
+		return fmt.Errorf("%s: permission denied (not executable)", name)
+	case errors.Is(err, syscall.ENOEXEC):
+		return fmt.Errorf("%s: cannot execute: not a program this system runs (a script needs a first line such as #!/bin/sh)", name)
+	}
+	// The innermost error, without the file name again.
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		err = u
+	}
+	return fmt.Errorf("%s: cannot execute: %v", name, err)
+}
+
+// runForeground runs argv (path found) with pace's standard streams,
+// sending it the signals pace receives meanwhile, and returns its exit
+// status as a shell gives it.
+func runForeground(f *Factory, path string, argv []string) int {
+	ios := f.IOStreams
+	c := &exec.Cmd{Path: path, Args: argv, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	// The thread that starts the command lives until it has exited (see
+	// dieWithPace).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dieWithPace(c)
+	if err := c.Start(); err != nil {
+		fmt.Fprintf(ios.ErrOut, "pace: %v\n", startError(argv[0], err))
+		return startExitCode(err)
+	}
+	done := make(chan struct{})
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for {
+			select {
+			case sig := <-f.Signals:
+				forwardSignal(c.Process, sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := c.Wait()
+	close(done)
+	<-forwarded
+	if c.ProcessState == nil { // copying a stream failed before the exit was known
+		fmt.Fprintf(ios.ErrOut, "pace: %s: %v\n", argv[0], err)
+		return ExitFailed
+	}
+	return exitStatus(c.ProcessState)
+}

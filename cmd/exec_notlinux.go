@@ -1,0 +1,9 @@
+//go:build !linux
+
+package cmd
+
+import "os/exec"
+
+// dieWithPace does nothing where the kernel has no parent-death signal: a
+// command outlives a pace killed with SIGKILL.
+func dieWithPace(*exec.Cmd) {}

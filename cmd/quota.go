@@ -1,0 +1,553 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/localstore"
+	"github.com/pace-cli/pace/throttle/redisrate"
+)
+
+// QuotaOptions are the inputs of pace quota show and pace quota reset.
+type QuotaOptions struct {
+	IO *IOStreams
+	// Action is "show" or "reset".
+	Action string
+	// Key names the quota; empty means every quota of the local store
+	// (show), or redisrate.DefaultKey with Redis.
+	Key string
+	// State is the local store's directory (--state); empty means
+	// localstore.DefaultDir().
+	State string
+	// RedisURL is --redis, or $PACE_REDIS_URL when the flag is not given;
+	// empty means the local store.
+	RedisURL string
+	// JSON writes what was found, or done, as JSON on stdout.
+	JSON bool
+	// Yes resets without asking.
+	Yes bool
+
+	urlSet, stateSet bool
+}
+
+// quotaTimeout bounds each look at Redis.
+const quotaTimeout = 10 * time.Second
+
+const quotaLong = `Look at the quotas that pace processes share, or forget one.
+
+A quota is what every pace run, pace fetch and pace exec naming the same
+--key keeps together: its rules, the calls in their windows and the
+slots of --global-jobs. Without --redis it is the local store's, a file
+per quota in --state DIR (default $PACE_STATE_DIR, else
+$XDG_STATE_HOME/pace, else ~/.local/state/pace, ~/Library/Application
+Support/pace on macOS, %LocalAppData%\pace on Windows); with --redis URL
+(or $PACE_REDIS_URL) it is kept in Redis.
+
+"pace quota show" gives, for each rule, the calls (or cost) in its
+window now, as used/N and a share; when the next call could go; and the
+slots held: by which process (pid), since when, and whether it is alive
+(a slot whose holder died is free at once). With Redis, slots are leases
+that a dead holder keeps until they expire. Without --key it shows
+every quota of the local store.
+
+"pace quota reset" forgets everything a quota holds, so that the next
+process starts afresh, with any rules: after a change of rules, or a
+test. The calls it forgets still count at the server, so runs right
+after a reset may be refused. It asks first on a terminal; elsewhere it
+needs --yes. It refuses while a process uses the quota (with Redis: while
+one holds a slot; a process sharing only rates cannot be seen).
+
+Exit codes:
+  0  done
+  1  no such quota, the quota is in use, or reset declined
+  2  bad flags, or reset without --yes and no terminal to ask
+  3  the store cannot be read (damaged or newer file, Redis down)`
+
+const quotaExample = `  # every quota of this host, and how full their rules are
+  pace quota show
+
+  # one quota, as JSON
+  pace quota show --key gh --json
+
+  # a quota kept in Redis
+  pace quota show --redis redis://cache:6379 --key api
+
+  # forget the quota gh (after a change of its rules)
+  pace quota reset --key gh --yes`
+
+// NewCmdQuota returns the pace quota command and its subcommands show and
+// reset. runF, if not nil, replaces the real run (tests capture the
+// options with it).
+func NewCmdQuota(f *Factory, runF func(*QuotaOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "quota {show | reset} [flags]",
+		Short:   "Show or reset the quotas that pace processes share",
+		Long:    quotaLong,
+		Example: quotaExample,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return flagErrorf("unknown command %q for \"pace quota\": want show or reset", args[0])
+			}
+			return c.Help()
+		},
+	}
+	sub := func(action, use, short string) *cobra.Command {
+		opts := &QuotaOptions{IO: f.IOStreams, Action: action}
+		c := &cobra.Command{
+			Use:     use,
+			Short:   short,
+			Long:    quotaLong,
+			Example: quotaExample,
+			Args:    cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				if err := opts.check(); err != nil {
+					return err
+				}
+				if runF != nil {
+					return runF(opts)
+				}
+				return quotaRun(c.Context(), opts)
+			},
+		}
+		fl := c.Flags()
+		fl.StringVar(&opts.Key, "key", "", "the quota's `NAME`")
+		fl.Var(setStringValue{&opts.State, &opts.stateSet}, "state", "the local store's `DIR` (default $PACE_STATE_DIR, else $XDG_STATE_HOME/pace, else a per-user directory)")
+		fl.Var(quotaURLValue{opts}, "redis", "the quota is kept in the Redis at `URL` (default $"+redisURLEnv+"; --redis= ignores it)")
+		fl.BoolVar(&opts.JSON, "json", false, "write the result as JSON on stdout")
+		c.MarkFlagDirname("state")
+		c.RegisterFlagCompletionFunc("key", cobra.NoFileCompletions)
+		c.RegisterFlagCompletionFunc("redis", cobra.NoFileCompletions)
+		if action == "reset" {
+			fl.BoolVarP(&opts.Yes, "yes", "y", false, "reset without asking")
+		}
+		return c
+	}
+	cmd.AddCommand(
+		sub("show", "show [--key <name>] [--state <dir> | --redis <url>] [--json]", "Show a quota's usage, next call and slots"),
+		sub("reset", "reset --key <name> [--state <dir> | --redis <url>] [--yes] [--json]", "Forget everything a quota holds"),
+	)
+	return cmd
+}
+
+// quotaURLValue is the pflag.Value of pace quota's --redis: it shows the
+// URL only with its password redacted.
+type quotaURLValue struct{ o *QuotaOptions }
+
+func (v quotaURLValue) String() string {
+	if v.o == nil {
+		return ""
+	}
+	return redisrate.RedactURL(v.o.RedisURL)
+}
+
+func (v quotaURLValue) Set(s string) error {
+	v.o.RedisURL, v.o.urlSet = s, true
+	return nil
+}
+
+func (quotaURLValue) Type() string { return "URL" }
+
+// check validates the options and takes the URL from $PACE_REDIS_URL when
+// --redis was not given.
+func (o *QuotaOptions) check() error {
+	if !o.urlSet {
+		o.RedisURL = os.Getenv(redisURLEnv)
+	}
+	from := `"--redis"`
+	if !o.urlSet {
+		from = "$" + redisURLEnv
+	}
+	switch {
+	case o.Action == "reset" && o.Key == "":
+		return flagErrorf("pace quota reset needs --key NAME, the quota to forget; pace quota show lists them")
+	case o.stateSet && o.State == "":
+		return flagErrorf("invalid argument \"\" for \"--state\": want a directory; leave --state out for the default")
+	case o.stateSet && o.RedisURL != "":
+		return flagErrorf("--state is the local store's directory, but %s keeps quotas in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
+	case o.RedisURL != "" && strings.ContainsAny(o.Key, "{}"):
+		return flagErrorf("invalid argument %q for \"--key\": want a name without '{' or '}'", o.Key)
+	}
+	if o.RedisURL != "" {
+		if _, err := redisrate.ParseURL(o.RedisURL); err != nil {
+			return flagErrorf("invalid %s: %v", from, err)
+		}
+	}
+	return nil
+}
+
+// quotaRun shows or resets a quota with checked options; it returns nil
+// or an *ExitError, everything reported by then.
+func quotaRun(ctx context.Context, opts *QuotaOptions) error {
+	if opts.RedisURL != "" {
+		redis.SetLogger(quietRedisLogger{}) // pace reports Redis's trouble itself
+		if opts.Action == "reset" {
+			return quotaResetRedis(ctx, opts)
+		}
+		return quotaShowRedis(ctx, opts)
+	}
+	dir := opts.State
+	if dir == "" {
+		var err error
+		if dir, err = localstore.DefaultDir(); err != nil {
+			return reportf(opts.IO, ExitUsage, "%s", userMessage(err))
+		}
+	}
+	if opts.Action == "reset" {
+		return quotaResetLocal(opts, dir)
+	}
+	return quotaShowLocal(opts, dir)
+}
+
+// quotaExitCode is the exit status for an error reading or resetting a
+// quota.
+func quotaExitCode(err error) int {
+	switch {
+	case errors.Is(err, throttle.ErrBackend):
+		return ExitBackend
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, localstore.ErrInUse), errors.Is(err, redisrate.ErrInUse):
+		return ExitFailed
+	}
+	return ExitUsage
+}
+
+// quotaView is what pace quota show prints of one quota, from either
+// store; it is also its JSON form.
+type quotaView struct {
+	Key        string          `json:"key"`
+	Store      string          `json:"store"` // "local" or "redis"
+	Path       string          `json:"path,omitempty"`
+	URL        string          `json:"url,omitempty"` // redacted
+	Spec       string          `json:"spec"`
+	Idle       bool            `json:"idle"` // every call has left its window
+	Now        time.Time       `json:"now"`
+	Next       time.Time       `json:"next"`
+	NextIn     float64         `json:"next_in_seconds"`
+	Rules      []quotaRuleView `json:"rules"`
+	GlobalJobs int             `json:"global_jobs"`
+	Slots      []quotaSlotView `json:"slots"`
+}
+
+type quotaRuleView struct {
+	Rule    string  `json:"rule"`
+	N       int     `json:"n"`
+	Window  float64 `json:"window_seconds"`
+	Cost    bool    `json:"cost"`
+	Counter bool    `json:"counter"`
+	Used    int     `json:"used"`
+	Usage   float64 `json:"usage"`
+}
+
+// quotaSlotView is a slot of the local store (Slot, PID, Started, Since)
+// or a lease of Redis (Lease, Holder, Expires).
+type quotaSlotView struct {
+	Slot    *int       `json:"slot,omitempty"`
+	PID     int        `json:"pid,omitempty"`
+	Started *time.Time `json:"started,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Lease   string     `json:"lease,omitempty"`
+	Holder  string     `json:"holder,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"`
+	Alive   bool       `json:"alive"`
+}
+
+func ruleViews[U localstore.RuleUsage | redisrate.RuleUsage](us []U, get func(U) (throttle.Rule, bool, int, float64)) []quotaRuleView {
+	views := make([]quotaRuleView, 0, len(us))
+	for _, u := range us {
+		r, counter, used, usage := get(u)
+		views = append(views, quotaRuleView{Rule: r.String(), N: r.N, Window: r.Window.Seconds(), Cost: r.Cost,
+			Counter: counter, Used: used, Usage: usage})
+	}
+	return views
+}
+
+func localView(q *localstore.Quota) quotaView {
+	v := quotaView{Key: q.Key, Store: "local", Path: q.Path, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
+		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
+	v.Rules = ruleViews(q.Rules, func(u localstore.RuleUsage) (throttle.Rule, bool, int, float64) {
+		return u.Rule, u.Counter, u.Used, u.Usage
+	})
+	for _, s := range q.Slots {
+		sv := quotaSlotView{Slot: &s.Index, PID: s.PID, Alive: s.Alive}
+		if !s.Started.IsZero() {
+			sv.Started = &s.Started
+		}
+		if !s.Since.IsZero() {
+			sv.Since = &s.Since
+		}
+		v.Slots = append(v.Slots, sv)
+	}
+	return v
+}
+
+func redisView(q *redisrate.Quota, url string) quotaView {
+	v := quotaView{Key: q.Key, Store: "redis", URL: url, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
+		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
+	v.Rules = ruleViews(q.Rules, func(u redisrate.RuleUsage) (throttle.Rule, bool, int, float64) {
+		return u.Rule, u.Counter, u.Used, u.Usage
+	})
+	for _, l := range q.Leases {
+		v.Slots = append(v.Slots, quotaSlotView{Lease: l.ID, Holder: l.Holder, Expires: &l.Expires, Alive: true})
+	}
+	return v
+}
+
+// writeText writes v for a reader.
+func (v *quotaView) writeText(w io.Writer) {
+	where := v.Path
+	if v.Store == "redis" {
+		where = v.URL
+	}
+	fmt.Fprintf(w, "quota %s (%s %s)\n", v.Key, v.Store, where)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch {
+	case v.Spec == "":
+		fmt.Fprintf(tw, "  rules\tnone recorded: no call in any window\n")
+	case v.Idle:
+		fmt.Fprintf(tw, "  rules\t%s (idle: every call has left its window, other rules may take the quota over)\n", v.Spec)
+	default:
+		fmt.Fprintf(tw, "  rules\t%s\n", v.Spec)
+	}
+	for _, r := range v.Rules {
+		kept := ""
+		if r.Counter {
+			kept = "\t(counter)"
+		}
+		fmt.Fprintf(tw, "  rule %s\t%d/%d used\t%.0f%%%s\n", r.Rule, r.Used, r.N, r.Usage*100, kept)
+	}
+	if len(v.Rules) > 0 {
+		if d := v.Next.Sub(v.Now); d > 0 {
+			fmt.Fprintf(tw, "  next call\tin %s (%s)\n", roundDuration(d), v.Next.Local().Format("15:04:05.000"))
+		} else {
+			fmt.Fprintf(tw, "  next call\tnow\n")
+		}
+	}
+	if v.GlobalJobs > 0 || len(v.Slots) > 0 {
+		held := 0
+		for _, s := range v.Slots {
+			if s.Alive {
+				held++
+			}
+		}
+		if v.GlobalJobs > 0 {
+			fmt.Fprintf(tw, "  slots\t%d of %d held\n", held, v.GlobalJobs)
+		} else {
+			fmt.Fprintf(tw, "  slots\t%d held\n", held)
+		}
+	}
+	for _, s := range v.Slots {
+		if s.Slot != nil {
+			fmt.Fprintf(tw, "  slot %d\t%s\n", *s.Slot, s.localText(v.Now))
+		} else {
+			fmt.Fprintf(tw, "  lease %s\tprocess %s, expires in %s unless renewed\n", s.Lease, s.Holder, roundDuration(s.Expires.Sub(v.Now)))
+		}
+	}
+	tw.Flush()
+}
+
+// localText describes a slot of the local store at now.
+func (s quotaSlotView) localText(now time.Time) string {
+	who := "holder unknown"
+	if s.PID != 0 {
+		who = fmt.Sprintf("pid %d", s.PID)
+	}
+	if s.Since != nil {
+		who += fmt.Sprintf(", since %s (%s ago)", s.Since.Local().Format("15:04:05"), roundDuration(now.Sub(*s.Since)))
+	}
+	if s.Alive {
+		return who + ", alive"
+	}
+	return who + ", dead: free"
+}
+
+// quotaShowLocal shows the quota opts.Key of the local store in dir, or
+// every quota there.
+func quotaShowLocal(opts *QuotaOptions, dir string) error {
+	ios := opts.IO
+	keys := []string{opts.Key}
+	if opts.Key == "" {
+		var err error
+		if keys, err = localstore.Keys(dir); err != nil {
+			return reportf(ios, ExitFailed, "%s", userMessage(err))
+		}
+		if len(keys) == 0 && !opts.JSON {
+			fmt.Fprintf(ios.ErrOut, "pace: no quotas in %s\n", dir)
+			return nil
+		}
+	}
+	views := []quotaView{}
+	code := ExitOK
+	for _, k := range keys {
+		q, err := localstore.Inspect(dir, k)
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "pace: %s\n", userMessage(err))
+			code = max(code, quotaExitCode(err))
+			continue
+		}
+		views = append(views, localView(q))
+	}
+	if err := writeQuotaViews(ios.Out, views, opts.JSON, opts.Key == ""); err != nil {
+		return reportf(ios, ExitFailed, "write: %v", err)
+	}
+	if code != ExitOK {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// writeQuotaViews writes views as text, or as JSON: an array when list,
+// else the one object.
+func writeQuotaViews(w io.Writer, views []quotaView, asJSON, list bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if list {
+			return enc.Encode(views)
+		}
+		if len(views) == 0 {
+			return nil
+		}
+		return enc.Encode(views[0])
+	}
+	var b strings.Builder
+	for i := range views {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		views[i].writeText(&b)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// redisClient makes a client for opts.RedisURL, and the URL redacted.
+func redisClient(opts *QuotaOptions) (redis.UniversalClient, string, error) {
+	ro, err := redisrate.ParseURL(opts.RedisURL)
+	if err != nil {
+		return nil, "", err
+	}
+	return redis.NewUniversalClient(ro), redisrate.RedactURL(opts.RedisURL), nil
+}
+
+// redisKey returns the quota's name in Redis: --key, or the default.
+func (o *QuotaOptions) redisKey() string {
+	if o.Key == "" {
+		return redisrate.DefaultKey
+	}
+	return o.Key
+}
+
+// quotaShowRedis shows the quota opts.Key (or the default) of Redis.
+func quotaShowRedis(ctx context.Context, opts *QuotaOptions) error {
+	ios := opts.IO
+	c, url, err := redisClient(opts)
+	if err != nil {
+		return reportf(ios, ExitUsage, "%s", userMessage(err))
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, quotaTimeout)
+	defer cancel()
+	q, err := redisrate.Inspect(ctx, c, opts.redisKey())
+	if err != nil {
+		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
+	}
+	if err := writeQuotaViews(ios.Out, []quotaView{redisView(q, url)}, opts.JSON, false); err != nil {
+		return reportf(ios, ExitFailed, "write: %v", err)
+	}
+	return nil
+}
+
+// confirmReset asks on the terminal whether to reset the quota what
+// names, unless --yes; off a terminal without --yes it refuses.
+func confirmReset(opts *QuotaOptions, what string) error {
+	ios := opts.IO
+	if opts.Yes {
+		return nil
+	}
+	if !ios.IsStdinTTY() {
+		return reportf(ios, ExitUsage, "pace quota reset forgets every call %s has recorded, so that runs after it may break its rules; "+
+			"there is no terminal to ask: pass --yes to reset it", what)
+	}
+	fmt.Fprintf(ios.ErrOut, "Forget every call %s has recorded, and its rules? Runs after it may be refused by the server. [y/N] ", what)
+	line, _ := bufio.NewReader(ios.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return reportf(ios, ExitFailed, "%s left as it was", what)
+}
+
+// resetDone reports a reset.
+func resetDone(opts *QuotaOptions, what string, v quotaView) error {
+	if opts.JSON {
+		b, _ := json.Marshal(struct {
+			Key   string `json:"key"`
+			Store string `json:"store"`
+			Path  string `json:"path,omitempty"`
+			URL   string `json:"url,omitempty"`
+			Reset bool   `json:"reset"`
+		}{v.Key, v.Store, v.Path, v.URL, true})
+		if _, err := fmt.Fprintf(opts.IO.Out, "%s\n", b); err != nil {
+			return reportf(opts.IO, ExitFailed, "write: %v", err)
+		}
+		return nil
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "pace: %s reset: the next process starts afresh, with any rules\n", what)
+	return nil
+}
+
+// quotaResetLocal resets the quota opts.Key of the local store in dir.
+func quotaResetLocal(opts *QuotaOptions, dir string) error {
+	ios := opts.IO
+	what := fmt.Sprintf("quota %q in %s", opts.Key, dir)
+	// The files of a quota NAME are NAME.db and NAME.slots/ (see package
+	// localstore). Reset would say it has none too, but only once asked.
+	db := filepath.Join(dir, opts.Key+".db")
+	_, dbErr := os.Lstat(db)
+	_, slotsErr := os.Lstat(filepath.Join(dir, opts.Key+".slots"))
+	if errors.Is(dbErr, fs.ErrNotExist) && errors.Is(slotsErr, fs.ErrNotExist) {
+		return reportf(ios, ExitFailed, "no %s", what)
+	}
+	if err := confirmReset(opts, what); err != nil {
+		return err
+	}
+	if err := localstore.Reset(dir, opts.Key); err != nil {
+		return reportf(ios, quotaExitCode(err), "%s", userMessage(err))
+	}
+	return resetDone(opts, what, quotaView{Key: opts.Key, Store: "local", Path: db})
+}
+
+// quotaResetRedis resets the quota opts.Key (or the default) of Redis.
+func quotaResetRedis(ctx context.Context, opts *QuotaOptions) error {
+	ios := opts.IO
+	c, url, err := redisClient(opts)
+	if err != nil {
+		return reportf(ios, ExitUsage, "%s", userMessage(err))
+	}
+	defer c.Close()
+	key := opts.redisKey()
+	what := fmt.Sprintf("quota %q in redis %s", key, url)
+	if err := confirmReset(opts, what); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, quotaTimeout)
+	defer cancel()
+	if err := redisrate.Reset(ctx, c, key); err != nil {
+		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
+	}
+	return resetDone(opts, what, quotaView{Key: key, Store: "redis", URL: url})
+}
