@@ -1,33 +1,56 @@
 #!/usr/bin/env bash
-# Benchmarks pace against its peers on this machine and writes
-# docs/benchmarks.md. Every figure that matters is a ratio between runs made
-# here, in the same invocation: the machines are shared and noisy.
+# Benchmarks pace against its targets and its peers on this machine and
+# writes docs/benchmarks.md. Every figure that matters is a ratio between
+# runs made here, in the same invocation: the machines are shared and noisy.
+# Optima are computed by throttle's own oracle (throttle.ScheduleCosts,
+# through internal/benchtools/benchtool), never typed in.
 #
-#   scripts/bench.sh            # everything (about 7 minutes)
-#   QUICK=1 scripts/bench.sh    # fewer repetitions
+#   scripts/bench.sh            # everything (about 20 minutes on 2 cores)
+#   QUICK=1 scripts/bench.sh    # fewer repetitions (about 8 minutes)
+#   KEEP=DIR scripts/bench.sh   # also keep every run's summaries and logs in DIR
+#   OUT=FILE scripts/bench.sh   # write FILE instead of docs/benchmarks.md
+#   PACE_BIN=FILE scripts/bench.sh  # measure this pace binary instead of building one
 #
-# Only loopback servers that this script starts receive traffic.
+# Only loopback servers that this script starts receive traffic: the strict
+# server (internal/strictserver/strictd) and, for the Redis scenarios, a
+# redis-server started here on a free port on 127.0.0.1 (never 6379).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-reps=${REPS:-3}
-[ -n "${QUICK:-}" ] && reps=1
-out=docs/benchmarks.md
+reps=${REPS:-3}  # runs of each comparison
+fleets=10        # runs of each fleet scenario (issues #10 and #14)
+accs=5           # runs of each 30-call accuracy scenario at the default margin
+quick=""
+if [ -n "${QUICK:-}" ]; then
+	reps=1 fleets=2 accs=2 quick=" (QUICK=1)"
+fi
+out=${OUT:-docs/benchmarks.md}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	if [ -n "${KEEP:-}" ]; then
+		mkdir -p "$KEEP" && cp -R "$tmp/runs" "$tmp/errors.log" "$KEEP/" 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+mkdir -p "$tmp/runs" "$tmp/state"
+: >"$tmp/errors.log"
+unset PACE_REDIS_URL PACE_STATE_DIR
 
 log() { printf '==> %s\n' "$*" >&2; }
 have() { command -v "$1" >/dev/null 2>&1; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime | sed 's/.*average[s]*: //'; }
 
+started=$(date +%s)
+load_start=$(loadavg)
 log "building"
-go build -o "$tmp/pace" .
+if [ -n "${PACE_BIN:-}" ]; then cp "$PACE_BIN" "$tmp/pace"; else go build -o "$tmp/pace" .; fi
 go build -o "$tmp/strictd" ./internal/strictserver/strictd
+go build -o "$tmp/benchtool" ./internal/benchtools/benchtool
+go build -o "$tmp/cookbook" ./internal/benchtools/cookbook
 pace=$tmp/pace
 
 # now_ns prints the time in nanoseconds.
@@ -36,30 +59,45 @@ now_ns() { date +%s%N; }
 # median prints the median of its arguments (numbers).
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# ratio A B prints A/B with two decimals.
+# ratio A B prints A/B with two decimals; ratio3 with three.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a/b }'; }
+ratio3() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a/b }'; }
 
-# start_strict RULES [ARGS...]: starts strictd, sets $port.
+# fastest ARGS...: the makespan in seconds of the fastest legal FIFO
+# schedule (benchtool fastest: throttle.ScheduleCosts).
+fastest() { "$tmp/benchtool" fastest "$@" | cut -d' ' -f1; }
+
+# start_strict RULES [ARGS...]: starts strictd, sets $port and $strict_pid.
 start_strict() {
 	local rules=$1
 	shift
 	rm -f "$tmp/port"
-	"$tmp/strictd" -rules "$rules" -portfile "$tmp/port" "$@" >"$tmp/strictd.out" &
+	"$tmp/strictd" -rules "$rules" -portfile "$tmp/port" -calls "$tmp/runs/calls-$run" "$@" >"$tmp/strictd.out" &
 	strict_pid=$!
 	pids+=("$strict_pid")
 	for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 	port=$(cat "$tmp/port")
 }
 
-# stop_strict: stops strictd and prints its final JSON stats line.
+# stop_strict: stops strictd; its final JSON stats line is then in
+# $tmp/strictd.out. (Not in a command substitution: wait works only in the
+# shell that started strictd.)
 stop_strict() {
 	kill -TERM "$strict_pid"
 	wait "$strict_pid" 2>/dev/null || true
-	cat "$tmp/strictd.out"
 }
 
 # json_field JSON FIELD prints a numeric field of a flat JSON object.
 json_field() { printf '%s' "$1" | sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p"; }
+
+# strict_result FAILED: stops strictd and prints "refused makespan accepted
+# failed" for a series.
+strict_result() {
+	local stats
+	stop_strict
+	stats=$(cat "$tmp/strictd.out")
+	echo "$(json_field "$stats" refused) $(json_field "$stats" makespan) $(json_field "$stats" accepted) $1"
+}
 
 # time_cmd CMD...: runs CMD and prints its wall time in seconds.
 time_cmd() {
@@ -72,72 +110,538 @@ time_cmd() {
 
 report=()
 add() { report+=("$*"); }
+verdicts=()
+commands=()
+cmdline() { commands+=("$*"); }
+
+# series N FUNC ARGS...: runs FUNC ARGS N times; FUNC prints "refused
+# makespan accepted failed". The scenario's optimum is benchtool fastest
+# "${optargs[@]}". Sets, one word per run: refs, ratios (makespan /
+# optimum), margins (the largest margin, in ms, that a pace process of the
+# run ended with, from its --summary-file; - without one), at_margin
+# (makespan / the optimum with every window widened by that margin: how
+# close the run came to the best its margin allows), accepted, failed.
+# With served set, also served_ratios: makespan / the FIFO optimum of the
+# calls in the order the server accepted them (strictd -calls). Each run
+# gets a fresh $run, for keys and file names.
+run=0
+served=""
+optargs=()
+series() {
+	local n=$1 opt r m a f mg
+	shift
+	opt=$(fastest "${optargs[@]}")
+	refs=() ratios=() margins=() at_margin=() accepted=() failed=() served_ratios=()
+	for _ in $(seq "$n"); do
+		run=$((run + 1))
+		r="" m="" a="" f=""
+		"$@" >"$tmp/series" 2>>"$tmp/errors.log" || true
+		read -r r m a f <"$tmp/series" || true
+		refs+=("${r:-?}")
+		ratios+=("$(ratio3 "${m:-0}" "$opt")")
+		accepted+=("${a:-?}")
+		failed+=("${f:-?}")
+		mg=$({ cat "$tmp/runs/"*"-$run.json" "$tmp/runs/"*"-$run-"[0-9]".json" 2>/dev/null || true; } |
+			awk '/"margin":/ { m = 1 } m && /"seconds":/ { gsub(/[^0-9.e-]/, "", $2); print $2; m = 0 }' |
+			awk 'NR == 1 || $1 > mx { mx = $1 } END { if (NR) printf "%.0f", mx * 1000 }')
+		if [ -n "$mg" ]; then
+			margins+=("$mg")
+			at_margin+=("$(ratio3 "${m:-0}" "$(fastest "${optargs[@]}" -margin "${mg}ms")")")
+		else
+			margins+=("-")
+			at_margin+=("-")
+		fi
+		if [ -n "$served" ]; then
+			served_ratios+=("$(ratio3 "${m:-0}" "$(fastest -rules "${served% *}" -jobs "${served#* }" \
+				-items "$tmp/runs/calls-$run" 2>/dev/null || echo 0)")")
+		fi
+	done
+}
+
+# judge MAXREF MAXRATIO WANT: "met" if every run of the last series had at
+# most MAXREF refusals, makespan/optimum at most MAXRATIO, WANT accepted
+# calls and no failed process or item; else "missed: why".
+judge() {
+	awk -v maxref="$1" -v maxr="$2" -v want="$3" -v refs="${refs[*]}" -v rs="${ratios[*]}" \
+		-v acc="${accepted[*]}" -v fl="${failed[*]}" 'BEGIN {
+		n = split(refs, R, " "); split(rs, Q, " "); split(acc, A, " "); split(fl, F, " ")
+		why = ""; bad = 0; worst = 0; short = 0; fails = 0
+		for (i = 1; i <= n; i++) {
+			if (R[i] == "?" || R[i] + 0 > maxref) bad++
+			if (Q[i] + 0 > worst) worst = Q[i] + 0
+			if (A[i] != want) short++
+			if (F[i] != "0") fails++
+		}
+		if (bad) why = why sprintf("; %d of %d runs over %d refused", bad, n, maxref)
+		if (worst > maxr) why = why sprintf("; makespan up to %.3f of optimum (target %.3f)", worst, maxr)
+		if (short) why = why sprintf("; %d of %d runs without all %d calls accepted", short, n, want)
+		if (fails) why = why sprintf("; %d of %d runs with failures", fails, n)
+		if (why == "") print "met"; else print "**missed**: " substr(why, 3)
+	}'
+}
+
+# summarize: refusals, makespan/optimum and margins of the last series.
+summarize() {
+	local total=0 r
+	for r in "${refs[@]}"; do [ "$r" = "?" ] || total=$((total + r)); done
+	printf 'refused %d in %d runs; makespan/optimum median %s, worst %s' "$total" "${#refs[@]}" \
+		"$(median "${ratios[@]}")" "$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)"
+	if [ "${margins[0]}" != "-" ]; then
+		printf '; margin %s–%s ms' "$(printf '%s\n' "${margins[@]}" | sort -g | head -1)" \
+			"$(printf '%s\n' "${margins[@]}" | sort -g | tail -1)"
+	fi
+}
+
+# verdict SCENARIO TARGET VERDICT: one row of the verdict table.
+verdict() { verdicts+=("| $1 | $2 | $(summarize) | $3 |"); }
+
+# row LABEL: a table row of the last series, every run listed.
+row() {
+	local extra=""
+	[ -n "$served" ] && extra=" ${served_ratios[*]} |"
+	add "| $1 | ${refs[*]} | ${ratios[*]} | ${margins[*]} | ${at_margin[*]} |$extra ${accepted[*]} | ${failed[*]} |"
+}
+table_head() {
+	if [ -n "$served" ]; then
+		add "| $1 | refused | makespan / optimum | margin (ms) | makespan / optimum at that margin | makespan / FIFO optimum in arrival order | accepted | failed |"
+		add "|---|---|---|---|---|---|---|---|"
+	else
+		add "| $1 | refused | makespan / optimum | margin (ms) | makespan / optimum at that margin | accepted | failed |"
+		add "|---|---|---|---|---|---|---|"
+	fi
+}
+
+# Optima, from throttle's oracle.
+opt30=$(fastest -rules 5/s,12/3s -n 30 -jobs 4)
+opt200=$(fastest -rules 20/s,60/5s -n 200)
+opt60loose=$(fastest -rules 5/s -n 60 -jobs 4)
+opt60exec=$(fastest -rules 5/s,12/3s -n 60)
+"$tmp/benchtool" items -n 60 -max 60 -seed 13 >"$tmp/items60"
+read -r optw _ _ wtotal < <("$tmp/benchtool" fastest -rules 5/s,cost:100/s -items "$tmp/items60" -jobs 4)
+seq 30 >"$tmp/items30"
 
 # ---------------------------------------------------------------------------
 log "throttle: Go benchmarks (pace vs golang.org/x/time/rate)"
-go test -run '^$' -bench 'Wait|XTime|Acquire' -benchmem -count 1 ./throttle/ >"$tmp/gobench.txt"
+go test -run '^$' -bench 'Wait|XTime|Acquire|Admit' -benchmem -count 1 ./throttle/ >"$tmp/gobench.txt"
 go test -run '^$' -bench 'RuleMemory' -benchtime 1x ./throttle/ >>"$tmp/gobench.txt"
 gb() { awk -v n="$1" '$1 ~ "^"n"(-[0-9]+)?$" { print $3; exit }' "$tmp/gobench.txt"; }
+gba() { awk -v n="$1" '$1 ~ "^"n"(-[0-9]+)?$" { for (i = 1; i < NF; i++) if ($(i+1) == "allocs/op") print $i; exit }' "$tmp/gobench.txt"; }
+under() { awk -v ns="$1" -v al="$2" 'BEGIN { if (ns + 0 < 200 && al == "0") print "met"; else print "**missed**" }'; }
 add "## Package throttle"
 add ""
-add "\`go test -run '^\$' -bench 'Wait|XTime|Acquire' -benchmem ./throttle/\` and \`-bench RuleMemory -benchtime 1x\`:"
+add "\`go test -run '^\$' -bench 'Wait|XTime|Acquire|Admit' -benchmem ./throttle/\` and \`-bench RuleMemory -benchtime 1x\`:"
 add ""
 add '```'
 while IFS= read -r l; do add "$l"; done < <(grep -E '^(Benchmark|cpu:)' "$tmp/gobench.txt")
 add '```'
 add ""
-add "- Uncontended admission under 3 rules: $(gb BenchmarkWait3Rules/exact) ns/op (goal < 200 ns, 0 allocs);" \
+add "- Uncontended admission under 3 rules: $(gb BenchmarkWait3Rules/exact) ns/op, $(gba BenchmarkWait3Rules/exact) allocs (goal < 200 ns, 0 allocs);" \
 	"three stacked x/time/rate limiters: $(gb BenchmarkXTimeRate3) ns/op," \
 	"ratio $(ratio "$(gb BenchmarkWait3Rules/exact)" "$(gb BenchmarkXTimeRate3)")x."
+add "- Weighted (1 count rule, 2 cost rules, cost 7): \`WaitN\` $(gb BenchmarkWaitN3Rules/exact) ns/op, $(gba BenchmarkWaitN3Rules/exact) allocs" \
+	"($(under "$(gb BenchmarkWaitN3Rules/exact)" "$(gba BenchmarkWaitN3Rules/exact)") against < 200 ns, 0 allocs);" \
+	"\`Admit\` + \`Release\` (the Backend contract, as the pool admits) $(gb BenchmarkAdmitN3Rules) ns/op, $(gba BenchmarkAdmitN3Rules) allocs" \
+	"($(under "$(gb BenchmarkAdmitN3Rules)" "$(gba BenchmarkAdmitN3Rules)"): the \`*Admission\` it returns is the allocation)."
 add "- 8 goroutines contending: $(gb BenchmarkWaitContended) ns/op vs one x/time/rate limiter $(gb BenchmarkXTimeRateContended) ns/op."
 add ""
+verdicts+=("| throttle: weighted 3-rule \`WaitN\` | < 200 ns, 0 allocs | $(gb BenchmarkWaitN3Rules/exact) ns, $(gba BenchmarkWaitN3Rules/exact) allocs | $(under "$(gb BenchmarkWaitN3Rules/exact)" "$(gba BenchmarkWaitN3Rules/exact)") |")
+verdicts+=("| throttle: weighted 3-rule \`Admit\`+\`Release\` | < 200 ns, 0 allocs | $(gb BenchmarkAdmitN3Rules) ns, $(gba BenchmarkAdmitN3Rules) allocs | $(under "$(gb BenchmarkAdmitN3Rules)" "$(gba BenchmarkAdmitN3Rules)") |")
 
 # ---------------------------------------------------------------------------
-# accuracy MODE MARGIN: 30 calls under 5/s,12/3s with -j 4 against strictd;
-# prints "refused makespan_seconds".
-accuracy() {
-	local mode=$1 margin=$2 stats
+# acc30 MODE MARGIN: 30 calls under 5/s,12/3s with -j 4 against strictd;
+# MARGIN "" is the default (adaptive).
+acc30() {
+	local mode=$1 margin=$2 rc=0
 	start_strict 5/s,12/3s
-	seq 30 >"$tmp/items30"
 	if [ "$mode" = run ]; then
-		"$pace" run -j 4 -r 5/s,12/3s --margin "$margin" --summary none -a "$tmp/items30" -- \
-			curl -sf -o /dev/null "http://127.0.0.1:$port/{}" >/dev/null 2>&1 || true
+		"$pace" run -j 4 -r 5/s -r 12/3s ${margin:+--margin "$margin"} --summary none \
+			--summary-file "$tmp/runs/acc-run-$run.json" -a "$tmp/items30" -- \
+			curl -sf -o /dev/null "http://127.0.0.1:$port/{}" >/dev/null 2>>"$tmp/runs/acc-run-$run.err" || rc=1
 	else
-		"$pace" fetch -j 4 -r 5/s,12/3s --margin "$margin" --retries 0 --summary none -a "$tmp/items30" \
-			"http://127.0.0.1:$port/{}" >/dev/null 2>&1 || true
+		"$pace" fetch -j 4 -r 5/s -r 12/3s ${margin:+--margin "$margin"} --retries 0 --summary none \
+			--summary-file "$tmp/runs/acc-fetch-$run.json" -a "$tmp/items30" \
+			"http://127.0.0.1:$port/{}" >/dev/null 2>>"$tmp/runs/acc-fetch-$run.err" || rc=1
 	fi
-	stats=$(stop_strict)
-	echo "$(json_field "$stats" refused) $(json_field "$stats" makespan)"
+	strict_result "$rc"
 }
 
-add "## Accuracy: 30 calls under 5/s AND 12/3s, -j 4, against a strict server"
+# busy_start N: N busy loops; busy_stop ends them.
+busy=()
+busy_start() {
+	for _ in $(seq "$1"); do
+		sh -c 'while :; do :; done' &
+		busy+=("$!")
+		pids+=("$!")
+	done
+	sleep 1
+}
+busy_stop() {
+	for p in "${busy[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${busy[@]}"; do wait "$p" 2>/dev/null || true; done
+	busy=()
+}
+
+add "## Issue #10: exactness at the server"
 add ""
-add "The server (internal/strictserver, run as strictd) refuses any request that would put more than N"
-add "arrivals in a window (t-W, t], by its own clock on arrival. The fastest legal schedule takes 7.0 s."
-add "Each cell lists every run: requests refused, and makespan (first to last accepted arrival) / 7.0 s."
+add "The strict server (internal/strictserver, run as strictd) refuses with 429 any request that would"
+add "put more than N arrivals (or cost) in a window (t-W, t], by its own clock on arrival. Makespan is"
+add "the server's first to last accepted arrival; the optimum is the fastest legal schedule computed by"
+add "\`throttle.ScheduleCosts\` for the same calls, rules and -j (calls taking no time). Every run is"
+add "listed, in order; \"failed\" counts pace processes that exited non-zero (or items that failed)."
 add ""
-add "| command | margin | refused | makespan / optimum |"
-add "|---|---|---|---|"
+add "pace widens every rule's window by a margin, so that calls admitted a window apart still arrive a"
+add "window apart when their trips to the server vary; by default the margin adapts (a floor of 50 ms"
+add "for \`pace run\`, 10 ms for \`pace fetch\`, plus the spread of the lags pace measures). \"margin\" is"
+add "the largest margin a pace process of the run ended with (its \`--summary-file\`), and the next"
+add "column compares the makespan with the fastest legal schedule whose windows are that much wider:"
+add "about 1.000 means pace lost nothing but its margin."
+add ""
+
+log "issue #10: 30 calls, pace run + curl, quiet machine"
+add "### 30 calls under 5/s AND 12/3s, -j 4, one \`curl\` per job (\`pace run\`), default margin"
+add ""
+add "Optimum: $opt30 s. Quiet: nothing else started by this script. Loaded: four"
+add "\`sh -c 'while :; do :; done'\` busy loops on the $(nproc) cores during the runs."
+add ""
+table_head "machine"
+optargs=(-rules 5/s,12/3s -n 30 -jobs 4)
+series "$accs" acc30 run ""
+row "quiet (load before: $(loadavg))"
+verdict "#10 pace run + curl, quiet" "0 refused, within 1.5%" "$(judge 0 1.015 30)"
+log "issue #10: 30 calls, pace run + curl, loaded machine"
+busy_start 4
+load_busy=$(loadavg)
+series "$accs" acc30 run ""
+load_busy_end=$(loadavg)
+busy_stop
+row "loaded, 4 busy loops (load $load_busy → $load_busy_end)"
+verdict "#10 pace run + curl, loaded (4 busy loops)" "0 refused, within 5%" "$(judge 0 1.05 30)"
+add ""
+cmdline "pace run -j 4 -r 5/s -r 12/3s --summary none -a items30 -- curl -sf -o /dev/null 'http://127.0.0.1:PORT/{}'   # strictd -rules 5/s,12/3s; loaded: 4 × sh -c 'while :; do :; done' &"
+
+log "issue #10: 30 calls, pace fetch (no regression)"
+add "### No regression: \`pace fetch\`, the same 30 calls, default margin"
+add ""
+table_head "command"
+series "$accs" acc30 fetch ""
+row "pace fetch -j 4"
+verdict "#10 pace fetch, 30 calls (no regression)" "0 refused, within 1%" "$(judge 0 1.01 30)"
+add ""
+cmdline "pace fetch -j 4 -r 5/s -r 12/3s --retries 0 --summary none -a items30 'http://127.0.0.1:PORT/{}'   # strictd -rules 5/s,12/3s"
+
+# loose: 60 URLs, pace told 20/s, the server allows 5/1s and sends Retry-After.
+loose() {
+	local rc=0
+	start_strict 5/1s -retry-after
+	seq 60 | sed "s|^|http://127.0.0.1:$port/|" >"$tmp/urls60"
+	"$pace" fetch -r 20/s -j 4 --summary none --summary-file "$tmp/runs/loose-$run.json" -a "$tmp/urls60" \
+		>/dev/null 2>>"$tmp/runs/loose-$run.err" || rc=1
+	strict_result "$rc"
+}
+log "issue #10: a rule too loose for the server"
+add "### A rule too loose: \`pace fetch -r 20/s -j 4\`, 60 URLs, the server allows 5/1s"
+add ""
+add "The server answers 429 with Retry-After (seconds until admissible, rounded up). The optimum is the"
+add "fastest legal schedule under the server's real rule, 5/1s: $opt60loose s. Default retries (3)."
+add ""
+table_head "command"
+optargs=(-rules 5/1s -n 60 -jobs 4)
+series "$reps" loose
+row "pace fetch -r 20/s -j 4"
+verdict "#10 rule too loose (20/s vs server 5/1s)" "≤ 8 refused per run, all 60 fetched, within 10%" "$(judge 8 1.10 60)"
+add ""
+cmdline "pace fetch -r 20/s -j 4 --summary none -a urls60   # strictd -rules 5/1s -retry-after"
+
+# fleet_redis MARGIN: 4 pace fetch processes through Redis, 50 URLs each.
+fleet_redis() {
+	local margin=$1 fp=() failed=0 p
+	start_strict 20/1s,60/5s
+	for p in 1 2 3 4; do
+		seq 50 | sed "s|^|http://127.0.0.1:$port/p$p-|" >"$tmp/fleet$p"
+		"$pace" fetch -r 20/1s -r 60/5s ${margin:+--margin "$margin"} -j 4 --retries 0 --summary none \
+			--summary-file "$tmp/runs/fleet-redis-$run-$p.json" \
+			--redis "$redis_url" --key "bench$run" -a "$tmp/fleet$p" >/dev/null 2>>"$tmp/runs/fleet-redis-$run-$p.err" &
+		fp+=("$!")
+	done
+	for p in "${fp[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	strict_result "$failed"
+}
+
+redis_url=""
+if have redis-server; then
+	redis_port=$("$tmp/benchtool" freeport)
+	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+		>"$tmp/redis.out" 2>&1 &
+	pids+=("$!")
+	for _ in $(seq 100); do grep -q 'Ready to accept' "$tmp/redis.out" 2>/dev/null && break; sleep 0.05; done
+	redis_url="redis://127.0.0.1:$redis_port"
+fi
+
+if [ -n "$redis_url" ]; then
+	log "issue #10: fleet of 4 pace fetch processes through Redis"
+	add "### Fleet: four \`pace fetch --redis\` processes, 50 URLs each, 20/s AND 60/5s"
+	add ""
+	add "One local redis-server (started by this script on a free port), one strict server, -j 4 each,"
+	add "\`--retries 0\`. Optimum for the 200 calls: $opt200 s."
+	add ""
+	table_head "margin"
+	optargs=(-rules 20/1s,60/5s -n 200)
+	series "$fleets" fleet_redis ""
+	row "default (adaptive)"
+	verdict "#10 Redis fleet, 4 × 50 calls" "0 refused, each within 2%" "$(judge 0 1.02 200)"
+	add ""
+	cmdline "4 × in parallel: pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:RPORT --key bench\$RUN -a fleetP   # strictd -rules 20/1s,60/5s"
+else
+	verdicts+=("| #10 Redis fleet | 0 refused, within 2% | not measured: no redis-server | **not measured** |")
+fi
+
+# ---------------------------------------------------------------------------
+# weighted MODE: 60 items with costs, 5/s AND cost:100/s, -j 4.
+# MODE: fifo, reorder, cookbook, redis2.
+weighted() {
+	local mode=$1 rc=0 url p wp=()
+	start_strict 5/s,cost:100/s -cost-param cost
+	url="http://127.0.0.1:$port/{1}?cost={2}"
+	case $mode in
+	fifo | reorder)
+		"$pace" fetch -r 5/s --cost-rate 100/s --cost '{2}' --colsep ' ' -j 4 --retries 0 \
+			$([ "$mode" = reorder ] && echo --allow-reorder) --summary none \
+			--summary-file "$tmp/runs/w-$mode-$run.json" -a "$tmp/items60" "$url" \
+			>/dev/null 2>>"$tmp/runs/w-$mode-$run.err" || rc=1
+		;;
+	cookbook)
+		"$tmp/cookbook" -items "$tmp/items60" -url "$url" -requests 5 -tokens 100 -per 1s -pause 1.5s \
+			>"$tmp/runs/w-cookbook-$run.out" 2>&1 || rc=1
+		rc=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' "$tmp/runs/w-cookbook-$run.out")
+		rc=${rc:-1}
+		;;
+	redis2)
+		awk 'NR % 2 == 1' "$tmp/items60" >"$tmp/items60-1"
+		awk 'NR % 2 == 0' "$tmp/items60" >"$tmp/items60-2"
+		for p in 1 2; do
+			"$pace" fetch -r 5/s --cost-rate 100/s --cost '{2}' --colsep ' ' -j 4 --retries 0 --summary none \
+				--redis "$redis_url" --key "w$run" --summary-file "$tmp/runs/w-redis2-$run-$p.json" \
+				-a "$tmp/items60-$p" "$url" >/dev/null 2>>"$tmp/runs/w-redis2-$run-$p.err" &
+			wp+=("$!")
+		done
+		for p in "${wp[@]}"; do wait "$p" || rc=$((rc + 1)); done
+		;;
+	esac
+	strict_result "$rc"
+}
+
+log "issue #13: weighted quotas"
+add "## Issue #13: weighted quotas"
+add ""
+add "60 items whose costs are drawn from 1..60 by \`benchtool items -n 60 -max 60 -seed 13\` (a PCG"
+add "seeded with 13: the same file everywhere; total cost $wtotal), under 5 calls/s AND 100 cost/s,"
+add "-j 4, against a strict server that counts both (the cost travels as \`?cost=N\`, read with"
+add "\`-cost-param cost\`). The optimum is the greedy FIFO schedule (\`throttle.ScheduleCosts\`): $optw s."
+add "An order other than FIFO may be faster; whatever the order, the cost rule alone needs more"
+add "than $(awk -v c="$wtotal" 'BEGIN { n = int((c + 99) / 100); print n - 2 }') s ($wtotal at 100 per window (t-1s, t])."
+add ""
+add "Costs, in input order: $(cut -d' ' -f2 "$tmp/items60" | tr '\n' ' ' | sed 's/ $//')."
+add ""
+add "The \"arrival order\" column compares each run with the greedy FIFO optimum for its calls in the"
+add "order the server accepted them (its record of arrivals, \`strictd -calls\`): a client that"
+add "reorders, or two processes interleaving their halves, serve another order than the file's, and"
+add "this is the optimum for the order they chose. For a FIFO client it says little: calls admitted"
+add "together (when a window opens) reach the server in any order, and with these costs a few such"
+add "swaps can change the FIFO optimum by seconds."
+add ""
+served="5/s,cost:100/s 4"
+table_head "client"
+optargs=(-rules 5/s,cost:100/s -items "$tmp/items60" -jobs 4)
+series "$reps" weighted fifo
+row "pace fetch (FIFO)"
+verdict "#13 weighted, pace fetch (FIFO)" "0 refused, within 2% of FIFO optimum" "$(judge 0 1.02 60)"
+series "$reps" weighted reorder
+row "pace fetch --allow-reorder"
+reorder_best=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)
+verdicts+=("| #13 weighted, --allow-reorder | report (may beat FIFO optimum) | $(summarize) | $(awk -v b="$reorder_best" 'BEGIN { if (b + 0 < 1) print "beats the FIFO optimum"; else print "does not beat the FIFO optimum" }') |")
+series "$reps" weighted cookbook
+row "cookbook approach (token buckets, 1.5 s pause after a 429)"
+verdicts+=("| #13 weighted, cookbook approach | report | $(summarize) | for comparison |")
+if [ -n "$redis_url" ]; then
+	series "$reps" weighted redis2
+	row "2 × pace fetch --redis (odd / even items)"
+	verdict "#13 weighted, 2 processes through Redis" "0 refused, within 5%" \
+		"$(judge 0 1.05 60) (arrival-order FIFO optimum: ${served_ratios[*]})"
+fi
+served=""
+add ""
+add "\"failed\" for the cookbook client is its count of items that failed after 5 attempts. The"
+add "cookbook client (internal/benchtools/cookbook) follows api_request_parallel_processor.py: two"
+add "token buckets (5 requests and 100 tokens, full at the start, refilled continuously at 5/s and"
+add "100/s: the per-minute limits scaled to this scenario's 1 s windows), estimate (here: the true cost)"
+add "then consume, one request sent per pass of a loop that sleeps 1 ms, no cap on requests in flight,"
+add "up to 5 attempts, and after any 429 a pause before sending again. The cookbook pauses 15 s for"
+add "per-minute limits; scaled to 1 s windows that would be 0.25 s, and 1.5 s was chosen instead"
+add "(longer than the window, so a refused burst has fully left it before the next send)."
+add ""
+cmdline "pace fetch -r 5/s --cost-rate 100/s --cost '{2}' --colsep ' ' -j 4 --retries 0 [--allow-reorder] --summary none -a items60 'http://127.0.0.1:PORT/{1}?cost={2}'   # strictd -rules 5/s,cost:100/s -cost-param cost"
+cmdline "cookbook -items items60 -url 'http://127.0.0.1:PORT/{1}?cost={2}' -requests 5 -tokens 100 -per 1s -pause 1.5s"
+cmdline "2 × in parallel (odd lines, even lines): pace fetch -r 5/s --cost-rate 100/s --cost '{2}' --colsep ' ' -j 4 --retries 0 --redis redis://127.0.0.1:RPORT --key w\$RUN -a items60-P 'http://127.0.0.1:PORT/{1}?cost={2}'"
+
+# ---------------------------------------------------------------------------
+# Issue #14: the local store, once the build has it.
+has_local() {
+	"$pace" exec --help >/dev/null 2>&1 && "$pace" fetch --help 2>/dev/null | grep -q -- '--state'
+}
+
+# fleet_local: 4 pace fetch processes through the local store.
+fleet_local() {
+	local fp=() failed=0 p
+	start_strict 20/1s,60/5s
+	for p in 1 2 3 4; do
+		seq 50 | sed "s|^|http://127.0.0.1:$port/p$p-|" >"$tmp/fleet$p"
+		"$pace" fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none \
+			--summary-file "$tmp/runs/fleet-local-$run-$p.json" \
+			--key "bench$run" --state "$tmp/state" -a "$tmp/fleet$p" >/dev/null 2>>"$tmp/runs/fleet-local-$run-$p.err" &
+		fp+=("$!")
+	done
+	for p in "${fp[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	strict_result "$failed"
+}
+
+# exec_loops: two shell loops of 30 pace exec -- curl each.
+exec_loops() {
+	local lp=() failed=0 l
+	start_strict 5/s,12/3s
+	for l in 1 2; do
+		(
+			bad=0
+			for i in $(seq 30); do
+				"$pace" exec --key "ex$run" --state "$tmp/state" -r 5/s -r 12/3s -- \
+					curl -sf -o /dev/null "http://127.0.0.1:$port/l$l-$i" 2>>"$tmp/runs/exec-$run.err" || bad=$((bad + 1))
+			done
+			exit "$bad"
+		) &
+		lp+=("$!")
+	done
+	for l in "${lp[@]}"; do wait "$l" || failed=$((failed + $?)); done
+	strict_result "$failed"
+}
+
+add "## Issue #14: one quota per host (the local store)"
+add ""
+if has_local; then
+	log "issue #14: fleet of 4 pace fetch processes through the local store"
+	add "### Fleet: four \`pace fetch --key K --state DIR\` processes, 50 URLs each, 20/s AND 60/5s"
+	add ""
+	add "Optimum for the 200 calls: $opt200 s. -j 4 each, \`--retries 0\`, default margin."
+	add ""
+	table_head "store"
+	optargs=(-rules 20/1s,60/5s -n 200)
+	series "$fleets" fleet_local
+	row "local store"
+	verdict "#14 local-store fleet, 4 × 50 calls" "0 refused, within 3%" "$(judge 0 1.03 200)"
+	add ""
+	cmdline "4 × in parallel: pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --key bench\$RUN --state DIR -a fleetP   # strictd -rules 20/1s,60/5s"
+
+	log "issue #14: two shell loops of pace exec"
+	add "### Two shell loops of 30 \`pace exec --key K -r 5/s -r 12/3s -- curl\` each"
+	add ""
+	add "Both loops run at once; each call is a new pace process. Optimum for 60 calls: $opt60exec s."
+	add "\`pace exec\` writes no summary: its margin is its fixed default, 50 ms."
+	add ""
+	table_head "loops"
+	optargs=(-rules 5/s,12/3s -n 60)
+	series "$reps" exec_loops
+	row "2 × 30 pace exec"
+	verdict "#14 pace exec, 2 loops × 30 calls" "0 refused, within 10%" "$(judge 0 1.10 60)"
+	add ""
+	cmdline "2 × in parallel: for i in \$(seq 30); do pace exec --key ex\$RUN --state DIR -r 5/s -r 12/3s -- curl -sf -o /dev/null http://127.0.0.1:PORT/lL-\$i; done   # strictd -rules 5/s,12/3s"
+
+	log "issue #14: pace exec --wait-only overhead"
+	n=200
+	ts=() ws=() es=()
+	for _ in $(seq "$reps"); do
+		run=$((run + 1))
+		ts+=("$(time_cmd sh -c "for i in \$(seq $n); do /bin/true; done")")
+		ws+=("$(time_cmd sh -c "for i in \$(seq $n); do '$pace' exec --key ov$run --state '$tmp/state' -r 1000000/s --wait-only || exit 1; done")")
+		es+=("$(time_cmd sh -c "for i in \$(seq $n); do '$pace' exec --key ox$run --state '$tmp/state' -r 1000000/s -- /bin/true || exit 1; done")")
+	done
+	t=$(median "${ts[@]}") w=$(median "${ws[@]}") e=$(median "${es[@]}")
+	add "### \`pace exec\` overhead per call"
+	add ""
+	add "A shell loop of $n calls, median of $reps runs; a rule that never binds (1000000/s), one local store."
+	add ""
+	add "| loop body | ms per call | / \`/bin/true\` |"
+	add "|---|---|---|"
+	add "| \`/bin/true\` | $(awk -v s="$t" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | 1.00 |"
+	add "| \`pace exec --key K --state DIR -r 1000000/s --wait-only\` | $(awk -v s="$w" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | $(ratio "$w" "$t") |"
+	add "| \`pace exec --key K --state DIR -r 1000000/s -- /bin/true\` | $(awk -v s="$e" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | $(ratio "$e" "$t") |"
+	add ""
+	verdicts+=("| #14 \`pace exec --wait-only\` overhead | report | $(awk -v s="$w" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') ms per call, $(ratio "$w" "$t")x \`/bin/true\` | reported |")
+else
+	add "Not measured: this build has no \`pace exec\`, or \`pace fetch\` has no \`--state\`."
+	add ""
+	verdicts+=("| #14 local store | fleet 0 refused within 3%; exec loops within 10% | not in this build | **not measured** |")
+fi
+
+log "store admission benchmarks (local store, Redis)"
+go test -run '^$' -bench . -benchmem -count 1 ./throttle/localstore ./throttle/redisrate >"$tmp/storebench.txt" 2>&1 || true
+add "### Admission cost: local store vs Redis, same machine"
+add ""
+add "\`go test -run '^\$' -bench . -benchmem ./throttle/localstore ./throttle/redisrate\`: rules that never"
+add "make a caller wait, so each admission is one store transaction (local store: lock, read, check,"
+add "record, commit with fsync unless \"nosync\") or one Lua script call (Redis, a redis-server on a free"
+add "port started by the test). \"processes\" are separate child processes sharing the key."
+add ""
+add '```'
+while IFS= read -r l; do add "$l"; done < <(grep -E '^(pkg:|Benchmark|FAIL|---)' "$tmp/storebench.txt")
+add '```'
+add ""
+sb() { awk -v p="$1" -v n="$2" '$1 == "pkg:" { cur = $2 } cur ~ p"$" && $1 ~ "^"n"(-[0-9]+)?$" { print $3; exit }' "$tmp/storebench.txt"; }
+ls1=$(sb localstore BenchmarkAdmit/log/1) ls4=$(sb localstore BenchmarkAdmit/log/4-processes)
+rd1=$(sb redisrate BenchmarkAdmit/log/1) rd4=$(sb redisrate BenchmarkAdmit/log/4-limiters)
+if [ -n "$ls1" ] && [ -n "$rd1" ]; then
+	add "- One caller: local store $(awk -v n="$ls1" 'BEGIN { printf "%.0f", n/1000 }') µs per admission, Redis" \
+		"$(awk -v n="$rd1" 'BEGIN { printf "%.0f", n/1000 }') µs (local / Redis = $(ratio "$ls1" "$rd1"))."
+	add "- Four: local store, 4 processes $(awk -v n="$ls4" 'BEGIN { printf "%.0f", n/1000 }') µs per admission (all" \
+		"processes together); Redis, 4 limiters $(awk -v n="$rd4" 'BEGIN { printf "%.0f", n/1000 }') µs (local / Redis = $(ratio "$ls4" "$rd4"))."
+	add ""
+	verdicts+=("| #14 admission cost, local store vs Redis | report | 1 caller $(ratio "$ls1" "$rd1")x Redis; 4 callers $(ratio "$ls4" "$rd4")x Redis | reported |")
+fi
+
+# ---------------------------------------------------------------------------
+log "accuracy: fixed margins"
+add "## Accuracy: 30 calls under 5/s AND 12/3s, -j 4, fixed margins"
+add ""
+add "The scenario of issue #10 with \`--margin\` fixed instead of adapted; $reps run(s) each, every run"
+add "listed. Optimum: $opt30 s."
+add ""
+table_head "command, margin"
+optargs=(-rules 5/s,12/3s -n 30 -jobs 4)
 for mode in run fetch; do
 	have curl || [ "$mode" = fetch ] || continue
 	margins="0s 20ms 50ms"
 	[ "$mode" = fetch ] && margins="0s 5ms 10ms"
 	for margin in $margins; do
 		log "accuracy: pace $mode --margin $margin"
-		refs=() spans=()
-		for _ in $(seq "$reps"); do
-			ref="" ms=""
-			accuracy "$mode" "$margin" >"$tmp/acc" 2>>"$tmp/acc.err" || true
-			read -r ref ms <"$tmp/acc" || true
-			refs+=("${ref:-?}")
-			spans+=("$(ratio "${ms:-0}" 7.0)")
-		done
+		series "$reps" acc30 "$mode" "$margin"
 		label="pace fetch"
 		[ "$mode" = run ] && label="pace run (one curl per job)"
-		add "| $label | $margin | ${refs[*]} | ${spans[*]} |"
+		row "$label, --margin $margin"
 	done
 done
 add ""
+
+if [ -n "$redis_url" ]; then
+	log "redis: fleet with fixed margins"
+	add "## Redis fleet with fixed margins"
+	add ""
+	add "The fleet of issue #10 (4 × 50 calls, 20/1s AND 60/5s) with \`--margin\` fixed; optimum $opt200 s."
+	add ""
+	table_head "margin"
+	optargs=(-rules 20/1s,60/5s -n 200)
+	for margin in 20ms 50ms; do
+		series "$reps" fleet_redis "$margin"
+		row "$margin"
+	done
+	add ""
+fi
 
 # ---------------------------------------------------------------------------
 log "overhead: 2000 true jobs, 8 in flight"
@@ -190,7 +694,7 @@ if have curl; then
 		cs+=("$(time_cmd curl -s --parallel --parallel-max 32 --config "$tmp/curl.cfg")")
 		fs+=("$(time_cmd "$pace" fetch -j 32 --summary none -a "$tmp/urls")")
 	done
-	stop_strict >/dev/null
+	stop_strict
 	c=$(median "${cs[@]}")
 	f=$(median "${fs[@]}")
 	add "## Fetch throughput: 5000 URLs, 32 in flight, no rule, local server"
@@ -198,70 +702,39 @@ if have curl; then
 	add "Median of $reps runs: pace fetch -j 32 takes $(ratio "$f" "$c")x the wall time of"
 	add "\`curl --parallel --parallel-max 32\` (goal: at most 1.25, below 1 is faster than curl)."
 	add ""
+	verdicts+=("| fetch throughput vs curl --parallel | ≤ 1.25x curl | $(ratio "$f" "$c")x | $(awk -v r="$(ratio "$f" "$c")" 'BEGIN { if (r + 0 <= 1.25) print "met"; else print "**missed**" }') |")
 fi
 
 # ---------------------------------------------------------------------------
-# Redis: a fleet of 4 pace processes sharing 20/1s AND 60/5s, and the cost
-# of an admission. Needs redis-server; Redis listens on a unix socket only.
-if have redis-server; then
-	log "redis: fleet of 4 pace fetch processes"
-	redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly no --dir "$tmp" >"$tmp/redis.out" 2>&1 &
-	pids+=("$!")
-	for _ in $(seq 100); do [ -S "$tmp/redis.sock" ] && break; sleep 0.05; done
-	# fleet MARGIN KEY: prints "refused makespan_seconds failed_processes".
-	fleet() {
-		local margin=$1 key=$2 fleet_pids=() failed=0 stats
-		start_strict 20/1s,60/5s
-		for p in 1 2 3 4; do
-			seq 50 | sed "s|^|http://127.0.0.1:$port/p$p-|" >"$tmp/fleet$p"
-			"$pace" fetch -r 20/1s,60/5s --margin "$margin" -j 4 --retries 0 --summary none \
-				--redis "unix://$tmp/redis.sock" --key "$key" -a "$tmp/fleet$p" >/dev/null 2>&1 &
-			fleet_pids+=("$!")
-		done
-		for p in "${fleet_pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
-		stats=$(stop_strict)
-		echo "$(json_field "$stats" refused) $(json_field "$stats" makespan) $failed"
-	}
-	add "## Redis: 4 processes share 20/1s AND 60/5s"
-	add ""
-	add "Four \`pace fetch --redis\` processes, 50 URLs each, one local Redis, against the strict server."
-	add "The fastest legal schedule for the 200 calls takes 15.0 s (throttle.Fastest). Every run listed."
-	add ""
-	add "| margin | refused | makespan / optimum |"
-	add "|---|---|---|"
-	n=0
-	for margin in 20ms 50ms; do
-		refs=() spans=()
-		for _ in $(seq "$reps"); do
-			n=$((n + 1))
-			ref="" ms=""
-			fleet "$margin" "bench$n" >"$tmp/fleet" 2>>"$tmp/acc.err" || true
-			read -r ref ms _ <"$tmp/fleet" || true
-			refs+=("${ref:-?}")
-			spans+=("$(ratio "${ms:-0}" 15.0)")
-		done
-		add "| $margin | ${refs[*]} | ${spans[*]} |"
-	done
-	add ""
-	log "redis: admissions per second"
-	go test -run '^$' -bench FleetAdmit -count 1 ./cmd/ >"$tmp/redisbench.txt"
-	add "Admissions through one local Redis (\`go test -run '^\$' -bench FleetAdmit ./cmd/\`; separate"
-	add "processes, one admission at a time each, two rules that never bind):"
-	add ""
-	add '```'
-	while IFS= read -r l; do add "$l"; done < <(grep -E '^Benchmark' "$tmp/redisbench.txt")
-	add '```'
-	add ""
-fi
-
-# ---------------------------------------------------------------------------
+elapsed=$(($(date +%s) - started))
+load_end=$(loadavg)
 {
 	echo "# Benchmarks"
 	echo
-	echo "Written by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | cut -d' ' -f3)."
-	echo "Absolute times vary with the machine's load; compare the ratios, which come from runs made"
-	echo "side by side in the same invocation."
+	echo "Written by \`scripts/bench.sh\`$quick on $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | cut -d' ' -f3),"
+	echo "in $((elapsed / 60)) min $((elapsed % 60)) s. Load average (1, 5, 15 min): $load_start at the start,"
+	echo "$load_end at the end; other work shares this machine. Absolute times vary with the load;"
+	echo "compare the ratios, which come from runs made side by side in the same invocation."
+	echo
+	echo "## Targets"
+	echo
+	echo "One line per scenario: the target from its issue, what was measured over every run, and the"
+	echo "verdict. Nothing is tuned to pass: a miss is reported as measured."
+	echo
+	echo "| scenario | target | measured | verdict |"
+	echo "|---|---|---|---|"
+	printf '%s\n' "${verdicts[@]}"
 	echo
 	printf '%s\n' "${report[@]}"
+	echo "## Commands"
+	echo
+	echo "PORT is the strict server's port (strictd -portfile), RPORT redis-server's (a free port found by"
+	echo "\`benchtool freeport\`), items30 is \`seq 30\`, urls60 and fleetP are URLs on the strict server,"
+	echo "items60 is \`benchtool items -n 60 -max 60 -seed 13\` (lines \"SEQ COST\"). Optima:"
+	echo "\`benchtool fastest -rules RULES -n N [-jobs J]\` or \`-items items60\`."
+	echo
+	echo '```'
+	printf '%s\n' "${commands[@]}"
+	echo '```'
 } >"$out"
 log "wrote $out"

@@ -1,10 +1,12 @@
 // Command strictd runs a strictserver on loopback for benchmark scripts.
 //
-//	strictd -rules 5/s,12/3s [-addr 127.0.0.1:0] [-portfile FILE] [-delay 10ms]
+//	strictd -rules 5/s,12/3s [-addr 127.0.0.1:0] [-portfile FILE] [-delay 10ms] [-calls FILE]
 //
 // It writes the port it listens on to FILE (atomically, with a newline),
 // serves GET /stats as JSON without counting it as an arrival, and on
-// SIGINT or SIGTERM prints the same JSON as one line to stdout and exits 0:
+// SIGINT or SIGTERM writes the accepted arrivals to the -calls file (one
+// line "UNIXNANO COST" each, in arrival order), prints the same JSON as
+// one line to stdout and exits 0:
 //
 //	{"accepted":30,"refused":0,"reset":0,"first":1700000000000000000,
 //	 "last":1700000007000000000,"makespan":7,"makespan_ns":7000000000}
@@ -25,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +52,7 @@ func run(args []string) error {
 	policy := fs.Bool("policy", false, "publish the rules in a RateLimit-Policy header")
 	costParam := fs.String("cost-param", "", "query `parameter` carrying each request's cost, for cost rules (cost:100/s); answers are then JSON with usage.total_tokens")
 	usage := fs.Float64("usage-factor", 0, "report usage.total_tokens as the cost times `F` (a true cost other than the estimate)")
+	calls := fs.String("calls", "", "on exit, write the accepted arrivals to `file`: lines \"UNIXNANO COST\" in arrival order")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,6 +105,15 @@ func run(args []string) error {
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		hs.Close()
+	}
+	if *calls != "" {
+		var b strings.Builder
+		for _, c := range srv.Calls() {
+			fmt.Fprintf(&b, "%d %d\n", c.At.UnixNano(), c.Cost)
+		}
+		if err := writeAtomic(*calls, b.String()); err != nil {
+			return err
+		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(statsJSON(srv.Stats()))
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +32,8 @@ func TestStrictd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-rules", "2/1h", "-portfile", portfile)
+	callsfile := filepath.Join(t.TempDir(), "calls")
+	cmd := exec.Command(exe, "-rules", "2/1h", "-portfile", portfile, "-calls", callsfile)
 	cmd.Env = append(os.Environ(), "STRICTD_TEST_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -83,6 +85,11 @@ func TestStrictd(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("strictd exit after SIGTERM: %v, want status 0", err)
+	}
+	data, err := os.ReadFile(callsfile)
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); err != nil || len(lines) != 2 ||
+		lines[0] != strconv.FormatInt(got.First, 10)+" 1" || lines[1] != strconv.FormatInt(got.Last, 10)+" 1" {
+		t.Errorf("-calls file = %q, %v; want the 2 accepted arrivals \"UNIXNANO 1\"", data, err)
 	}
 }
 

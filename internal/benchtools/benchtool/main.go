@@ -1,0 +1,164 @@
+// Command benchtool is scripts/bench.sh's helper: the optima that runs
+// are compared with, computed by throttle's oracle, and the benchmark's
+// inputs.
+//
+//	benchtool fastest -rules 5/s,12/3s -n 30 [-jobs 4] [-runtime 0] [-margin 0]
+//	benchtool fastest -rules 5/s,cost:100/s -items FILE [-jobs 4] [-margin 0]
+//	benchtool items -n 60 -max 60 -seed 13 > FILE
+//	benchtool freeport
+//
+// fastest prints the makespan in seconds (first to last admission) of the
+// fastest legal FIFO schedule (throttle.Schedule, or throttle.ScheduleCosts
+// over the costs in the second column of FILE, in file order), then the
+// calls, the jobs cap and the total cost. -margin widens every window, as
+// a client's margin does: the best a client keeping that margin can do. items writes lines "SEQ COST",
+// the costs drawn from 1..max by a PCG seeded with seed: the same file on
+// every machine and Go release. freeport prints a free TCP port on
+// 127.0.0.1 (never 6379) for a server the script starts.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("want a subcommand: fastest, items or freeport")
+	}
+	switch args[0] {
+	case "fastest":
+		return fastest(args[1:], out)
+	case "items":
+		return items(args[1:], out)
+	case "freeport":
+		return freeport(out)
+	}
+	return fmt.Errorf("unknown subcommand %q: want fastest, items or freeport", args[0])
+}
+
+// fastest prints the makespan of the fastest legal FIFO schedule.
+func fastest(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("fastest", flag.ContinueOnError)
+	spec := fs.String("rules", "", "rules, such as 5/s,12/3s or 5/s,cost:100/s")
+	n := fs.Int("n", 0, "calls of cost 1")
+	file := fs.String("items", "", "`file` of lines \"SEQ COST\": one call per line, in order")
+	jobs := fs.Int("jobs", 0, "calls in flight at most (0: no cap)")
+	runtime := fs.Duration("runtime", 0, "how long each call holds its slot")
+	margin := fs.Duration("margin", 0, "widen every rule's window by this much")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rules, err := throttle.ParseRules(*spec)
+	if err != nil {
+		return err
+	}
+	for i := range rules {
+		rules[i].Window += max(*margin, 0)
+	}
+	if err := throttle.Validate(rules); err != nil {
+		return err
+	}
+	costs := make([]int, *n)
+	for i := range costs {
+		costs[i] = 1
+	}
+	if *file != "" {
+		if costs, err = readCosts(*file); err != nil {
+			return err
+		}
+	}
+	if len(costs) == 0 {
+		return errors.New("fastest: want -n N or -items FILE")
+	}
+	total := 0
+	for _, c := range costs {
+		if c < 1 || (throttle.MaxCost(rules) > 0 && c > throttle.MaxCost(rules)) {
+			return fmt.Errorf("fastest: cost %d cannot be admitted under %s", c, *spec)
+		}
+		total += c
+	}
+	off := throttle.ScheduleCosts(rules, costs, *jobs, *runtime)
+	_, err = fmt.Fprintf(out, "%.4f %d %d %d\n", off[len(off)-1].Seconds(), len(costs), *jobs, total)
+	return err
+}
+
+// readCosts reads the second column of file's lines.
+func readCosts(file string) ([]int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var costs []int
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) < 2 {
+			return nil, fmt.Errorf("%s:%d: want \"SEQ COST\"", file, line)
+		}
+		c, err := strconv.Atoi(fields[1])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: cost %q: want a whole number", file, line, fields[1])
+		}
+		costs = append(costs, c)
+	}
+	return costs, sc.Err()
+}
+
+// items writes n lines "SEQ COST" with pseudo-random costs in 1..max.
+func items(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("items", flag.ContinueOnError)
+	n := fs.Int("n", 60, "items")
+	hi := fs.Int("max", 60, "largest cost")
+	seed := fs.Uint64("seed", 13, "PCG seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *hi < 1 {
+		return errors.New("items: want -n and -max of at least 1")
+	}
+	r := rand.New(rand.NewPCG(*seed, 0))
+	w := bufio.NewWriter(out)
+	for i := 1; i <= *n; i++ {
+		fmt.Fprintf(w, "%d %d\n", i, 1+r.IntN(*hi))
+	}
+	return w.Flush()
+}
+
+// freeport prints a TCP port that was free on 127.0.0.1 a moment ago.
+func freeport(out io.Writer) error {
+	for range 10 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if port != 6379 {
+			_, err = fmt.Fprintln(out, port)
+			return err
+		}
+	}
+	return errors.New("freeport: no port other than 6379")
+}
