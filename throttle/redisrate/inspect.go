@@ -240,15 +240,7 @@ var (
 
 // clockLua sets now from the server's TIME in microseconds, or from the
 // caller's clock in ARGV[1] where TIME is refused (see timeLua).
-const clockLua = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local now
-local ok, t = pcall(redis.call, 'TIME')
-if ok then
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+var clockLua = timeLua("ARGV[1]") + `
 local function num(x)
   return string.format('%.0f', x)
 end
@@ -266,7 +258,7 @@ end
 // Reply: {now, spec or nil, used_1, wait_1, ..., used_k, wait_k,
 // lease id, expiry (a string), ...}, waits in microseconds for a call of
 // cost 1.
-const inspectLua = clockLua + `
+var inspectLua = clockLua + `
 local function member_cost(m)
   local c = string.match(m, ':(%d+)$')
   return tonumber(c) or 1
@@ -322,7 +314,7 @@ return r
 // ARGV[2]      the spec the caller read ("" for none)
 //
 // Replies: {1, keys deleted}; {0, live leases}; {-1, spec now}.
-const resetLua = clockLua + `
+var resetLua = clockLua + `
 local live = redis.call('ZCOUNT', KEYS[#KEYS], '(' .. num(now), '+inf')
 if live > 0 then return {0, live} end
 local spec = redis.call('GET', KEYS[1]) or ''

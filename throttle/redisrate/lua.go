@@ -10,15 +10,17 @@ var (
 	correctScript = redis.NewScript(correctLua)
 )
 
-// timeLua sets now from the server's TIME, in integer microseconds, so
-// clients with skewed clocks agree. TIME is only allowed before writes
-// under effects replication (the default since Redis 5, the only mode
-// since 7); older servers are switched to it by redis.replicate_commands.
-// A server that still refuses TIME (some proxies and managed services
-// rename or forbid it) makes the script fall back on the caller's clock,
-// ARGV[3]: then the clients' clocks must be kept in sync, and the reply
-// says so (clock = 0).
-const timeLua = `
+// timeLua returns the opening every script shares: it sets now from the
+// server's TIME, in integer microseconds, so clients with skewed clocks
+// agree. TIME is only allowed before writes under effects replication (the
+// default since Redis 5, the only mode since 7); older servers are switched
+// to it by redis.replicate_commands. A server that still refuses TIME
+// (some proxies and managed services rename or forbid it) makes the script
+// fall back on the caller's clock, the argument fallback (such as
+// "ARGV[3]"): then the clients' clocks must be kept in sync, and clock is
+// 0 for the reply to say so.
+func timeLua(fallback string) string {
+	return `
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 local now, clock
 local ok, t = pcall(redis.call, 'TIME')
@@ -26,10 +28,11 @@ if ok then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   clock = 1
 else
-  now = tonumber(ARGV[3])
+  now = tonumber(` + fallback + `)
   clock = 0
 end
 `
+}
 
 // helpersLua holds the functions every script uses to read and trim a
 // rule's state. A rule keeps its state in two keys, in one of three modes:
@@ -147,7 +150,7 @@ end
 //	{0, now, clock, wait, i, used_1, ..., used_k}     refused; nothing recorded; rule i
 //	                                                  needs the longest wait
 //	{-1, spec}                                        the quota holds another rule spec
-const admitLua = timeLua + helpersLua + `
+var admitLua = timeLua("ARGV[3]") + helpersLua + `
 local spec = redis.call('GET', KEYS[1])
 if spec and spec ~= ARGV[1] then
   return {-1, spec}
@@ -265,15 +268,7 @@ return r
 // ARGV[2+4i] .. ARGV[5+4i]   rule i: N, window in microseconds, mode, unused
 //
 // Reply: {now, used_1, ..., used_k}
-const correctLua = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local now
-local ok, t = pcall(redis.call, 'TIME')
-if ok then
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[5])
-end
+var correctLua = timeLua("ARGV[5]") + `
 ` + helpersLua + `
 local id, at, from, to = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local k = #KEYS / 2
@@ -331,15 +326,7 @@ return r
 //	renew:   {1, now} renewed; {2, now} it had expired and was taken again;
 //	         {0, now} it had expired and the slots are full: lost
 //	release: {1, now} released; {0, now} it was not held (expired)
-const slotsLua = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local now
-local ok, t = pcall(redis.call, 'TIME')
-if ok then
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[5])
-end
+var slotsLua = timeLua("ARGV[5]") + `
 local key, op, id = KEYS[1], ARGV[1], ARGV[2]
 local cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4])
 
