@@ -22,28 +22,32 @@ func GenMarkdownTree(root *cobra.Command, dir string) ([]string, error) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	var names []string
-	var walk func(c *cobra.Command) error
-	walk = func(c *cobra.Command) error {
-		for _, sub := range c.Commands() {
-			if !sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
-				continue
-			}
-			if err := walk(sub); err != nil {
-				return err
-			}
-		}
+	for _, c := range documentedCommands(root) {
 		name := strings.ReplaceAll(c.CommandPath(), " ", "_") + ".md"
 		if err := os.WriteFile(filepath.Join(dir, name), genMarkdown(c), 0o644); err != nil {
-			return fmt.Errorf("write command reference: %w", err)
+			return nil, fmt.Errorf("write command reference: %w", err)
 		}
 		names = append(names, name)
-		return nil
-	}
-	if err := walk(root); err != nil {
-		return nil, err
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// documentedCommands returns root and every available command below it,
+// subcommands before their parent: the commands that get a page.
+func documentedCommands(root *cobra.Command) []*cobra.Command {
+	var all []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
+				walk(sub)
+			}
+		}
+		all = append(all, c)
+	}
+	walk(root)
+	return all
 }
 
 // genMarkdown returns the page for one command.

@@ -51,20 +51,13 @@ func GenManTree(root *cobra.Command, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var walk func(c *cobra.Command) error
-	walk = func(c *cobra.Command) error {
-		for _, sub := range c.Commands() {
-			if !sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
-				continue
-			}
-			if err := walk(sub); err != nil {
-				return err
-			}
-		}
+	for _, c := range documentedCommands(root) {
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
-		return os.WriteFile(filepath.Join(dir, name), genMan(c), 0o644)
+		if err := os.WriteFile(filepath.Join(dir, name), genMan(c), 0o644); err != nil {
+			return err
+		}
 	}
-	return walk(root)
+	return nil
 }
 
 // genMan returns the roff man page of one command.
