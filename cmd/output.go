@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -53,19 +52,6 @@ func (o *output) closed() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.gone
-}
-
-// checkStdout refuses to run with stdout closed (pace ... >&-): job output
-// would vanish, and a job printing nothing would not even tell.
-func checkStdout(w io.Writer) error {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	if _, err := f.Stat(); err != nil {
-		return fmt.Errorf("stdout is closed; to discard job output, send it to /dev/null (> /dev/null)")
-	}
-	return nil
 }
 
 // writeFileAtomic writes data to name whole or not at all: into a new

@@ -51,24 +51,6 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-func TestCheckStdout(t *testing.T) {
-	if err := checkStdout(&strings.Builder{}); err != nil {
-		t.Errorf("checkStdout(a buffer) = %v, want nil", err)
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkStdout(f); err != nil {
-		t.Errorf("checkStdout(an open file) = %v, want nil", err)
-	}
-	f.Close()
-	err = checkStdout(f)
-	if err == nil || !strings.Contains(err.Error(), "stdout is closed; to discard job output, send it to /dev/null") {
-		t.Errorf("checkStdout(a closed file) = %v, want an error saying stdout is closed", err)
-	}
-}
-
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
