@@ -37,7 +37,11 @@ type Backend interface {
 	Seed(calls []Call) error
 	// SetMargin widens every rule's window by d from now on, so that a
 	// server whose clock or counting differs a little still sees every
-	// rule kept.
+	// rule kept. A backend shared between processes widens every window
+	// by the widest margin in force among them (Stats.Margin), so that a
+	// call admitted a window after another process's is protected from
+	// that process's lags too; a margin wider than that reaches the
+	// others before this process admits again.
 	SetMargin(d time.Duration)
 	// Stats returns a snapshot of the backend's diagnostics.
 	Stats() Stats

@@ -14,6 +14,7 @@ import (
 //	wall      the host's clock when it was recorded, ns (see advance)
 //	serial    the id of the latest call recorded
 //	expires   the instant from which every rule's state has left its window
+//	margin:ID the margin of the process with that id, while in force (margin.go)
 //
 // and each rule, in store order, has a bucket named "r<j>:<rule>", with
 // ":counter" appended for a counter (layout.bucketName), that holds the

@@ -3,6 +3,7 @@ package localstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -100,18 +101,23 @@ type Store struct {
 	failures   atomic.Int64
 	seq        atomic.Uint64 // ids of admissions without rules
 
-	mu        sync.Mutex
-	margin    time.Duration
-	tally     *throttle.Tally
-	used      []int // per rule in given order: weight in the window at the last transaction
-	sleeps    int64 // times the head of the admission queue slept
-	pause     time.Time
-	reason    string
-	held      map[uint64]int // admission id -> slot it holds
-	inFlight  int
-	peak      int
-	slotWaits int64
-	slotWait  time.Duration
+	id         []byte // this store's id among the processes sharing the quota
+	publishers sync.WaitGroup
+
+	mu         sync.Mutex
+	margin     time.Duration
+	fleet      time.Duration // the widest margin in force, at the last transaction
+	publishing bool
+	tally      *throttle.Tally
+	used       []int // per rule in given order: weight in the window at the last transaction
+	sleeps     int64 // times the head of the admission queue slept
+	pause      time.Time
+	reason     string
+	held       map[uint64]int // admission id -> slot it holds
+	inFlight   int
+	peak       int
+	slotWaits  int64
+	slotWait   time.Duration
 }
 
 // Open returns a store that keeps opts.Rules for every process on this
@@ -168,6 +174,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		tally:  throttle.NewTally(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
 		held:   make(map[uint64]int),
+		id:     []byte(rand.Text()[:16]),
 	}
 	s.ly, s.order = newLayout(s.rules, cf.CounterAbove, cf.GlobalJobs)
 	for j := range s.ly.sorted {
@@ -270,8 +277,9 @@ type decision struct {
 	decided  time.Time // when it was taken, on this process's clock
 	id       uint64    // the call's id, if admitted
 	wait     time.Duration
-	rule     int   // store order: the rule needing the longest wait, if refused
-	used     []int // per rule, store order
+	rule     int           // store order: the rule needing the longest wait, if refused
+	used     []int         // per rule, store order
+	margin   time.Duration // the widest margin in force, which the rules applied
 }
 
 // admitOnce runs one admission transaction: it checks every rule at one
@@ -299,7 +307,12 @@ func (s *Store) admitOnce(ctx context.Context, cost int) (decision, error) {
 				return err
 			}
 		}
-		rs, err := s.rulesAt(tx, margin, true)
+		fleet, err := s.fleetMargin(m, margin, d.now, d.now+s.inForce(margin))
+		if err != nil {
+			return err
+		}
+		d.margin = fleet
+		rs, err := s.rulesAt(tx, fleet, true)
 		if err != nil {
 			return err
 		}
@@ -457,6 +470,7 @@ func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Tim
 		for j, i := range s.order {
 			s.used[i] = d.used[j]
 		}
+		s.fleet = d.margin
 		if d.admitted {
 			var waited time.Duration
 			if s.sleeps != sleeps {
@@ -543,7 +557,11 @@ func (s *Store) CorrectAdmission(id uint64, at time.Time, from, to int) error {
 		if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec {
 			return errRefused // the quota was taken over: the call is forgotten
 		}
-		rs, err := s.rulesAt(tx, margin, false)
+		fleet, err := s.fleetMargin(m, margin, now, 0)
+		if err != nil {
+			return err
+		}
+		rs, err := s.rulesAt(tx, fleet, false)
 		if err != nil {
 			return err
 		}
@@ -597,12 +615,26 @@ func (s *Store) PauseUntil(t time.Time, reason string) {
 // Seed does nothing: the store keeps the quota across runs.
 func (s *Store) Seed([]throttle.Call) error { return nil }
 
-// SetMargin makes d the margin added to every window from the next
-// transaction on. A negative d is treated as 0.
+// SetMargin makes d this process's margin from the next transaction on:
+// every transaction widens the windows by the widest margin in force
+// among the processes sharing the quota. A margin wider than that is also
+// recorded in the store at once, in the background, so that the other
+// processes widen their windows before this one next admits a call. A
+// negative d is treated as 0.
 func (s *Store) SetMargin(d time.Duration) {
+	d = max(d, 0)
 	s.mu.Lock()
-	s.margin = max(d, 0)
+	wider := d > s.margin && d > s.fleet
+	s.margin = d
+	start := wider && !s.publishing && !s.isClosed() && len(s.rules) > 0
+	if start {
+		s.publishing = true
+		s.publishers.Add(1)
+	}
 	s.mu.Unlock()
+	if start {
+		go s.publish()
+	}
 }
 
 // Close gives back the slots still held, lets other processes reset the
@@ -611,7 +643,10 @@ func (s *Store) SetMargin(d time.Duration) {
 // finished. It returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
 		close(s.closed)
+		s.mu.Unlock()
+		s.publishers.Wait()
 		s.txMu.Lock()
 		//lint:ignore SA2001 the lock is taken only to wait for a transaction under way
 		s.txMu.Unlock()
@@ -643,7 +678,7 @@ func (s *Store) Stats() throttle.Stats {
 	st.SlotWaitTime = s.slotWait
 	st.PauseReason = s.reason
 	st.PausedUntil = s.pause
-	st.Margin = s.margin
+	st.Margin = max(s.margin, s.fleet)
 	st.Store = throttle.StoreStats{
 		Name:       "local",
 		RoundTrips: s.roundTrips.Load(),

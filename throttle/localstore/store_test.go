@@ -737,8 +737,9 @@ func TestBounded(t *testing.T) {
 			return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 				n := b.Stats().KeyN
 				// A log holds the calls of one window, 400; a counter the
-				// buckets of one window, 1024, and one partly outside.
-				switch most := map[string]int{"meta": 6, "r0:500/100ms": 401, "r1:cost:5000/100ms": 401, "r2:10000/256ms:counter": 1026}[string(name)]; {
+				// buckets of one window, 1024, and one partly outside; meta
+				// its 6 keys and this process's margin.
+				switch most := map[string]int{"meta": 7, "r0:500/100ms": 401, "r1:cost:5000/100ms": 401, "r2:10000/256ms:counter": 1026}[string(name)]; {
 				case most == 0:
 					t.Errorf("unexpected bucket %q", name)
 				case n > most || n < most*9/10:
@@ -749,6 +750,46 @@ func TestBounded(t *testing.T) {
 		})
 		if fi, _ := os.Stat(filepath.Join(dir, "b.db")); fi.Size() > 1<<20 {
 			t.Errorf("store of %d bytes after 1500 calls, want well under 1MB", fi.Size())
+		}
+	})
+}
+
+// Processes sharing a quota keep the widest margin in force among them: a
+// call admitted a window after another process's is kept a window plus
+// that process's margin later, a margin widened after a call reaches the
+// others before its process admits again, and a margin no call needs any
+// more stops counting.
+func TestFleetMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		wide := open(t, dir, "fleet", "1/s", localstore.Options{Margin: 200 * time.Millisecond})
+		narrow := open(t, dir, "fleet", "1/s", localstore.Options{})
+		t0 := time.Now()
+		admit := func(name string, s *localstore.Store, want time.Duration) {
+			t.Helper()
+			a, err := s.Admit(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.At.Sub(t0); got != want {
+				t.Errorf("%s admitted at %v, want %v", name, got, want)
+			}
+		}
+		admit("wide", wide, 0)
+		admit("narrow, after wide's call", narrow, 1200*time.Millisecond)
+		// Wide's own entry is not its fleet's: it keeps its own margin.
+		if m := wide.Stats().Margin; m != 200*time.Millisecond {
+			t.Errorf("wide's Stats().Margin = %v, want its own 200ms", m)
+		}
+		wide.SetMargin(0) // narrower: nothing to tell
+		admit("wide, margin 0", wide, 2200*time.Millisecond)
+		wide.SetMargin(300 * time.Millisecond) // its call left late
+		synctest.Wait()
+		// In force until wide's call at 2.2s no longer counts, at 3.5s:
+		// then the window (2.5s, 3.5s] is empty.
+		admit("narrow, after wide widened", narrow, 3500*time.Millisecond)
+		if m := narrow.Stats().Margin; m != 0 {
+			t.Errorf("narrow's Stats().Margin = %v once wide's margin expired, want 0", m)
 		}
 	})
 }

@@ -95,13 +95,14 @@ func TestCorrect(t *testing.T) {
 			t.Fatalf("calls %q, want one correction: EVALSHA, NOSCRIPT, EVAL", f.ops()[1:])
 		}
 		c := calls[1]
-		// Only the cost rules' keys, as the admission sent them.
-		if want := slices.Concat(admit.keys[3:5], admit.keys[7:9]); !slices.Equal(c.keys, want) {
+		// Only the cost rules' keys, as the admission sent them, and the
+		// margins; windows without margin, the caller's margin apart.
+		if want := slices.Concat(admit.keys[3:5], admit.keys[7:10]); !slices.Equal(c.keys, want) {
 			t.Errorf("correction keys %q, want %q", c.keys, want)
 		}
-		want := []any{admit.args[1], a.At.UnixMicro(), 10, 25, time.Now().UnixMicro(),
-			40, int64(1001000), "2", 0,
-			300000, int64(3600001000), "1", 0}
+		want := []any{admit.args[1], a.At.UnixMicro(), 10, 25, time.Now().UnixMicro(), int64(1000), admit.args[6],
+			40, int64(1000000), "2", 0,
+			300000, int64(3600000000), "1", 0}
 		if fmt.Sprintf("%#v", c.args) != fmt.Sprintf("%#v", want) {
 			t.Errorf("correction args %v, want %v", c.args, want)
 		}

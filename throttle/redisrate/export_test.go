@@ -10,6 +10,7 @@ var (
 	AdmitSHA   = admitScript.Hash()
 	SlotsSHA   = slotsScript.Hash()
 	CorrectSHA = correctScript.Hash()
+	MarginSHA  = marginScript.Hash()
 )
 
 // Pacing of retries and slot polls.

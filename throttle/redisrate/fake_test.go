@@ -55,8 +55,8 @@ func newFake() *fakeRedis {
 	return &fakeRedis{missing: map[string]bool{}, leases: map[string]bool{}}
 }
 
-// op names the call: "admit", "correct", or the slots operation ("take",
-// "renew", "release").
+// op names the call: "admit", "correct", "margin", or the slots
+// operation ("take", "renew", "release").
 func (c fakeCall) op() string {
 	switch c.sha {
 	case redisrate.SlotsSHA:
@@ -65,6 +65,8 @@ func (c fakeCall) op() string {
 		return "correct"
 	case redisrate.AdmitSHA:
 		return "admit"
+	case redisrate.MarginSHA:
+		return "margin"
 	}
 	return "unknown script " + c.sha
 }
@@ -80,10 +82,7 @@ func (c fakeCall) member() any {
 // ruleArgs returns the per-rule arguments of an admit or correct call:
 // N, window, mode, weight.
 func (c fakeCall) ruleArgs() [][]any {
-	first := 4
-	if c.op() == "correct" {
-		first = 5
-	}
+	first := 7
 	var rs [][]any
 	for i := first; i+4 <= len(c.args); i += 4 {
 		rs = append(rs, c.args[i:i+4])
@@ -218,6 +217,8 @@ func (f *fakeRedis) scriptReply(c fakeCall) any {
 			used = append(used, c.args[3].(int))
 		}
 		return corrected(used...)
+	case "margin":
+		return c.args[1]
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -259,11 +260,11 @@ func (redisErr) RedisError()     {}
 // errConnRefused is what go-redis returns when nothing listens.
 var errConnRefused = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 
-// Replies of the scripts, at the bubble's now. used is per rule in Redis
-// order; rule is 1-based, as admitLua sends it.
+// Replies of the scripts, at the bubble's now, with a fleet margin of 0.
+// used is per rule in Redis order; rule is 1-based, as admitLua sends it.
 
 func admitted(used ...int) []any {
-	r := []any{int64(1), time.Now().UnixMicro(), int64(1)}
+	r := []any{int64(1), time.Now().UnixMicro(), int64(1), int64(0)}
 	for _, u := range used {
 		r = append(r, int64(u))
 	}
@@ -271,7 +272,7 @@ func admitted(used ...int) []any {
 }
 
 func refused(wait time.Duration, rule int, used ...int) []any {
-	r := []any{int64(0), time.Now().UnixMicro(), int64(1), wait.Microseconds(), int64(rule)}
+	r := []any{int64(0), time.Now().UnixMicro(), int64(1), int64(0), wait.Microseconds(), int64(rule)}
 	for _, u := range used {
 		r = append(r, int64(u))
 	}

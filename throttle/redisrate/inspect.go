@@ -251,6 +251,7 @@ end
 //
 // KEYS[1]               pace:{NAME}:rules
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k)
+// KEYS[#KEYS-1]         pace:{NAME}:margins (unused)
 // KEYS[#KEYS]           pace:{NAME}:slots
 // ARGV[1]               the caller's clock in microseconds, used only when TIME fails
 // ARGV[3i-1] .. ARGV[3i+1]  rule i: N, window in microseconds, mode
@@ -264,7 +265,7 @@ local function member_cost(m)
   return tonumber(c) or 1
 end
 
-local k = (#KEYS - 2) / 2
+local k = (#KEYS - 3) / 2
 local r = {now, redis.call('GET', KEYS[1])}
 for i = 1, k do
   local key = KEYS[2 * i]

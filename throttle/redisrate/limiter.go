@@ -21,6 +21,7 @@
 //	pace:{NAME}:rules              the rule set (rules sorted by window)
 //	pace:{NAME}:r<i>:<rule>        the state of rule i
 //	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds
+//	pace:{NAME}:margins            each process's margin, while in force
 //	pace:{NAME}:slots              the leases of the in-flight cap
 //
 // A process whose rules differ from the ones stored gets an error wrapping
@@ -98,9 +99,10 @@ type Options struct {
 	// flight (GlobalJobs).
 	Rules []throttle.Rule
 	// Margin widens every rule's window, as throttle.WithMargin does.
-	// Processes sharing a quota should use the same margin: each forgets
-	// calls older than its own window plus margin, so the fleet keeps the
-	// smallest margin among them.
+	// Each process's margin is kept in Redis while calls it admitted can
+	// still count, and every admission widens the windows by the widest
+	// margin in force across the fleet: a call admitted a window after
+	// another process's must be protected from that process's lags too.
 	Margin time.Duration
 	// GlobalJobs caps the calls in flight across every process sharing
 	// the quota: Admit takes a leased fleet-wide slot before it waits for
@@ -149,18 +151,21 @@ type Outage struct {
 // throttle.Backend. Close gives back the slots it holds and, if Dial made
 // the client, closes it.
 type Limiter struct {
-	client   Client
-	owned    bool // Close closes client
-	name     string
-	rules    []throttle.Rule // in the order given
-	order    []int           // order[j] = index in rules of the j-th rule in Redis (sorted)
-	spec     string          // canonical rule spec stored with the quota
-	keys     []string        // rules key, then two per rule in Redis order
-	slotKey  string
-	cf       Options
-	health   *health
-	idPrefix string
-	seq      atomic.Uint64
+	client  Client
+	owned   bool // Close closes client
+	name    string
+	rules   []throttle.Rule // in the order given
+	order   []int           // order[j] = index in rules of the j-th rule in Redis (sorted)
+	spec    string          // canonical rule spec stored with the quota
+	keys    []string        // rules key, then two per rule in Redis order
+	slotKey string
+	margKey string // pace:{NAME}:margins
+	// admitKeys are the keys of admitLua: keys, then margKey.
+	admitKeys []string
+	cf        Options
+	health    *health
+	idPrefix  string
+	seq       atomic.Uint64
 
 	admitTurn fifo.Lock // one caller at a time talks to Redis for the rates
 	slotTurn  fifo.Lock // one caller at a time waits for a fleet-wide slot
@@ -175,19 +180,23 @@ type Limiter struct {
 	leasesLost  atomic.Int64
 	clientTime  atomic.Int64
 
-	mu        sync.Mutex
-	isClosed  bool
-	margin    time.Duration
-	tally     *throttle.Tally
-	used      []int // per rule in given order: weight in the window at the last reply
-	sleeps    int64 // times the head of the admission queue slept
-	pause     time.Time
-	reason    string
-	leases    map[uint64]*lease
-	inFlight  int
-	peak      int
-	slotWaits int64
-	slotWait  time.Duration
+	mu       sync.Mutex
+	isClosed bool
+	margin   time.Duration
+	// fleetMargin is the widest margin in force across the fleet, as the
+	// last admission attempt applied it.
+	fleetMargin time.Duration
+	publishing  bool
+	tally       *throttle.Tally
+	used        []int // per rule in given order: weight in the window at the last reply
+	sleeps      int64 // times the head of the admission queue slept
+	pause       time.Time
+	reason      string
+	leases      map[uint64]*lease
+	inFlight    int
+	peak        int
+	slotWaits   int64
+	slotWait    time.Duration
 }
 
 // Open returns a limiter that keeps opts.Rules for every process sharing
@@ -249,6 +258,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		used:     make([]int, len(cf.Rules)),
 		leases:   make(map[uint64]*lease),
 		slotKey:  "pace:{" + cf.Key + "}:slots",
+		margKey:  "pace:{" + cf.Key + "}:margins",
 		tally:    throttle.NewTally(len(cf.Rules)),
 	}
 	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
@@ -290,6 +300,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		k := "pace:{" + cf.Key + "}:r" + strconv.Itoa(j) + ":" + name
 		l.keys = append(l.keys, k, k+":sum")
 	}
+	l.admitKeys = append(slices.Clone(l.keys), l.margKey)
 	return l, nil
 }
 
@@ -329,21 +340,25 @@ func (l *Limiter) Spec() string { return l.spec }
 func (l *Limiter) Rules() []throttle.Rule { return slices.Clone(l.rules) }
 
 // Keys returns the Redis keys of the quota: the rules key, then two keys
-// per rule (in Redis order, sorted by window), then the slots key.
-func (l *Limiter) Keys() []string { return append(slices.Clone(l.keys), l.slotKey) }
+// per rule (in Redis order, sorted by window), then the margins key and
+// the slots key.
+func (l *Limiter) Keys() []string { return append(slices.Clone(l.keys), l.margKey, l.slotKey) }
 
-// windowsMicros returns each rule's window in Redis order, margin
-// included, in microseconds rounded up (Redis keeps microseconds: a window
-// is never shortened), and the time to live of the rules key in ms.
-func (l *Limiter) windowsMicros() ([]int64, int64) {
+// windows returns each rule's window in Redis order, margin excluded (the
+// script adds the fleet's), in microseconds rounded up (Redis keeps
+// microseconds: a window is never shortened); the time to live of the
+// rules key in ms, margin excluded; and, in microseconds, how long this
+// process's margin stays in force after an admission: as long as the call
+// counts, its longest window plus its margin.
+func (l *Limiter) windows() (ws []int64, ttl int64, own, ownTTL int64) {
 	l.mu.Lock()
 	margin := l.margin
 	l.mu.Unlock()
-	ws := make([]int64, len(l.order))
+	ws = make([]int64, len(l.order))
 	var longest int64
 	for j, i := range l.order {
 		r := l.rules[i]
-		w := int64((r.Window + margin + time.Microsecond - 1) / time.Microsecond)
+		w := int64((r.Window + time.Microsecond - 1) / time.Microsecond)
 		ws[j] = w
 		if l.mode(r) == modeCounter {
 			longest = max(longest, w+(w+1023)/1024)
@@ -351,7 +366,8 @@ func (l *Limiter) windowsMicros() ([]int64, int64) {
 			longest = max(longest, w)
 		}
 	}
-	return ws, longest/1000 + 2
+	own = int64((margin + time.Microsecond - 1) / time.Microsecond)
+	return ws, longest/1000 + 2, own, longest + own
 }
 
 // checkStored checks, before any job runs, that the quota is not kept in
@@ -470,8 +486,8 @@ func (l *Limiter) ReleaseAdmission(id uint64) {
 func (l *Limiter) CorrectAdmission(id uint64, at time.Time, from, to int) error {
 	var keys []string
 	var args []any
-	ws, _ := l.windowsMicros()
-	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro())
+	ws, _, own, _ := l.windows()
+	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
 		if !r.Cost {
@@ -483,12 +499,14 @@ func (l *Limiter) CorrectAdmission(id uint64, at time.Time, from, to int) error 
 	if len(keys) == 0 {
 		return nil
 	}
+	n := len(keys) / 2
+	keys = append(keys, l.margKey)
 	reply, err := l.run(context.Background(), correctScript, keys, args)
 	if err != nil {
 		return err
 	}
 	a, ok := reply.([]any)
-	if !ok || len(a) != 1+len(keys)/2 {
+	if !ok || len(a) != 1+n {
 		return fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
 	}
 	l.mu.Lock()
@@ -535,9 +553,9 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 		if err := l.sleepPause(ctx); err != nil {
 			return time.Time{}, 0, 0, err
 		}
-		ws, ttl := l.windowsMicros()
-		args := make([]any, 0, 4+4*len(l.order))
-		args = append(args, l.spec, member, time.Now().UnixMicro(), ttl)
+		ws, ttl, own, ownTTL := l.windows()
+		args := make([]any, 0, 7+4*len(l.order))
+		args = append(args, l.spec, member, time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
 		for j, i := range l.order {
 			r := l.rules[i]
 			w := 1
@@ -547,7 +565,7 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 			args = append(args, r.N, ws[j], l.mode(r), w)
 		}
 		sent := time.Now()
-		reply, err := l.run(ctx, admitScript, l.keys, args)
+		reply, err := l.run(ctx, admitScript, l.admitKeys, args)
 		rtt := time.Since(sent)
 		if err != nil {
 			return time.Time{}, 0, 0, err
@@ -566,6 +584,7 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 		for j, i := range l.order {
 			l.used[i] = r.used[j]
 		}
+		l.fleetMargin = r.margin
 		if r.admitted {
 			var waited time.Duration
 			if l.sleeps != sleeps {
@@ -636,12 +655,56 @@ func (l *Limiter) PauseUntil(t time.Time, reason string) {
 // Seed does nothing: Redis keeps the quota across runs.
 func (l *Limiter) Seed([]throttle.Call) error { return nil }
 
-// SetMargin makes d the margin added to every window from the next
-// script call on. A negative d is treated as 0.
+// SetMargin makes d this process's margin from the next script call on:
+// every admission widens the windows by the widest margin in force across
+// the fleet. A margin wider than the fleet's is also recorded in Redis at
+// once, in the background, so that the other processes widen their
+// windows before this one next asks to admit a call. A negative d is
+// treated as 0.
 func (l *Limiter) SetMargin(d time.Duration) {
+	d = max(d, 0)
 	l.mu.Lock()
-	l.margin = max(d, 0)
+	wider := d > l.margin && d > l.fleetMargin
+	l.margin = d
+	start := wider && !l.publishing && !l.isClosed && len(l.rules) > 0
+	if start {
+		l.publishing = true
+		l.renewers.Add(1)
+	}
 	l.mu.Unlock()
+	if start {
+		go l.publish()
+	}
+}
+
+// publish records this process's margin in Redis until what it recorded
+// is the latest; a failure is left to the next admission, which records
+// the margin too.
+func (l *Limiter) publish() {
+	defer l.renewers.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), l.cf.Timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		_, _, own, ownTTL := l.windows()
+		reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
+		l.mu.Lock()
+		if m, ok := reply.(int64); ok && err == nil {
+			l.fleetMargin = max(l.fleetMargin, time.Duration(m)*time.Microsecond)
+		}
+		if err != nil || l.isClosed || l.margin <= time.Duration(own)*time.Microsecond {
+			l.publishing = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+	}
 }
 
 // Close stops renewing the leases of fleet-wide slots still held and gives
@@ -692,7 +755,7 @@ func (l *Limiter) Stats() throttle.Stats {
 	s.SlotWaitTime = l.slotWait
 	s.PauseReason = l.reason
 	s.PausedUntil = l.pause
-	s.Margin = l.margin
+	s.Margin = max(l.margin, l.fleetMargin)
 	s.Store = throttle.StoreStats{
 		Name:       "redis",
 		RoundTrips: l.roundTrips.Load(),
@@ -740,8 +803,9 @@ type admitReply struct {
 	mismatch bool
 	stored   string // the quota's rule spec, on mismatch
 	admitted bool
-	now      int64 // server time, microseconds
-	clock    bool  // now came from the server's TIME
+	now      int64         // server time, microseconds
+	clock    bool          // now came from the server's TIME
+	margin   time.Duration // the fleet's widest margin, which the script applied
 	wait     time.Duration
 	rule     int   // index (Redis order) of the rule that needs the longest wait
 	used     []int // per rule, Redis order
@@ -764,9 +828,9 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 		}
 		return admitReply{mismatch: true, stored: s}, nil
 	}
-	head := 3
+	head := 4
 	if code == 0 {
-		head = 5
+		head = 6
 	}
 	if len(a) != head+rules {
 		return admitReply{}, fmt.Errorf("unexpected script reply %v for %d rules", v, rules)
@@ -780,9 +844,10 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 	r.admitted = code == 1
 	r.now = ints[1]
 	r.clock = ints[2] == 1
+	r.margin = time.Duration(ints[3]) * time.Microsecond
 	if code == 0 {
-		r.wait = time.Duration(ints[3]) * time.Microsecond
-		r.rule = int(ints[4]) - 1
+		r.wait = time.Duration(ints[4]) * time.Microsecond
+		r.rule = int(ints[5]) - 1
 		if r.rule < 0 || r.rule >= rules {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v: no rule %d", v, r.rule+1)
 		}

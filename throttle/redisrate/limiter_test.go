@@ -31,6 +31,7 @@ func TestKeysAndArguments(t *testing.T) {
 			"pace:{api}:r1:cost:1000/s", "pace:{api}:r1:cost:1000/s:sum",
 			"pace:{api}:r2:500/m", "pace:{api}:r2:500/m:sum",
 			"pace:{api}:r3:200000/h:counter", "pace:{api}:r3:200000/h:counter:sum",
+			"pace:{api}:margins",
 			"pace:{api}:slots",
 		}
 		if got := l.Keys(); !slices.Equal(got, wantKeys) {
@@ -51,16 +52,23 @@ func TestKeysAndArguments(t *testing.T) {
 		if member == "" {
 			t.Fatalf("member %v, want a non-empty string", calls[0].args[1])
 		}
-		// The rules key lives as long as the longest window: the counter's
-		// 1h+5ms plus one bucket, in ms, plus 2.
-		want := []any{"10/s,cost:1000/s,500/m,200000/h", member, time.Now().UnixMicro(), int64(3603522),
-			10, int64(1005000), "0", 1,
-			1000, int64(1005000), "2", 7,
-			500, int64(60005000), "0", 1,
-			200000, int64(3600005000), "1", 1}
+		// The rules key lives as long as the longest window, margin
+		// excluded (the script adds the fleet's): the counter's 1h plus
+		// one bucket, in ms, plus 2. The 5ms margin stays in force that
+		// long after the call, plus itself. Windows go without margin.
+		process, _ := calls[0].args[6].(string)
+		if process == "" || !strings.HasPrefix(member, process+".") {
+			t.Fatalf("process id %v, want the prefix of member %q", calls[0].args[6], member)
+		}
+		want := []any{"10/s,cost:1000/s,500/m,200000/h", member, time.Now().UnixMicro(), int64(3603517),
+			int64(5000), int64(3603515625 + 5000), process,
+			10, int64(1000000), "0", 1,
+			1000, int64(1000000), "2", 7,
+			500, int64(60000000), "0", 1,
+			200000, int64(3600000000), "1", 1}
 		for i, c := range calls {
-			if !slices.Equal(c.keys, wantKeys[:9]) {
-				t.Errorf("call %d: keys = %q, want %q", i, c.keys, wantKeys[:9])
+			if !slices.Equal(c.keys, wantKeys[:10]) {
+				t.Errorf("call %d: keys = %q, want %q", i, c.keys, wantKeys[:10])
 			}
 			if fmt.Sprintf("%#v", c.args) != fmt.Sprintf("%#v", want) {
 				t.Errorf("call %d: args = %v, want %v", i, c.args, want)
@@ -100,9 +108,9 @@ func TestKeysAndArguments(t *testing.T) {
 		}
 		calls = f.Calls()
 		last := calls[len(calls)-1]
-		if len(calls) != 4 || last.args[3] != int64(3603517) || last.ruleArgs()[0][1] != int64(1000000) {
-			t.Errorf("after SetMargin(0): %d calls, ttl %v, 10/s window %v; want 4, 3603517, 1000000",
-				len(calls), last.args[3], last.ruleArgs()[0][1])
+		if len(calls) != 4 || last.args[4] != int64(0) || last.ruleArgs()[0][1] != int64(1000000) {
+			t.Errorf("after SetMargin(0): %d calls, margin %v, 10/s window %v; want 4, 0, 1000000",
+				len(calls), last.args[4], last.ruleArgs()[0][1])
 		}
 		if m := l.Stats().Margin; m != 0 {
 			t.Errorf("Stats().Margin = %v after SetMargin(0), want 0", m)
@@ -430,14 +438,15 @@ func TestMalformedReply(t *testing.T) {
 		int64(1),
 		[]any{},
 		[]any{int64(1)},
-		[]any{"1", int64(2), int64(1), int64(1)}, // code not an integer
-		[]any{int64(1), int64(2), int64(1)},      // no used count
-		[]any{int64(1), int64(2), int64(1), int64(1), int64(1)},           // one used count too many
-		[]any{int64(1), int64(2), int64(1), "x"},                          // used not an integer
-		[]any{int64(0), int64(2), int64(1), int64(5), int64(9), int64(1)}, // no rule 9
-		[]any{int64(0), int64(2), int64(1), int64(5), int64(0), int64(1)}, // no rule 0
-		[]any{int64(0), int64(2), int64(1), int64(5), int64(1)},           // no used count
-		[]any{int64(-1), int64(3)},                                        // spec not a string
+		[]any{"1", int64(2), int64(1), int64(0), int64(1)},                          // code not an integer
+		[]any{int64(1), int64(2), int64(1), int64(0)},                               // no used count
+		[]any{int64(1), int64(2), int64(1), int64(0), int64(1), int64(1)},           // one used count too many
+		[]any{int64(1), int64(2), int64(1), int64(0), "x"},                          // used not an integer
+		[]any{int64(1), int64(2), int64(1), "0", int64(1)},                          // margin not an integer
+		[]any{int64(0), int64(2), int64(1), int64(0), int64(5), int64(9), int64(1)}, // no rule 9
+		[]any{int64(0), int64(2), int64(1), int64(0), int64(5), int64(0), int64(1)}, // no rule 0
+		[]any{int64(0), int64(2), int64(1), int64(0), int64(5), int64(1)},           // no used count
+		[]any{int64(-1), int64(3)},                                                  // spec not a string
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFake()

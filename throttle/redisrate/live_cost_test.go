@@ -128,9 +128,10 @@ func TestLiveKeysExpire(t *testing.T) {
 			if err := a.Correct(9); err != nil {
 				t.Fatal(err)
 			}
-			// rules, 5/200ms and its unused :sum, cost:40/200ms and its :sum, slots.
+			// rules, 5/200ms and its unused :sum, cost:40/200ms and its :sum,
+			// margins, slots.
 			keys := l.Keys()
-			want := map[string]int{keys[0]: 502, keys[1]: 502, keys[3]: 502, keys[5]: 15001}
+			want := map[string]int{keys[0]: 502, keys[1]: 502, keys[3]: 502, keys[5]: 502, keys[6]: 15001}
 			if m.name == "log" {
 				want[keys[4]] = 502 // the sum of the cost log
 			}

@@ -769,3 +769,41 @@ func TestLiveCounterForgets(t *testing.T) {
 		t.Errorf("total = %s, want 1", total)
 	}
 }
+
+// Processes sharing a quota keep the widest margin in force among them: a
+// call admitted a window after another process's is kept a window plus
+// that process's margin later, and a margin widened after a call reaches
+// Redis before its process asks again.
+func TestLiveFleetMargin(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := liveClient(t, srv.Addr())
+	wide := liveOpen(t, c, "fleet-margin", "1/200ms", redisrate.Options{Margin: 150 * time.Millisecond})
+	narrow := liveOpen(t, c, "fleet-margin", "1/200ms", redisrate.Options{})
+	admit := func(l *redisrate.Limiter) time.Time {
+		t.Helper()
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		return a.At
+	}
+	first := admit(wide)
+	second := admit(narrow)
+	if gap := second.Sub(first); gap < 350*time.Millisecond {
+		t.Errorf("narrow admitted %v after wide's call, want at least 200ms + wide's 150ms margin", gap)
+	}
+	wide.SetMargin(0) // narrower: nothing to tell
+	third := admit(wide)
+	if gap := third.Sub(second); gap < 200*time.Millisecond {
+		t.Errorf("wide admitted %v after narrow's call, want at least 200ms", gap)
+	}
+	wide.SetMargin(300 * time.Millisecond) // its call left late
+	waitFor(t, "the widened margin in Redis", 5*time.Second, func() bool {
+		return strings.Contains(do(t, srv, "HVALS", "pace:{fleet-margin}:margins"), "300000:")
+	})
+	if gap := admit(narrow).Sub(third); gap < 500*time.Millisecond {
+		t.Errorf("narrow admitted %v after wide's call, want at least 200ms + wide's widened 300ms", gap)
+	}
+}

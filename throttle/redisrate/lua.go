@@ -8,6 +8,7 @@ var (
 	admitScript   = redis.NewScript(admitLua)
 	slotsScript   = redis.NewScript(slotsLua)
 	correctScript = redis.NewScript(correctLua)
+	marginScript  = redis.NewScript(marginLua)
 )
 
 // timeLua returns the opening every script shares: it sets now from the
@@ -53,8 +54,18 @@ end
 //     about 1027 fields. It may refuse a call up to g early. The second
 //     key is unused.
 //
-// trim drops what has left the window at now and returns the weight held
-// and, for counters, the state {lo, hi, total, g}.
+// trim drops what has left the window w at now and returns the weight
+// held and, for counters, the state {lo, hi, total, g}. A counter's
+// bucket width g comes from the rule's own window, base: the margin
+// (w - base) changes while a quota lives, and the buckets must not.
+//
+// fleet_margin returns the widest margin a process sharing the quota has
+// in force: own and every unexpired entry of the hash key (field = a
+// process's id, value = "margin:expiry", microseconds), dropping expired
+// entries. With ttl > 0 it first records own for id until now + ttl. A
+// call admitted a window after another must arrive a window later, so the
+// margin that protects the pair is the wider of the two processes'; the
+// fleet's widest covers every pair.
 const helpersLua = `
 local function field(j)
   return string.format('%.0f', j)
@@ -65,7 +76,29 @@ local function member_cost(m)
   return tonumber(c) or 1
 end
 
-local function trim(key, aux, mode, w, now)
+local function fleet_margin(key, id, own, ttl, now)
+  local m, last = own, now + ttl
+  local all = redis.call('HGETALL', key)
+  for j = 1, #all, 2 do
+    if all[j] ~= id then
+      local v, e = string.match(all[j + 1], '^(%d+):(%d+)$')
+      v, e = tonumber(v), tonumber(e)
+      if not e or e <= now then
+        redis.call('HDEL', key, all[j])
+      else
+        if v > m then m = v end
+        if e > last then last = e end
+      end
+    end
+  end
+  if ttl > 0 then
+    redis.call('HSET', key, id, string.format('%.0f:%.0f', own, now + ttl))
+    redis.call('PEXPIRE', key, math.ceil((last - now) / 1000) + 1)
+  end
+  return m
+end
+
+local function trim(key, aux, mode, base, w, now)
   if mode == '0' then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - w)
     return redis.call('ZCARD', key), nil
@@ -85,7 +118,7 @@ local function trim(key, aux, mode, w, now)
     end
     return sum, nil
   end
-  local g = math.ceil(w / 1024)
+  local g = math.ceil(base / 1024)
   if g < 1 then g = 1 end
   -- Bucket j holds the instants [j*g, (j+1)*g - 1]; the oldest that
   -- overlaps (now-w, now] is the one holding now-w+1.
@@ -135,36 +168,45 @@ end
 //
 // KEYS[1]          pace:{NAME}:rules, the quota's rule spec
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
+// KEYS[#KEYS]      pace:{NAME}:margins, the margins in force (fleet_margin)
 // ARGV[1]    the caller's rule spec
 // ARGV[2]    an id unique to this call
 // ARGV[3]    the caller's clock in microseconds, used only when TIME fails
-// ARGV[4]    the time to live of the rules key in milliseconds
-// ARGV[1+4i] .. ARGV[4+4i]
+// ARGV[4]    the time to live of the rules key in milliseconds, margin excluded
+// ARGV[5]    the caller's margin in microseconds
+// ARGV[6]    how long the caller's margin stays in force, microseconds
+// ARGV[7]    the caller's process id (the field of its margin)
+// ARGV[4+4i] .. ARGV[7+4i]
 //
-//	rule i: N, window in microseconds (margin included), mode, the
+//	rule i: N, window in microseconds (margin excluded), mode, the
 //	call's weight in it (its cost for a cost rule, else 1)
+//
+// Every window is widened by the fleet's widest margin.
 //
 // Replies, with times in microseconds:
 //
-//	{1, now, clock, used_1, ..., used_k}              admitted; used_i counts this call
-//	{0, now, clock, wait, i, used_1, ..., used_k}     refused; nothing recorded; rule i
-//	                                                  needs the longest wait
-//	{-1, spec}                                        the quota holds another rule spec
+//	{1, now, clock, margin, used_1, ..., used_k}           admitted; used_i counts this call
+//	{0, now, clock, margin, wait, i, used_1, ..., used_k}  refused; nothing recorded; rule i
+//	                                                       needs the longest wait
+//	{-1, spec}                                             the quota holds another rule spec
 var admitLua = timeLua("ARGV[3]") + helpersLua + `
 local spec = redis.call('GET', KEYS[1])
 if spec and spec ~= ARGV[1] then
   return {-1, spec}
 end
 
-local k = (#KEYS - 1) / 2
+local k = (#KEYS - 2) / 2
+local margin = fleet_margin(KEYS[#KEYS], ARGV[7], tonumber(ARGV[5]), tonumber(ARGV[6]), now)
+local ttl = tonumber(ARGV[4]) + math.ceil(margin / 1000)
 local used, state = {}, {}
 local wait, binding = 0, 0
 
 for i = 1, k do
   local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-  local a = 1 + 4 * i
-  local n, w, mode, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
-  local held, st = trim(key, aux, mode, w, now)
+  local a = 4 + 4 * i
+  local n, base, mode, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  local w = base + margin
+  local held, st = trim(key, aux, mode, base, w, now)
   local need
   if held + c > n then
     local excess = held + c - n
@@ -219,17 +261,17 @@ end
 
 if binding > 0 then
   if not spec then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
   end
-  local r = {0, now, clock, wait, binding}
-  for i = 1, k do r[5 + i] = used[i] end
+  local r = {0, now, clock, margin, wait, binding}
+  for i = 1, k do r[6 + i] = used[i] end
   return r
 end
 
 for i = 1, k do
   local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-  local a = 1 + 4 * i
-  local w, mode, c = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  local a = 4 + 4 * i
+  local w, mode, c = tonumber(ARGV[a + 1]) + margin, ARGV[a + 2], tonumber(ARGV[a + 3])
   if mode == '0' then
     redis.call('ZADD', key, now, ARGV[2])
     redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
@@ -250,34 +292,39 @@ for i = 1, k do
   end
   used[i] = used[i] + c
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
-local r = {1, now, clock}
-for i = 1, k do r[3 + i] = used[i] end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+local r = {1, now, clock, margin}
+for i = 1, k do r[4 + i] = used[i] end
 return r
 `
 
 // correctLua changes the cost recorded for one admission in the cost
 // rules that still hold it, at the instant it was admitted. Keys as in
-// admitLua, for the cost rules only.
+// admitLua, for the cost rules only, then the margins key; windows are
+// widened by the fleet's widest margin, as in admitLua.
 //
 // ARGV[1]  the admission's id
 // ARGV[2]  its time, microseconds (server time, as admitLua replied)
 // ARGV[3]  the cost recorded
 // ARGV[4]  the true cost
 // ARGV[5]  the caller's clock in microseconds, used only when TIME fails
-// ARGV[2+4i] .. ARGV[5+4i]   rule i: N, window in microseconds, mode, unused
+// ARGV[6]  the caller's margin in microseconds
+// ARGV[7]  the caller's process id
+// ARGV[4+4i] .. ARGV[7+4i]   rule i: N, window in microseconds (margin excluded), mode, unused
 //
 // Reply: {now, used_1, ..., used_k}
 var correctLua = timeLua("ARGV[5]") + `
 ` + helpersLua + `
 local id, at, from, to = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local k = #KEYS / 2
+local k = (#KEYS - 1) / 2
+local margin = fleet_margin(KEYS[#KEYS], ARGV[7], tonumber(ARGV[6]), 0, now)
 local r = {now}
 for i = 1, k do
   local key, aux = KEYS[2 * i - 1], KEYS[2 * i]
-  local a = 2 + 4 * i
-  local w, mode = tonumber(ARGV[a + 1]), ARGV[a + 2]
-  local held, st = trim(key, aux, mode, w, now)
+  local a = 4 + 4 * i
+  local base, mode = tonumber(ARGV[a + 1]), ARGV[a + 2]
+  local w = base + margin
+  local held, st = trim(key, aux, mode, base, w, now)
   if mode == '2' then
     local old = id .. ':' .. from
     local score = redis.call('ZSCORE', key, old)
@@ -304,6 +351,18 @@ for i = 1, k do
   r[1 + i] = held
 end
 return r
+`
+
+// marginLua records a process's margin and returns the fleet's widest
+// (fleet_margin).
+//
+// KEYS[1]  pace:{NAME}:margins
+// ARGV[1]  the caller's clock in microseconds, used only when TIME fails
+// ARGV[2]  the caller's margin in microseconds
+// ARGV[3]  the caller's process id
+// ARGV[4]  how long the margin stays in force, microseconds
+var marginLua = timeLua("ARGV[1]") + helpersLua + `
+return fleet_margin(KEYS[1], ARGV[3], tonumber(ARGV[2]), tonumber(ARGV[4]), now)
 `
 
 // slotsLua manages the leases of a fleet-wide cap on calls in flight.
