@@ -51,13 +51,16 @@ type CommonOptions struct {
 	ColSep    string
 	Margin    time.Duration
 	MarginSet bool // --margin was given: fixed, not adapted
-	Timeout   time.Duration
-	Retries   int
-	KeepOrder bool
-	Tag       bool
-	DryRun    bool
-	Verbose   bool
-	Progress  string
+	// marginLeast is the least the adaptive margin may narrow to (see
+	// cmd/margin.go): what the command can bound no better.
+	marginLeast time.Duration
+	Timeout     time.Duration
+	Retries     int
+	KeepOrder   bool
+	Tag         bool
+	DryRun      bool
+	Verbose     bool
+	Progress    string
 	// ProgressInterval is the time between status lines.
 	ProgressInterval time.Duration
 	Summary          string
@@ -86,17 +89,20 @@ func (o *CommonOptions) allRules() []throttle.Rule {
 // arrival. A job started as a process (pace run, one curl each) reaches
 // the server up to tens of milliseconds after its admission, depending on
 // how many start at once, and 50ms was the smallest margin with no
-// refusal in repeated runs on a quiet machine. In-process HTTP (pace
-// fetch) arrives within a few milliseconds: 10ms.
+// refusal in repeated runs on a quiet machine; a job that ends sooner
+// proves its call arrived sooner, down to 10ms plus the spread pace sees.
+// In-process HTTP (pace fetch) arrives within a few milliseconds: 10ms.
 const (
 	defaultRunMargin   = 50 * time.Millisecond
+	leastRunMargin     = 10 * time.Millisecond
 	defaultFetchMargin = 10 * time.Millisecond
 )
 
 // addCommonFlags binds the shared flags of cmd to o and sets o's defaults;
-// margin is the command's default --margin.
-func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin time.Duration) {
-	o.Progress, o.Summary, o.Grace, o.Margin = progressAuto, summaryText, defaultGrace, margin
+// margin is the command's default --margin, and least the least its
+// adaptive margin may narrow to.
+func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Duration) {
+	o.Progress, o.Summary, o.Grace, o.Margin, o.marginLeast = progressAuto, summaryText, defaultGrace, margin, least
 	o.ProgressInterval = defaultProgressInterval
 	fl := cmd.Flags()
 	fl.VarP(rulesValue{rules: &o.Rules}, "rate", "r",

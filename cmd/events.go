@@ -54,7 +54,7 @@ func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errO
 		for _, rule := range s.opts.allRules() {
 			longest = max(longest, rule.Window)
 		}
-		r.margin = newMarginTracker(s.opts.Margin, longest)
+		r.margin = newMarginTracker(s.opts.Margin, s.opts.marginLeast, longest, marginGroup(s.opts.allRules(), b.Stats().Store.Name != ""))
 	}
 	r.out = &output{w: s.f.IOStreams.Out, broken: func() {}}
 	if s.opts.Verbose {
@@ -68,6 +68,9 @@ func (r *recorder) onEvent(ev runner.Event) {
 	r.tally.observe(ev)
 	switch ev.Kind {
 	case runner.JobStarted:
+		if r.margin != nil {
+			r.margin.started(ev.Admission.At, ev.Admission.Latency)
+		}
 		if r.learn != nil {
 			r.learn.started(ev.Job)
 		}
@@ -77,6 +80,9 @@ func (r *recorder) onEvent(ev runner.Event) {
 				"waited", a.Waited.Round(time.Microsecond), "cmd", ev.Job.CommandLine())
 		}
 	case runner.JobNotStarted:
+		if r.margin != nil {
+			r.margin.forget(ev.Result.Start)
+		}
 		if r.log != nil {
 			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", ev.Result.Err)
 		}
@@ -125,11 +131,15 @@ func (r *recorder) onEvent(ev runner.Event) {
 // adaptMargin feeds the lag res measured to the margin tracker, and
 // gives the backend the margin that comes out.
 func (r *recorder) adaptMargin(res *runner.Result) {
-	if r.margin == nil || res.Sent.IsZero() {
+	if r.margin == nil {
+		return
+	}
+	if res.Sent.IsZero() {
+		r.margin.forget(res.Start)
 		return
 	}
 	before := r.margin.current
-	m := r.margin.observe(time.Now(), res.Lag)
+	m := r.margin.observe(time.Now(), res.Start, res.Lag, res.Runtime)
 	if m == before {
 		return
 	}

@@ -160,7 +160,7 @@ func NewCmdFetch(f *Factory, runF func(*FetchOptions) error) *cobra.Command {
 // addFetchFlags binds the flags of pace fetch: the common ones, with
 // fetch's meaning of --timeout and default for --retries, and its own.
 func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
-	addCommonFlags(cmd, &opts.Common, defaultFetchMargin)
+	addCommonFlags(cmd, &opts.Common, defaultFetchMargin, defaultFetchMargin)
 	fl := cmd.Flags()
 	if t := fl.Lookup("timeout"); t != nil {
 		t.Usage = "give up a request after `DURATION`, body included (0: no timeout)"

@@ -127,7 +127,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 // addRunFlags binds the flags of pace run (also those of pace itself, for
 // the `pace [flags] -- command` shorthand).
 func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
-	addCommonFlags(cmd, &opts.Common, defaultRunMargin)
+	addCommonFlags(cmd, &opts.Common, defaultRunMargin, leastRunMargin)
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Shell, "shell", false, "run every command under \"sh -c\" (items in COMMAND are quoted for it)")
 }

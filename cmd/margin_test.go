@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// call returns the admission instant of the ith call: 1ms apart.
+func call(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+
+// With one call per window, one late call is enough: the margin covers
+// the whole spread of the lags pace saw, at once, over the floor (for
+// pace fetch, least is the floor).
+func TestMarginTrackerWholeSpread(t *testing.T) {
+	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
+	for i, tt := range []struct {
+		lag, want float64
+	}{
+		{5, 10},  // one lag: no spread
+		{8, 13},  // spread 3
+		{20, 25}, // spread 15: widened at once
+		{6, 25},  // within the spread
+	} {
+		if got := m.observe(call(i), call(i), ms(tt.lag), ms(tt.lag+1)); got != ms(tt.want) {
+			t.Errorf("lag %vms: margin %v, want %vms", tt.lag, got, tt.want)
+		}
+	}
+}
+
+// With N calls per window admitted together, a refusal needs all N to be
+// late: the margin covers the largest least lag of N consecutive calls.
+func TestMarginTrackerGroup(t *testing.T) {
+	lags := []float64{2, 30, 3, 25, 2, 40, 4, 9, 12, 10, 2}
+	for _, tt := range []struct {
+		group int
+		want  float64 // floor 10 + spread
+	}{
+		{1, 10 + 40 - 2},
+		{2, 10 + 10 - 2}, // 12 and 10: least 10
+		{3, 10 + 9 - 2},  // 9, 12, 10
+		{4, 10 + 4 - 2},  // 4, 9, 12, 10
+		{50, 10 + 2 - 2}, // fewer samples than N: the least of all
+	} {
+		m := newMarginTracker(ms(10), ms(10), time.Second, tt.group)
+		for _, l := range lags {
+			m.observe(t0, t0, ms(l), ms(l)) // a burst: all admitted at t0
+		}
+		m.seen = 0 // compare the target, not the slow narrowing
+		if got := m.observe(t0, t0, ms(2), ms(2)); got != ms(tt.want) {
+			t.Errorf("group %d: margin %v, want %vms", tt.group, got, tt.want)
+		}
+	}
+}
+
+// Calls admitted apart need not all be late: the window the first opens
+// holds the later ones anyway, so one late call that opens it is enough.
+// The order of admission counts, not the order lags are reported in.
+func TestMarginTrackerSpacedCalls(t *testing.T) {
+	lags := []float64{50, 1, 1, 1, 1, 1} // admitted 100ms apart
+	m := newMarginTracker(ms(10), ms(10), time.Second, 5)
+	for i := len(lags) - 1; i >= 0; i-- {
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		m.observe(t0.Add(time.Second), at, ms(lags[i]), ms(lags[i]))
+	}
+	if got := m.current; got != ms(10+50-1) {
+		t.Errorf("margin %v, want 10ms + 49ms: the first call's lag alone", got)
+	}
+}
+
+// For pace run, a job that ended soon after its admission proves its call
+// arrived by then: with quick jobs the margin goes below the floor, to
+// the bound (at least least plus what pace saw); a job still running, or
+// one whose runtime says nothing, holds the floor.
+func TestMarginTrackerBound(t *testing.T) {
+	m := newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m.seen = 0 // compare the target, not the slow narrowing
+	if got := m.observe(call(0), call(0), ms(1), ms(15)); got != ms(14) {
+		t.Errorf("one job ended 15ms after admission, left 1ms after: margin %v, want 14ms", got)
+	}
+	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m.observe(call(0), call(0), ms(1), ms(2))
+	m.seen = 0
+	if got := m.observe(call(1), call(1), ms(2), ms(3)); got != ms(11) {
+		t.Errorf("jobs ending at once: margin %v, want least 10ms + 1ms seen", got)
+	}
+	m.started(call(2), 0)
+	if got := m.observe(call(3), call(3), ms(2), ms(3)); got != ms(50) {
+		t.Errorf("a job under way: margin %v, want the floor, 50ms", got)
+	}
+	m.forget(call(2)) // it never left
+	m.seen = 0
+	if got := m.observe(call(4), call(4), ms(2), -1); got != ms(50) {
+		t.Errorf("a runtime that bounds nothing: margin %v, want the floor, 50ms", got)
+	}
+	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m.observe(call(0), call(0), ms(1), ms(2))
+	if got := m.observe(call(1), call(1), ms(80), ms(81)); got != ms(89) {
+		t.Errorf("a call seen leaving 80ms late: margin %v, want least 10ms + 79ms", got)
+	}
+	// A slow job holds the margin up only while its call can still open a
+	// window: a second (the window) and the margin later, quick jobs
+	// bound it again.
+	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m.observe(call(0), call(0), ms(1), ms(45))
+	if got := m.observe(call(1), call(1), ms(1), ms(5)); got != ms(44) {
+		t.Errorf("after a job of 45ms: margin %v, want 44ms", got)
+	}
+	later := t0.Add(1100 * time.Millisecond)
+	if got := m.observe(later, later, ms(1), ms(5)); got != ms(10) {
+		t.Errorf("once the slow call left every window: margin %v, want least 10ms", got)
+	}
+	// The latency of a remote admission counts in the bound, as in the lag.
+	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m.seen = 0
+	m.started(call(0), ms(3))
+	if got := m.observe(call(0), call(0), ms(4), ms(20)); got != ms(19) {
+		t.Errorf("runtime 20ms after a 3ms latency, lag 4ms: margin %v, want 23ms - 4ms", got)
+	}
+}
+
+// Late calls leave the span they count for, and the margin narrows by an
+// eighth of the difference per call (at least 1ms), never below the floor.
+func TestMarginTrackerNarrows(t *testing.T) {
+	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
+	m.observe(t0, t0, ms(1), ms(1))
+	if got := m.observe(t0, t0, ms(81), ms(81)); got != ms(90) {
+		t.Fatalf("margin %v after a spread of 80ms, want 90ms", got)
+	}
+	at := t0.Add(11 * time.Second) // the span is 10s: both lags are gone
+	if got := m.observe(at, at, ms(1), ms(1)); got != ms(80) {
+		t.Errorf("margin %v after the late call left, want 90ms - 80ms/8 = 80ms", got)
+	}
+	prev := ms(80)
+	for range 100 {
+		got := m.observe(at, at, ms(1), ms(1))
+		if got > prev || got < ms(10) {
+			t.Fatalf("margin %v after %v: want narrowing towards 10ms", got, prev)
+		}
+		prev = got
+	}
+	if prev != ms(10) {
+		t.Errorf("margin %v after 100 quiet calls, want the floor, 10ms", prev)
+	}
+}
+
+// The margin never exceeds half the longest window (at least 1s).
+func TestMarginTrackerCeiling(t *testing.T) {
+	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
+	m.observe(t0, t0, 0, 0)
+	if got := m.observe(t0, t0, 5*time.Second, 5*time.Second); got != time.Second {
+		t.Errorf("margin %v after a 5s lag under a 1s window, want the 1s ceiling", got)
+	}
+}
+
+func TestMarginGroup(t *testing.T) {
+	for _, tt := range []struct {
+		spec   string
+		shared bool
+		want   int
+	}{
+		{"5/s,12/3s", false, 5},
+		{"100/m,10/s", false, 10},
+		{"5/s,12/3s", true, 1},
+		{"5/s,cost:100/s", false, 1},
+		{"", false, 1},
+	} {
+		var rs []throttle.Rule
+		if tt.spec != "" {
+			var err error
+			if rs, err = throttle.ParseRules(tt.spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := marginGroup(rs, tt.shared); got != tt.want {
+			t.Errorf("marginGroup(%s, shared %v) = %d, want %d", tt.spec, tt.shared, got, tt.want)
+		}
+	}
+}
