@@ -46,19 +46,20 @@ type learner struct {
 	adopt bool            // --rules-from-server
 	hint  func(string)    // says a thing once, on stderr
 
-	mu        sync.Mutex
-	local     *throttle.Limiter // the learned rules; nil for none
-	inferred  *throttle.Rule    // the rule inferred from refusals
-	adopted   []throttle.Rule   // the rules the server published, adopted
-	published []throttle.Rule   // the latest rules the server published
-	recent    []learnCall       // admissions, oldest first, within an hour
-	refusals  int
-	firstRule throttle.Rule // the first rule inferred, for the summary
-	quietFrom time.Time     // since when no refusal came
-	hinted    bool
-	ruleSince time.Time     // when the learned rules last changed
-	waits     int64         // admissions that waited on the learned rules
-	waitTime  time.Duration // how long, in all
+	mu          sync.Mutex
+	local       *throttle.Limiter // the learned rules; nil for none
+	inferred    *throttle.Rule    // the rule inferred from refusals
+	adopted     []throttle.Rule   // the rules the server published, adopted
+	published   []throttle.Rule   // the latest rules the server published
+	recent      []learnCall       // admissions, oldest first, within an hour
+	refusals    int
+	firstRule   throttle.Rule // the first rule inferred, for the summary
+	quietFrom   time.Time     // since when no refusal came
+	lastRefusal time.Time     // when the latest refusal came
+	hinted      bool
+	ruleSince   time.Time     // when the learned rules last changed
+	waits       int64         // admissions that waited on the learned rules
+	waitTime    time.Duration // how long, in all
 }
 
 // learnCall is one admission the learner saw, by this process's clock.
@@ -174,6 +175,8 @@ func (l *learner) observe(r *runner.Result) {
 func (l *learner) refusedLocked(now time.Time, r *runner.Result, retryAfter time.Duration) {
 	l.refusals++
 	l.quietFrom = now
+	prev := l.lastRefusal
+	l.lastRefusal = now
 	i := slices.IndexFunc(l.recent, func(c learnCall) bool { return c.seq == r.Job.Seq && c.attempt == r.Job.Attempt })
 	if i < 0 {
 		return // admitted too long ago to say anything
@@ -229,6 +232,15 @@ func (l *learner) refusedLocked(now time.Time, r *runner.Result, retryAfter time
 	if n == 0 {
 		return // nothing accepted yet: no count to learn from
 	}
+	if est := l.fleetCountLocked(n, w); est > n && !l.tighter(throttle.Rule{N: est + est/3, Window: w}) &&
+		(prev.IsZero() || now.Sub(prev) > recoverWindows*w) {
+		// The fleet had about as many calls accepted as the user's rules
+		// allow, and this is the first refusal in a while: the rules are
+		// likely right, and a call arrived early (a lag the margin did not
+		// cover). A rule from this process's share would slow it for
+		// nothing; refusals that go on are learned from.
+		return
+	}
 	rule := throttle.Rule{N: n, Window: w}
 	if l.inferred != nil && l.inferred.N <= rule.N || l.inferred == nil && !l.tighter(rule) {
 		return
@@ -240,6 +252,38 @@ func (l *learner) refusedLocked(now time.Time, r *runner.Result, retryAfter time
 	}
 	l.inferred = &rule
 	l.rebuildLocked(now)
+}
+
+// fleetCountLocked estimates how many calls the server accepted in a
+// window w across the fleet, when the backend is shared with other
+// processes, from n, this process's own: the backend reports how many
+// calls the fleet had in a user's rule of that window at this process's
+// last admission, of which this process admitted those in l.recent within
+// w of it. Without such a rule, or alone, it returns n. The inferred rule
+// itself stays this process's share: each process keeps it for itself.
+// Requires l.mu held.
+func (l *learner) fleetCountLocked(n int, w time.Duration) int {
+	st := l.Backend.Stats()
+	if st.Store.Name == "" || len(l.recent) == 0 {
+		return n
+	}
+	fleet := 0
+	for _, rs := range st.Rules {
+		if !rs.Rule.Cost && rs.Rule.Window == w {
+			fleet = max(fleet, rs.Used)
+		}
+	}
+	last := l.recent[len(l.recent)-1].at
+	own := 0
+	for _, c := range l.recent {
+		if c.at.After(last.Add(-w)) {
+			own++
+		}
+	}
+	if fleet <= own || own == 0 {
+		return n
+	}
+	return max(n, n*fleet/own)
 }
 
 // quietLocked raises the learned rule by one call after ten quiet windows,
