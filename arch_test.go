@@ -31,13 +31,13 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/plot", isStd},
 		{mod + "/internal/redact", isStd},
 		{mod + "/throttle/redisrate", func(dep string) bool {
-			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/throttle/internal/fifo" || dep == mod+"/internal/redact" ||
+			return isStd(dep) || dep == mod+"/throttle" || strings.HasPrefix(dep, mod+"/throttle/internal/") || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||
 				dep == "github.com/dgryski/go-rendezvous" || strings.HasPrefix(dep, "go.uber.org/atomic") ||
 				strings.HasPrefix(dep, "golang.org/x/sys/")
 		}},
 		{mod + "/throttle/localstore", func(dep string) bool {
-			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/throttle/internal/fifo" || strings.HasPrefix(dep, "go.etcd.io/bbolt") ||
+			return isStd(dep) || dep == mod+"/throttle" || strings.HasPrefix(dep, mod+"/throttle/internal/") || strings.HasPrefix(dep, "go.etcd.io/bbolt") ||
 				strings.HasPrefix(dep, "golang.org/x/sys/")
 		}},
 		{mod + "/runner", func(dep string) bool { return isStd(dep) || dep == mod+"/throttle" }},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // slotSet is this process's side of a quota's cap on calls in flight:
@@ -107,7 +108,7 @@ func (ss *slotSet) close() {
 // earlier callers. A caller that finds every slot held tries again every
 // poll interval (plus jitter); only it counts as having waited.
 func (s *Store) takeSlot(ctx context.Context) (int, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := gate.Usable(ctx, s.closed); err != nil {
 		return -1, err
 	}
 	arrived := time.Now()
@@ -138,7 +139,7 @@ func (s *Store) takeSlot(ctx context.Context) (int, error) {
 		d := s.cf.slotPoll
 		// Jitter of up to a quarter of the poll (jitter takes 5% of its
 		// argument), so that processes polling together drift apart.
-		if err := s.sleep(ctx, d+s.jitter(5*d)); err != nil {
+		if err := gate.Sleep(ctx, s.closed, d+gate.Jitter(5*d, s.cf.Jitter)); err != nil {
 			return -1, err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // Defaults of the Options.
@@ -111,8 +111,7 @@ type Store struct {
 	tally      *throttle.Tally
 	used       []int // per rule in given order: weight in the window at the last transaction
 	sleeps     int64 // times the head of the admission queue slept
-	pause      time.Time
-	reason     string
+	pause      gate.Pause
 	held       map[uint64]int // admission id -> slot it holds
 	inFlight   int
 	peak       int
@@ -441,7 +440,7 @@ func (s *Store) checkCost(cost int) error {
 // records it; it returns the admission's instant, its id, and when the
 // transaction that admitted it decided.
 func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Time, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := gate.Usable(ctx, s.closed); err != nil {
 		return time.Time{}, 0, time.Time{}, err
 	}
 	if len(s.rules) == 0 {
@@ -486,22 +485,9 @@ func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Tim
 		s.sleeps++
 		s.tally.BlockedOnRule(s.order[d.rule])
 		s.mu.Unlock()
-		if err := s.sleep(ctx, d.wait+s.jitter(d.wait)); err != nil {
+		if err := gate.Sleep(ctx, s.closed, d.wait+gate.Jitter(d.wait, s.cf.Jitter)); err != nil {
 			return time.Time{}, 0, time.Time{}, err
 		}
-	}
-}
-
-// usable returns why a new admission cannot start, if it cannot.
-func (s *Store) usable(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case <-s.closed:
-		return throttle.ErrClosed
-	default:
-		return nil
 	}
 }
 
@@ -510,7 +496,7 @@ func (s *Store) usable(ctx context.Context) error {
 func (s *Store) sleepPause(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		d := time.Until(s.pause)
+		d := time.Until(s.pause.Until)
 		if d <= 0 {
 			s.mu.Unlock()
 			return nil
@@ -518,7 +504,7 @@ func (s *Store) sleepPause(ctx context.Context) error {
 		s.sleeps++
 		s.tally.BlockedOnPause()
 		s.mu.Unlock()
-		if err := s.sleep(ctx, d); err != nil {
+		if err := gate.Sleep(ctx, s.closed, d); err != nil {
 			return err
 		}
 	}
@@ -605,11 +591,9 @@ func (s *Store) CorrectAdmission(id uint64, at time.Time, from, to int) error {
 func (s *Store) PauseUntil(t time.Time, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !t.After(s.pause) || !t.After(time.Now()) {
-		return
+	if s.pause.Extend(t, reason) {
+		s.tally.Paused()
 	}
-	s.pause, s.reason = t, reason
-	s.tally.Paused()
 }
 
 // Seed does nothing: the store keeps the quota across runs.
@@ -676,8 +660,8 @@ func (s *Store) Stats() throttle.Stats {
 	st.MaxInFlight = s.cf.GlobalJobs
 	st.SlotWaits = s.slotWaits
 	st.SlotWaitTime = s.slotWait
-	st.PauseReason = s.reason
-	st.PausedUntil = s.pause
+	st.PauseReason = s.pause.Reason
+	st.PausedUntil = s.pause.Until
 	st.Margin = max(s.margin, s.fleet)
 	st.Store = throttle.StoreStats{
 		Name:       "local",
@@ -685,30 +669,4 @@ func (s *Store) Stats() throttle.Stats {
 		Failures:   s.failures.Load(),
 	}
 	return st
-}
-
-// jitter returns a random delay in [0, min(5% of wait, the jitter option)].
-func (s *Store) jitter(wait time.Duration) time.Duration {
-	j := min(wait/20, s.cf.Jitter)
-	if j <= 0 {
-		return 0
-	}
-	return time.Duration(mrand.Int64N(int64(j) + 1))
-}
-
-// sleep waits d, or until ctx is done or the store is closed.
-func (s *Store) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.closed:
-		return throttle.ErrClosed
-	}
 }

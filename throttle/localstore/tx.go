@@ -14,6 +14,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // Retry pacing after a transaction that failed for a reason that may pass
@@ -159,7 +160,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 				s.key, s.paths.db, s.cf.Timeout, throttle.ErrBackend, err)
 		}
 		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
-		if err := s.sleep(ctx, min(d, left)); err != nil {
+		if err := gate.Sleep(ctx, s.closed, min(d, left)); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, maxBackoff)

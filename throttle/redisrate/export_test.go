@@ -1,6 +1,10 @@
 package redisrate
 
-import "time"
+import (
+	"time"
+
+	"github.com/pace-cli/pace/throttle/internal/gate"
+)
 
 // Hooks for the external tests of package redisrate (package
 // redisrate_test).
@@ -22,7 +26,7 @@ const (
 )
 
 // Jitter returns a jitter l would add to a wait the script asked for.
-func Jitter(l *Limiter, wait time.Duration) time.Duration { return l.jitter(wait) }
+func Jitter(l *Limiter, wait time.Duration) time.Duration { return gate.Jitter(wait, l.cf.Jitter) }
 
 // Queued returns how many callers queue for l's admission turn.
 func Queued(l *Limiter) int { return l.admitTurn.Queued() }

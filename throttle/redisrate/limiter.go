@@ -52,7 +52,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +63,7 @@ import (
 
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // Client is the part of a go-redis client that a Limiter uses: scripts
@@ -190,8 +190,7 @@ type Limiter struct {
 	tally       *throttle.Tally
 	used        []int // per rule in given order: weight in the window at the last reply
 	sleeps      int64 // times the head of the admission queue slept
-	pause       time.Time
-	reason      string
+	pause       gate.Pause
 	leases      map[uint64]*lease
 	inFlight    int
 	peak        int
@@ -529,7 +528,7 @@ func (l *Limiter) CorrectAdmission(id uint64, at time.Time, from, to int) error 
 // and records it; it returns the admission's server time, its id, and the
 // round trip of the script call that admitted it.
 func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.Duration, error) {
-	if err := l.usable(ctx); err != nil {
+	if err := gate.Usable(ctx, l.closed); err != nil {
 		return time.Time{}, 0, 0, err
 	}
 	id := l.seq.Add(1)
@@ -600,22 +599,9 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 		l.sleeps++
 		l.tally.BlockedOnRule(l.order[r.rule])
 		l.mu.Unlock()
-		if err := l.sleep(ctx, r.wait+l.jitter(r.wait)); err != nil {
+		if err := gate.Sleep(ctx, l.closed, r.wait+gate.Jitter(r.wait, l.cf.Jitter)); err != nil {
 			return time.Time{}, 0, 0, err
 		}
-	}
-}
-
-// usable returns why a new admission cannot start, if it cannot.
-func (l *Limiter) usable(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case <-l.closed:
-		return throttle.ErrClosed
-	default:
-		return nil
 	}
 }
 
@@ -624,7 +610,7 @@ func (l *Limiter) usable(ctx context.Context) error {
 func (l *Limiter) sleepPause(ctx context.Context) error {
 	for {
 		l.mu.Lock()
-		d := time.Until(l.pause)
+		d := time.Until(l.pause.Until)
 		if d <= 0 {
 			l.mu.Unlock()
 			return nil
@@ -632,7 +618,7 @@ func (l *Limiter) sleepPause(ctx context.Context) error {
 		l.sleeps++
 		l.tally.BlockedOnPause()
 		l.mu.Unlock()
-		if err := l.sleep(ctx, d); err != nil {
+		if err := gate.Sleep(ctx, l.closed, d); err != nil {
 			return err
 		}
 	}
@@ -645,11 +631,9 @@ func (l *Limiter) sleepPause(ctx context.Context) error {
 func (l *Limiter) PauseUntil(t time.Time, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !t.After(l.pause) || !t.After(time.Now()) {
-		return
+	if l.pause.Extend(t, reason) {
+		l.tally.Paused()
 	}
-	l.pause, l.reason = t, reason
-	l.tally.Paused()
 }
 
 // Seed does nothing: Redis keeps the quota across runs.
@@ -753,8 +737,8 @@ func (l *Limiter) Stats() throttle.Stats {
 	s.MaxInFlight = l.cf.GlobalJobs
 	s.SlotWaits = l.slotWaits
 	s.SlotWaitTime = l.slotWait
-	s.PauseReason = l.reason
-	s.PausedUntil = l.pause
+	s.PauseReason = l.pause.Reason
+	s.PausedUntil = l.pause.Until
 	s.Margin = max(l.margin, l.fleetMargin)
 	s.Store = throttle.StoreStats{
 		Name:       "redis",
@@ -770,32 +754,6 @@ func (l *Limiter) Stats() throttle.Stats {
 // and call, so that two calls in one microsecond are two members.
 func (l *Limiter) memberID(id uint64) string {
 	return l.idPrefix + "." + strconv.FormatUint(id, 36)
-}
-
-// jitter returns a random delay in [0, min(5% of wait, the jitter option)].
-func (l *Limiter) jitter(wait time.Duration) time.Duration {
-	j := min(wait/20, l.cf.Jitter)
-	if j <= 0 {
-		return 0
-	}
-	return time.Duration(mrand.Int64N(int64(j) + 1))
-}
-
-// sleep waits d, or until ctx is done or the limiter is closed.
-func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.closed:
-		return throttle.ErrClosed
-	}
 }
 
 // admitReply is a decoded reply of admitLua.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // stallAfter is how long a call to Redis may go unanswered before the
@@ -105,7 +106,7 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 		// Sleep between half and all of backoff, but try once more at the
 		// deadline rather than sleep past it.
 		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
-		if err := l.sleep(ctx, min(d, left)); err != nil {
+		if err := gate.Sleep(ctx, l.closed, min(d, left)); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, maxBackoff)

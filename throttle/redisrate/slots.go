@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // lease is a fleet-wide slot held by this process: a member of the
@@ -32,7 +33,7 @@ func (l *Limiter) slotArgs(op, id string) []any {
 // release, which nobody announces). Only a caller that found every slot
 // taken counts as having waited.
 func (l *Limiter) takeSlot(ctx context.Context) (*lease, error) {
-	if err := l.usable(ctx); err != nil {
+	if err := gate.Usable(ctx, l.closed); err != nil {
 		return nil, err
 	}
 	arrived := time.Now()
@@ -57,7 +58,7 @@ func (l *Limiter) takeSlot(ctx context.Context) (*lease, error) {
 		}
 		waited = true
 		d := min(wait, l.cf.slotPoll)
-		if err := l.sleep(ctx, d+l.jitter(d)); err != nil {
+		if err := gate.Sleep(ctx, l.closed, d+gate.Jitter(d, l.cf.Jitter)); err != nil {
 			// The slot may have been taken by a reply that never arrived;
 			// its lease then runs out on its own.
 			return nil, err
