@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -48,13 +50,15 @@ type marginTracker struct {
 	samples      []lagSample   // by admission, oldest first
 	seen         time.Duration // least plus the spread seen, narrowing slowly
 	current      time.Duration
+	idx, dq      []int           // lateLeast's buffers
+	vals         []time.Duration // lateLeast's buffer
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
 // after, and had arrived at most hi after (hi >= lo). A call still under
 // way is pending: its lags are not known yet.
 type lagSample struct {
-	at      time.Time
+	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
 	lo, hi  time.Duration
 	pending bool
 	latency time.Duration // of a pending call: its admission's Latency
@@ -64,8 +68,9 @@ type lagSample struct {
 // arrive at any time.
 const unknownLag = time.Duration(1<<63 - 1)
 
-// maxLagSamples bounds the lags a tracker remembers.
-const maxLagSamples = 4096
+// maxLagSamples bounds the lags a tracker remembers, and the work of an
+// observation (BenchmarkMarginTrackerFull).
+const maxLagSamples = 1024
 
 // newMarginTracker returns a tracker for a run whose longest rule window is
 // longest and whose tightest rule allows group calls per window (1 when a
@@ -107,10 +112,11 @@ func marginGroup(rules []throttle.Rule, shared bool) int {
 // it counts as one that may arrive late.
 func (m *marginTracker) started(at time.Time, latency time.Duration) {
 	i := len(m.samples)
-	for i > 0 && m.samples[i-1].at.After(at) {
+	ns := at.UnixNano()
+	for i > 0 && m.samples[i-1].at > ns {
 		i--
 	}
-	m.samples = slices.Insert(m.samples, i, lagSample{at: at, lo: unknownLag, hi: unknownLag, pending: true, latency: latency})
+	m.samples = slices.Insert(m.samples, i, lagSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency})
 }
 
 // forget drops the pending call admitted at at: it never left.
@@ -123,7 +129,7 @@ func (m *marginTracker) forget(at time.Time) {
 // pendingAt returns the index of a pending call admitted at at, or -1.
 func (m *marginTracker) pendingAt(at time.Time) int {
 	for i := len(m.samples) - 1; i >= 0; i-- {
-		if s := m.samples[i]; s.pending && s.at.Equal(at) {
+		if s := m.samples[i]; s.pending && s.at == at.UnixNano() {
 			return i
 		}
 	}
@@ -146,28 +152,36 @@ func (m *marginTracker) observe(now, at time.Time, lag, runtime time.Duration) t
 	if runtime >= 0 {
 		hi = max(lo, m.samples[i].latency+runtime)
 	}
-	m.samples[i] = lagSample{at: at, lo: lo, hi: hi}
-	drop := 0
-	for drop < len(m.samples)-1 && (now.Sub(m.samples[drop].at) > m.span || len(m.samples)-drop > maxLagSamples) {
-		drop++
+	m.samples[i] = lagSample{at: at.UnixNano(), lo: lo, hi: hi}
+	// Samples older than the span, or beyond the most kept, no longer
+	// count; they are dropped a quarter at a time, so that the slice is
+	// not shifted at every call.
+	first := now.UnixNano() - int64(m.span)
+	old := 0
+	for old < len(m.samples)-1 && (m.samples[old].at < first || len(m.samples)-old > maxLagSamples) {
+		old++
 	}
-	m.samples = slices.Delete(m.samples, 0, drop)
+	if old > 0 && old >= len(m.samples)/4 {
+		m.samples = slices.Delete(m.samples, 0, old)
+		old = 0
+	}
+	live := m.samples[old:]
 	least := unknownLag
-	for _, s := range m.samples {
+	for _, s := range live {
 		least = min(least, s.lo)
 	}
 	// What pace saw counts the calls it saw leave, over the whole span,
 	// and narrows slowly. A bound counts the calls that can still open a
 	// window for the next admission, taking those under way as late as
 	// can be; it holds until they have left every window, and no longer.
-	seen := m.least + m.lateLeast(time.Time{}, false, func(s lagSample) time.Duration { return s.lo }) - least
+	seen := m.least + m.lateLeast(live, math.MinInt64, false) - least
 	switch {
 	case seen > m.seen:
 		m.seen = seen
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound := m.lateLeast(now.Add(-m.window-m.current), true, func(s lagSample) time.Duration { return s.hi })
+	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
 	if bound < unknownLag {
 		bound -= least
 	}
@@ -175,44 +189,62 @@ func (m *marginTracker) observe(now, at time.Time, lag, runtime time.Duration) t
 	return m.current
 }
 
-// lateLeast returns the largest, over the calls x admitted from from on
-// (pending ones included only if withPending), of the least of lag(k) + (k's admission - x's)
-// over x and the group-1 calls admitted next: how late the calls in a
-// window that x opens arrive, at the least, counted from x's admission. A
-// sliding-window minimum over a deque of indices.
-func (m *marginTracker) lateLeast(from time.Time, withPending bool, lag func(lagSample) time.Duration) time.Duration {
-	samples := slices.DeleteFunc(slices.Clone(m.samples), func(s lagSample) bool {
-		return s.at.Before(from) || s.pending && !withPending
-	})
-	if len(samples) == 0 {
+// lateLeast returns the largest, over the samples x admitted from from on
+// (Unix ns), of the least of lag(k) +
+// (k's admission - x's) over x and the group-1 calls admitted next: how
+// late the calls in a window that x opens arrive, at the least, counted
+// from x's admission. A sliding-window minimum over a deque of indices,
+// in buffers the tracker keeps, so that an observation allocates nothing.
+// The lag is the latest bound (hi) if upper, and then pending calls count
+// as arbitrarily late; else it is the soonest (lo), over the calls seen.
+func (m *marginTracker) lateLeast(samples []lagSample, from int64, upper bool) time.Duration {
+	idx := m.idx[:0]
+	start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
+	for i := start; i < len(samples); i++ {
+		if upper || !samples[i].pending {
+			idx = append(idx, i)
+		}
+	}
+	m.idx = idx
+	if len(idx) == 0 {
 		return 0
 	}
-	base := samples[0].at
-	// v is when call i arrived at the latest (or left at the soonest),
-	// from base: unknownLag for a call under way.
-	v := func(i int) time.Duration {
-		l := lag(samples[i])
-		if l == unknownLag {
-			return unknownLag
+	base := samples[idx[0]].at
+	// vals[j] is when the jth call arrived at the latest (or left at the
+	// soonest), from base: unknownLag for a call under way.
+	vals := slices.Grow(m.vals[:0], len(idx))
+	for _, i := range idx {
+		s := &samples[i]
+		l := s.lo
+		if upper {
+			l = s.hi
 		}
-		return l + samples[i].at.Sub(base)
+		if l != unknownLag {
+			l += time.Duration(s.at - base)
+		}
+		vals = append(vals, l)
 	}
-	k := min(m.group, len(samples))
+	m.vals = vals
+	k := min(m.group, len(idx))
 	var most time.Duration
-	dq := make([]int, 0, k+1)
-	for i := range samples {
-		for len(dq) > 0 && v(dq[len(dq)-1]) >= v(i) {
-			dq = dq[:len(dq)-1]
+	dq := slices.Grow(m.dq[:0], len(idx))[:len(idx)]
+	m.dq = dq
+	head, tail := 0, 0 // the deque is dq[head:tail]
+	for j := range idx {
+		vj := vals[j]
+		for tail > head && vals[dq[tail-1]] >= vj {
+			tail--
 		}
-		dq = append(dq, i)
-		if dq[0] <= i-k {
-			dq = dq[1:]
+		dq[tail] = j
+		tail++
+		if dq[head] <= j-k {
+			head++
 		}
-		if i >= k-1 {
-			x := i - k + 1
-			late := v(dq[0])
+		if j >= k-1 {
+			x := j - k + 1
+			late := vals[dq[head]]
 			if late != unknownLag {
-				late -= samples[x].at.Sub(base)
+				late -= time.Duration(samples[idx[x]].at - base)
 			}
 			most = max(most, late)
 		}

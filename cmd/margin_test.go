@@ -182,3 +182,20 @@ func TestMarginGroup(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMarginTrackerFull measures one observation with the tracker
+// holding as many samples as it keeps (a fast run with a long window).
+func BenchmarkMarginTrackerFull(b *testing.B) {
+	m := newMarginTracker(ms(50), ms(10), time.Minute, 5)
+	at := t0
+	for i := range maxLagSamples {
+		at = t0.Add(time.Duration(i) * time.Millisecond)
+		m.observe(at, at, ms(float64(1+i%7)), ms(float64(20+i%13)))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		at = at.Add(time.Millisecond)
+		m.started(at, 0)
+		m.observe(at, at, ms(float64(1+i%7)), ms(float64(20+i%13)))
+	}
+}
