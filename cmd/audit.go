@@ -51,7 +51,9 @@ to last call), the fastest makespan the rules allow for as many calls
 (with --jobs N also at most N in flight, each lasting the log's median
 job runtime) and the efficiency: fastest / makespan. An efficiency near
 100% means the run went as fast as the rules let it; above 100% means it
-went faster, which only a broken rule allows.
+went faster, which only a broken rule allows. When the rules allow every
+call at once (a short log under 10000/day), they never held the run back
+and the efficiency is n/a (null in JSON).
 
 Exit codes:
   0  every rule was kept
@@ -224,7 +226,9 @@ type auditReport struct {
 	Jobs          int
 	MedianRuntime time.Duration
 	// Efficiency is Fastest / Makespan; HasEfficiency is false when that
-	// is undefined (a zero makespan that the rules do not allow).
+	// is undefined or meaningless: no calls, or a fastest makespan of 0
+	// (the rules allow every call at once, so they never held the run
+	// back, and any makespan would read 0%).
 	Efficiency    float64
 	HasEfficiency bool
 	Rules         []auditRule
@@ -259,11 +263,8 @@ func newAuditReport(rules []throttle.Rule, jobs int, c *calls) *auditReport {
 	if off := throttle.ScheduleCosts(rules, costs, jobs, rep.MedianRuntime); len(off) > 0 {
 		rep.Fastest = off[len(off)-1]
 	}
-	switch {
-	case rep.Makespan > 0:
+	if rep.Fastest > 0 && rep.Makespan > 0 {
 		rep.Efficiency, rep.HasEfficiency = rep.Fastest.Seconds()/rep.Makespan.Seconds(), true
-	case rep.Fastest == 0:
-		rep.Efficiency, rep.HasEfficiency = 1, true
 	}
 	for _, res := range throttle.Check(rules, c.times) {
 		ar := auditRule{Rule: res.Rule, Peak: res.Peak, PeakUsage: res.PeakUsage, Violations: res.Violations}
@@ -299,7 +300,7 @@ func (rep *auditReport) writeText(w io.Writer) error {
 	if rep.Format == formatTimestamps {
 		kind, seqHead = "timestamps", "FIRST CALL"
 	}
-	fmt.Fprintf(&b, "%s %s: %d calls", kind, rep.Input, rep.Calls)
+	fmt.Fprintf(&b, "%s %s: %d %s", kind, rep.Input, rep.Calls, plural(rep.Calls, "call"))
 	if rep.Format == formatJobLog {
 		fmt.Fprintf(&b, " (%d failed)", rep.Failed)
 	}
@@ -328,8 +329,21 @@ func (rep *auditReport) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "fastest\t%s\t(%s)\n", roundDuration(rep.Fastest), model)
 	eff := "n/a"
-	if rep.HasEfficiency {
+	switch {
+	case rep.HasEfficiency:
 		eff = fmt.Sprintf("%.1f%%", rep.Efficiency*100)
+	case rep.Calls == 0:
+		eff = "n/a: no calls"
+	case rep.Fastest == 0:
+		what := "the rules allow"
+		if rep.Jobs > 0 {
+			what = fmt.Sprintf("the rules and -j %d allow", rep.Jobs)
+		}
+		all := fmt.Sprintf("all %d calls", rep.Calls)
+		if rep.Calls == 1 {
+			all = "the 1 call"
+		}
+		eff = fmt.Sprintf("n/a: %s %s at once, so they never held this run back", what, all)
 	}
 	fmt.Fprintf(tw, "efficiency\t%s\n", eff)
 	tw.Flush()

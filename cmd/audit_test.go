@@ -164,7 +164,7 @@ func TestAuditJobsAndRuntime(t *testing.T) {
 func TestAuditEmptyInput(t *testing.T) {
 	code, out, _ := execPace(t, "\n\n", "audit", "-r", "5/s", "--json")
 	want := `{"input":"stdin","format":"timestamps","ok":true,"calls":0,"failed":0,"first":null,"last":null,` +
-		`"makespan_seconds":0,"fastest_seconds":0,"efficiency":1,"jobs":0,"median_runtime_seconds":0,"rules":[` +
+		`"makespan_seconds":0,"fastest_seconds":0,"efficiency":null,"jobs":0,"median_runtime_seconds":0,"rules":[` +
 		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":0,"peak_usage":0,"violations":0,"first_seq":null,"first_at":null}]}` + "\n"
 	if code != ExitOK || out != want {
 		t.Errorf("pace audit of nothing = exit %d:\n%s\nwant\n%s", code, out, want)
@@ -222,5 +222,34 @@ func TestMedian(t *testing.T) {
 		if got := median(tt.in); got != tt.want {
 			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestAuditRulesNeverBound: when the rules allow every call at once (a
+// short log under 10000/day), the fastest legal makespan is 0s and
+// fastest/makespan would read 0.0%: the report says the efficiency has no
+// meaning instead, and JSON gives null.
+func TestAuditRulesNeverBound(t *testing.T) {
+	code, out, _ := execPace(t, "1700000000\n1700000001\n1700000003\n", "audit", "-r", "10000/day")
+	for _, want := range []string{
+		"timestamps stdin: 3 calls,",
+		"fastest     0s  (the rules alone)\n",
+		"efficiency  n/a: the rules allow all 3 calls at once, so they never held this run back\n",
+	} {
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("pace audit -r 10000/day = exit %d:\n%s\nwant a line %q", code, out, want)
+		}
+	}
+	if strings.Contains(out, "0.0%") {
+		t.Errorf("pace audit -r 10000/day:\n%s\nshows an efficiency of 0.0%%", out)
+	}
+	code, out, _ = execPace(t, "1700000000\n1700000001\n1700000003\n", "audit", "-r", "10000/day", "--json")
+	if code != ExitOK || !strings.Contains(out, `"makespan_seconds":3,"fastest_seconds":0,"efficiency":null,`) {
+		t.Errorf("pace audit -r 10000/day --json = exit %d:\n%s\nwant efficiency null", code, out)
+	}
+	// One call: "1 call", not "1 calls".
+	_, out, _ = execPace(t, "1700000000\n", "audit", "-r", "1/s")
+	if !strings.Contains(out, "timestamps stdin: 1 call,") || !strings.Contains(out, "efficiency  n/a: the rules allow the 1 call at once") {
+		t.Errorf("pace audit of one call:\n%s", out)
 	}
 }

@@ -186,7 +186,8 @@ func (r *recorder) halt(res *runner.Result) {
 		return
 	}
 	if h.now {
-		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running jobs\n", h.spec, h.seq, r.tally.inFlight())
+		n := r.tally.inFlight()
+		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running %s\n", h.spec, h.seq, n, plural(n, "job"))
 		r.stop()
 		r.kill()
 		return

@@ -200,9 +200,10 @@ func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
 		}
 		skip := j.resume.Skipping(-1)
 		if again := int64(len(seqs)) - skip; again > 0 {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d items that succeeded, running %d failed ones again\n", j.path, skip, again)
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s that succeeded, running %d failed %s again\n",
+				j.path, skip, plural(int(skip), "item"), again, plural(int(again), "one"))
 		} else {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d items already run\n", j.path, skip)
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s already run\n", j.path, skip, plural(int(skip), "item"))
 		}
 	}
 	if verbose && recent > 0 {

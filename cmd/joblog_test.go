@@ -215,7 +215,7 @@ func TestJobLogResume(t *testing.T) {
 		{JobLogOptions{JobLog: path, Resume: true},
 			"pace: resuming from " + path + ": skipping 3 items already run\n", []string{"d"}, 1},
 		{JobLogOptions{JobLog: path, ResumeFailed: true},
-			"pace: resuming from " + path + ": skipping 2 items that succeeded, running 1 failed ones again\n", []string{"b", "d"}, 2},
+			"pace: resuming from " + path + ": skipping 2 items that succeeded, running 1 failed one again\n", []string{"b", "d"}, 2},
 		{JobLogOptions{JobLog: path}, "", []string{"a", "b", "c", "d"}, 4},
 	} {
 		jl, err := openJobLog(&tt.o, nil, echoPrepare, nil)

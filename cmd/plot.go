@@ -109,7 +109,7 @@ func runPlot(_ context.Context, opts *PlotOptions) error {
 	calls, pauses := plotCalls(log.Entries)
 	title := opts.Title
 	if title == "" {
-		title = fmt.Sprintf("%s: %d calls under %s", filepath.Base(name), len(calls), throttle.FormatRules(rules))
+		title = fmt.Sprintf("%s: %d %s under %s", filepath.Base(name), len(calls), plural(len(calls), "call"), throttle.FormatRules(rules))
 	}
 	prules := make([]plot.Rule, len(rules))
 	for i, rule := range rules {
@@ -128,7 +128,7 @@ func runPlot(_ context.Context, opts *PlotOptions) error {
 	if err := writeFileAtomic(opts.Output, b.Bytes()); err != nil {
 		return reportf(ios, ExitFailed, "plot: %v", err)
 	}
-	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d calls, %s)\n", opts.Output, len(calls), formatBytes(int64(b.Len())))
+	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), formatBytes(int64(b.Len())))
 	return nil
 }
 

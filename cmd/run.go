@@ -373,7 +373,7 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 		return reportf(ios, ExitFailed, "%s: %v", in.name, readErr)
 	}
 	if skipped > 0 {
-		fmt.Fprintf(ios.ErrOut, "pace: %d items done in job log %s would be skipped\n", skipped, o.JobLog)
+		fmt.Fprintf(ios.ErrOut, "pace: %d %s done in job log %s would be skipped\n", skipped, plural(int(skipped), "item"), o.JobLog)
 	}
 	if failed {
 		return &ExitError{Code: ExitFailed}

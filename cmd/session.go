@@ -64,8 +64,8 @@ func (s *session) run(ctx context.Context) error {
 	jobs := o.Jobs
 	if limit, ok := openFileLimit(); ok {
 		if n := jobsForFiles(limit, s.filesPerJob); n < jobs {
-			fmt.Fprintf(errOut, "pace: warning: -j %d needs about %d open files, but only %d may be open (ulimit -n); running %d jobs at once\n",
-				jobs, reservedFiles+jobs*s.filesPerJob, limit, n)
+			fmt.Fprintf(errOut, "pace: warning: -j %d needs about %d open files, but only %d may be open (ulimit -n); running %d %s at once\n",
+				jobs, reservedFiles+jobs*s.filesPerJob, limit, n, plural(n, "job"))
 			jobs = n
 		}
 	}

@@ -360,7 +360,7 @@ func TestSessionGracePeriodEnds(t *testing.T) {
 		if causes := ex.killedBy(); len(causes) != 1 || !errors.Is(causes[0], errGraceOver) {
 			t.Errorf("job cancelled by %v, want the end of the grace period", causes)
 		}
-		if want := "pace: grace period of 5s over: stopping 1 running jobs\n"; !strings.Contains(ts.errOut.String(), want) {
+		if want := "pace: grace period of 5s over: stopping 1 running job\n"; !strings.Contains(ts.errOut.String(), want) {
 			t.Errorf("stderr = %q, want a line %q", ts.errOut, want)
 		}
 	})
@@ -640,4 +640,23 @@ func TestRetryDelay(t *testing.T) {
 			t.Errorf("retryDelay(attempt %d, %+v) = %v, want %v", tt.r.Job.Attempt, tt.r.HTTP, got, tt.want)
 		}
 	}
+}
+
+// TestSessionHaltNowCounts: --halt now names how many running jobs it
+// kills, in the singular for one.
+func TestSessionHaltNowCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{took: time.Second, exit: func(string) int { return 1 }, hang: func(item string) bool { return item == "2" }}
+		o := testOptions(t, 2)
+		h, err := parseHalt("now,fail=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Halt = h
+		ts := newTestSession(t, "1\n2\n", o, ex)
+		ts.run()
+		if want := "pace: --halt now,fail=1: job 1 ended it; killing 1 running job\n"; !strings.Contains(ts.errOut.String(), want) {
+			t.Errorf("stderr = %q, want a line %q", ts.errOut, want)
+		}
+	})
 }

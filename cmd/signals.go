@@ -80,7 +80,8 @@ func (in *interrupts) loop() {
 				continue
 			}
 			if first != nil {
-				fmt.Fprintf(in.out, "pace: %s again: killing %d running jobs\n", signalName(sig), running())
+				n := running()
+				fmt.Fprintf(in.out, "pace: %s again: killing %d running %s\n", signalName(sig), n, plural(n, "job"))
 				kill(runner.ErrKillNow)
 				continue
 			}
@@ -100,7 +101,7 @@ func (in *interrupts) loop() {
 			kill, running := in.kill, in.running
 			in.mu.Unlock()
 			if n := running(); n > 0 {
-				fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running jobs\n", in.grace, n)
+				fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running %s\n", in.grace, n, plural(n, "job"))
 			}
 			kill(errGraceOver)
 		case <-in.done:

@@ -277,8 +277,8 @@ func writeSummaryFile(name string, s *Summary) error {
 // writeText writes s for people.
 func (s *Summary) writeText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pace: %d ok, %d failed, %d retried in %s (%d starts, %s/s)",
-		s.OK, s.Failed, s.Retried, roundDuration(s.Elapsed), s.Attempts, formatRate(s.Rate))
+	fmt.Fprintf(&b, "pace: %d ok, %d failed, %d retried in %s (%d %s, %s/s)",
+		s.OK, s.Failed, s.Retried, roundDuration(s.Elapsed), s.Attempts, plural(int(s.Attempts), "start"), formatRate(s.Rate))
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, ", %d skipped (done in the job log)", s.Skipped)
 	}
@@ -303,12 +303,12 @@ func (s *Summary) writeText(w io.Writer) error {
 		return ""
 	}
 	for _, r := range s.Rules {
-		fmt.Fprintf(tw, "  rule %s\tpeak %.0f%%\twaited %s (%d waits)%s\n",
-			r.Rule, r.PeakUsage*100, roundDuration(r.WaitTime), r.Waits, mark(bindRule, r.Rule))
+		fmt.Fprintf(tw, "  rule %s\tpeak %.0f%%\twaited %s (%d %s)%s\n",
+			r.Rule, r.PeakUsage*100, roundDuration(r.WaitTime), r.Waits, plural(int(r.Waits), "wait"), mark(bindRule, r.Rule))
 	}
 	fmt.Fprintf(tw, "  in flight\tpeak %d of %d%s\n", s.PeakInFlight, s.Jobs, mark(bindJobs, throttle.Rule{}))
 	if s.GlobalJobs > 0 {
-		fmt.Fprintf(tw, "  fleet slots\t%d\twaited %s (%d waits)%s\n", s.GlobalJobs, roundDuration(s.SlotWaitTime), s.SlotWaits, mark(bindGlobalJobs, throttle.Rule{}))
+		fmt.Fprintf(tw, "  fleet slots\t%d\twaited %s (%d %s)%s\n", s.GlobalJobs, roundDuration(s.SlotWaitTime), s.SlotWaits, plural(int(s.SlotWaits), "wait"), mark(bindGlobalJobs, throttle.Rule{}))
 	}
 	if len(s.Rules) > 0 {
 		how := "adaptive"
@@ -327,7 +327,7 @@ func (s *Summary) writeText(w io.Writer) error {
 		}
 		// One detail cell, as the HTTP lines have, so that the store's
 		// words do not widen the job-time columns.
-		fmt.Fprintf(tw, "  %s\t%d round trips (%.2f per start), %d failed\n", st.Name, st.RoundTrips, per, st.Failures)
+		fmt.Fprintf(tw, "  %s\t%d round %s (%.2f per start), %d failed\n", st.Name, st.RoundTrips, plural(int(st.RoundTrips), "trip"), per, st.Failures)
 	}
 	if s.HTTP != nil {
 		s.HTTP.writeText(tw, s.Binding.kind == bindServer)

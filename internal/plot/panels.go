@@ -89,7 +89,11 @@ func peakText(rule Rule, peak int64) string {
 	if rule.Cost {
 		s = fmt.Sprintf("peak cost %d of %d (%s%%)", peak, n, percent(peak, n))
 	} else {
-		s = fmt.Sprintf("peak %d of %d calls (%s%%)", peak, n, percent(peak, n))
+		calls := "calls"
+		if n == 1 {
+			calls = "call"
+		}
+		s = fmt.Sprintf("peak %d of %d %s (%s%%)", peak, n, calls, percent(peak, n))
 	}
 	if peak > n {
 		s += ", over the limit"
