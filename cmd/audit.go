@@ -1,11 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +31,8 @@ type AuditOptions struct {
 	JSON bool
 	// File is the job log or timestamp file; "-" or "" means stdin.
 	File string
+	// Signals delivers SIGINT and SIGTERM; nil means none ever come.
+	Signals <-chan os.Signal
 }
 
 const auditLong = `Check a record of calls against rate rules: did it keep them, how close
@@ -72,7 +75,7 @@ const auditExample = `  # did yesterday's run keep the API's limits?
 // NewCmdAudit returns the pace audit command. runF, if not nil, replaces
 // the real run (tests capture the options with it).
 func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
-	opts := &AuditOptions{IO: f.IOStreams}
+	opts := &AuditOptions{IO: f.IOStreams, Signals: f.Signals}
 	cmd := &cobra.Command{
 		Use:     "audit -r <rules> [-j <n>] [--json] [<file> | -]",
 		Short:   "Check a job log or timestamps against rate rules",
@@ -105,6 +108,8 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 }
 
 // runAudit reads the input, audits it and writes the report on stdout.
+// A signal while it reads or audits ends it with the signal's exit code
+// and no report: part of the calls prove nothing.
 func runAudit(_ context.Context, opts *AuditOptions) error {
 	ios := opts.IO
 	r, name, closeFile, err := openFileArg(opts.File, ios.In)
@@ -112,18 +117,38 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		return reportf(ios, ExitUsage, "audit: %v", err)
 	}
 	defer closeFile()
-	calls, err := readCalls(r)
-	if err != nil {
-		return reportf(ios, ExitUsage, "audit: %s: %v", name, err)
+	if r == ios.In && ios.IsStdinTTY() {
+		fmt.Fprintln(ios.ErrOut, "pace: audit: reading calls from the terminal, one per line; end with Ctrl-D")
 	}
-	rules := opts.Rules
-	if len(rules) == 0 {
-		rules = calls.rules
+	type audited struct {
+		rep     *auditReport
+		err     error // the input cannot be read
+		noRules bool  // neither -r nor the input names rules
 	}
-	if len(rules) == 0 {
+	res, sig := untilSignal(opts.Signals, func() audited {
+		calls, err := readCalls(r, maxAuditCalls)
+		if err != nil {
+			return audited{err: err}
+		}
+		rules := opts.Rules
+		if len(rules) == 0 {
+			rules = calls.rules
+		}
+		if len(rules) == 0 {
+			return audited{noRules: true}
+		}
+		return audited{rep: newAuditReport(rules, opts.Jobs, calls)}
+	})
+	if sig != nil {
+		return reportf(ios, signalExitCode(sig), "%s: audit of %s stopped: no verdict", signalName(sig), name)
+	}
+	switch {
+	case res.err != nil:
+		return reportf(ios, ExitUsage, "audit: %s: %v", name, res.err)
+	case res.noRules:
 		return reportf(ios, ExitUsage, "audit: %s names no rules: give the rules to check with -r N/PERIOD (and --cost-rate)", name)
 	}
-	rep := newAuditReport(rules, opts.Jobs, calls)
+	rep := res.rep
 	rep.Input = name
 	if opts.JSON {
 		err = rep.writeJSON(ios.Out)
@@ -158,54 +183,48 @@ type calls struct {
 	failed   int // rows with a non-zero Exitval or a Signal
 }
 
-// maxAuditInput bounds what pace audit reads: a job log of a million rows
-// is about 100 MB.
-const maxAuditInput = 4 << 30
+// maxAuditCalls bounds the calls pace audit holds, and so its memory
+// (about 200 bytes a call while it audits them: 2 GB at the cap): the input is read one
+// line at a time and a line is at most joblog.MaxLine long, so no input,
+// however long (an endless pipe, /dev/zero), grows it further.
+const maxAuditCalls = 10_000_000
+
+// errTooManyCalls is returned by readCalls for an input of more calls
+// than it holds.
+var errTooManyCalls = errors.New("too many calls")
 
 // readCalls reads a job log or a timestamp file, telling them apart by
-// the first non-blank line: a job log's lines have tabs. Errors are
-// *joblog.LineError values quoting the bad line, or read errors.
-func readCalls(r io.Reader) (*calls, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxAuditInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if len(data) > maxAuditInput {
-		return nil, fmt.Errorf("larger than %s: not a job log or timestamp file", formatBytes(maxAuditInput))
-	}
-	c := &calls{format: formatTimestamps}
-	for line := range strings.Lines(string(data)) {
-		if strings.TrimSpace(line) == "" {
-			continue
+// the first non-blank line: a job log's lines have tabs. It holds at most
+// maxCalls calls: more are an error wrapping errTooManyCalls. Other
+// errors are *joblog.LineError values quoting the bad line, or read
+// errors.
+func readCalls(r io.Reader, maxCalls int) (*calls, error) {
+	c := &calls{}
+	format, rules, err := joblog.Scan(r, func(format joblog.Format, e joblog.Entry) error {
+		if len(c.times) >= maxCalls {
+			return fmt.Errorf("%w: more than %d, the most pace audit reads; audit the file in parts (split -l %d)",
+				errTooManyCalls, maxCalls, maxCalls)
 		}
-		if strings.Contains(strings.TrimRight(line, " \t\r\n"), "\t") {
-			c.format = formatJobLog
-		}
-		break
-	}
-	if c.format == formatTimestamps {
-		times, err := joblog.ReadTimestamps(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		c.times = throttle.Calls(times...)
-		for i := range c.times {
-			c.seqs = append(c.seqs, int64(i+1))
-		}
-		return c, nil
-	}
-	log, err := joblog.Read(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	c.rules = log.Rules
-	for _, e := range log.Entries {
 		c.times = append(c.times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.seqs = append(c.seqs, int64(e.Seq))
-		c.runtimes = append(c.runtimes, e.Runtime)
-		if e.Exit != 0 || e.Signal != 0 {
-			c.failed++
+		if format == joblog.JobLog {
+			c.runtimes = append(c.runtimes, e.Runtime)
+			if e.Failed() {
+				c.failed++
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		var le *joblog.LineError
+		if !errors.As(err, &le) && !errors.Is(err, errTooManyCalls) {
+			err = fmt.Errorf("read: %w", err)
+		}
+		return nil, err
+	}
+	c.format, c.rules = formatTimestamps, nil
+	if format == joblog.JobLog {
+		c.format, c.rules = formatJobLog, rules
 	}
 	return c, nil
 }

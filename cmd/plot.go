@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -28,6 +29,8 @@ type PlotOptions struct {
 	Width, Height int
 	// Title is drawn at the top; empty means the job log's name.
 	Title string
+	// Signals delivers SIGINT and SIGTERM; nil means none ever come.
+	Signals <-chan os.Signal
 }
 
 const plotLong = `Draw a run from its job log as one self-contained SVG picture: per rule,
@@ -56,7 +59,7 @@ const plotExample = `  # the picture of a run, named by its job log's rules
 // NewCmdPlot returns the pace plot command. runF, if not nil, replaces the
 // real run.
 func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
-	opts := &PlotOptions{IO: f.IOStreams, Width: 1000, Height: 600}
+	opts := &PlotOptions{IO: f.IOStreams, Width: 1000, Height: 600, Signals: f.Signals}
 	cmd := &cobra.Command{
 		Use:     "plot [-r <rules>] -o <file.svg> [<joblog> | -]",
 		Short:   "Draw a run from its job log as an SVG picture",
@@ -95,9 +98,25 @@ func runPlot(_ context.Context, opts *PlotOptions) error {
 		return reportf(ios, ExitUsage, "plot: %v", err)
 	}
 	defer closeFile()
-	log, err := joblog.Read(r)
-	if err != nil {
-		return reportf(ios, ExitUsage, "plot: %s: %v", name, err)
+	if r == ios.In && ios.IsStdinTTY() {
+		fmt.Fprintln(ios.ErrOut, "pace: plot: reading the job log from the terminal; end with Ctrl-D")
+	}
+	// A signal while it reads ends it with the signal's exit code and no
+	// picture.
+	type read struct {
+		log *joblog.Log
+		err error
+	}
+	res, sig := untilSignal(opts.Signals, func() read {
+		log, err := joblog.Read(r)
+		return read{log, err}
+	})
+	if sig != nil {
+		return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", signalName(sig), name)
+	}
+	log := res.log
+	if res.err != nil {
+		return reportf(ios, ExitUsage, "plot: %s: %v", name, res.err)
 	}
 	rules := opts.Rules
 	if len(rules) == 0 {

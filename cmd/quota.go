@@ -40,6 +40,8 @@ type QuotaOptions struct {
 	JSON bool
 	// Yes resets without asking.
 	Yes bool
+	// Signals delivers SIGINT and SIGTERM; nil means none ever come.
+	Signals <-chan os.Signal
 
 	urlSet, stateSet bool
 }
@@ -107,7 +109,7 @@ func NewCmdQuota(f *Factory, runF func(*QuotaOptions) error) *cobra.Command {
 		},
 	}
 	sub := func(action, use, short string) *cobra.Command {
-		opts := &QuotaOptions{IO: f.IOStreams, Action: action}
+		opts := &QuotaOptions{IO: f.IOStreams, Action: action, Signals: f.Signals}
 		c := &cobra.Command{
 			Use:     use,
 			Short:   short,
@@ -483,7 +485,14 @@ func confirmReset(opts *QuotaOptions, what string) error {
 			"there is no terminal to ask: pass --yes to reset it", what)
 	}
 	fmt.Fprintf(ios.ErrOut, "Forget every call %s has recorded, and its rules? Runs after it may be refused by the server. [y/N] ", what)
-	line, _ := bufio.NewReader(ios.In).ReadString('\n')
+	line, sig := untilSignal(opts.Signals, func() string {
+		line, _ := bufio.NewReader(ios.In).ReadString('\n')
+		return line
+	})
+	if sig != nil {
+		fmt.Fprintln(ios.ErrOut)
+		return reportf(ios, signalExitCode(sig), "%s: %s left as it was", signalName(sig), what)
+	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return nil

@@ -330,7 +330,18 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	failed := false
 	var seq, skipped int64
 	var writeErr error
-	for it := range queue {
+loop:
+	for {
+		var it runner.Item
+		select {
+		case i, ok := <-queue:
+			if !ok {
+				break loop
+			}
+			it = i
+		case <-rctx.Done():
+			break loop
+		}
 		if rctx.Err() != nil {
 			break
 		}
@@ -358,7 +369,13 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 		}
 	}
 	cancel()
-	readErr := <-errc
+	// The reader may still be blocked reading an idle pipe or terminal;
+	// it cannot be interrupted, and the process is about to exit anyway.
+	var readErr error
+	select {
+	case readErr = <-errc:
+	default:
+	}
 	switch sig := sigs.signal(); {
 	case sig != nil:
 		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", signalName(sig))

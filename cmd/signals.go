@@ -135,3 +135,22 @@ func signalName(sig os.Signal) string {
 	}
 	return sig.String()
 }
+
+// untilSignal runs work, which may block reading an input on which nothing
+// ever comes (an idle pipe, a terminal nobody types on), and returns its
+// result. A signal on sigs ends the wait at once and is returned instead:
+// the caller stops with the signal's exit code, never with a verdict on
+// part of its input. work is then left behind, blocked in a read that
+// cannot be interrupted; the process is about to exit. A nil sigs waits
+// for work alone.
+func untilSignal[T any](sigs <-chan os.Signal, work func() T) (T, os.Signal) {
+	done := make(chan T, 1)
+	go func() { done <- work() }()
+	select {
+	case v := <-done:
+		return v, nil
+	case sig := <-sigs:
+		var zero T
+		return zero, sig
+	}
+}
