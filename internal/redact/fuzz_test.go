@@ -18,6 +18,9 @@ func FuzzRedact(f *testing.F) {
 	f.Add("bob:hunter2@host/x;jsessionid=1?a=1;token=2&amp;sig=3", "xRE", "a")
 	f.Add("https://h/login?next=https://u:p@h2/?sig=1&b=https://x:y@z", "ACTED", "b")
 	f.Add("http://[::1/x?token=abc", "::1", "")
+	f.Add("https://api.telegram.org/bot1:a;b/x https://hooks.slack.com/services/T/B/c/d", "bot1:a", "")
+	f.Add("https://x/IncomingWebhook/services/T1/B1/webhooks/2/hooks/catch/3/4/with/key/k", "T1", "")
+	f.Add("https://h/hooks/abcdefghijklmnopqrstuvwxyz/webhooks/12/bot3:REDACTED", "", "")
 	f.Fuzz(func(t *testing.T, s, secret, extra string) {
 		r := New(extra)
 		if got := r.RawURL(s); r.RawURL(got) != got {
@@ -50,9 +53,10 @@ var fuzzSchemes = []string{"https", "http", "redis", "rediss", "unix", "ftp"}
 const urlSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 
 // FuzzSecretValue builds URLs that hold a secret value, made of URL-safe
-// bytes, in a password, a user name alone, or a secret parameter in the
-// query, the fragment or the path, around fuzzed text; the value must not
-// survive RawURL or Text, nor String once AddURL has recorded it.
+// bytes, in a password, a user name alone, a secret parameter in the
+// query, the fragment or the path, or a token in the path (Telegram,
+// Slack, Discord), around fuzzed text; the value must not survive RawURL
+// or Text, nor String once AddURL has recorded it.
 func FuzzSecretValue(f *testing.F) {
 	f.Add(uint8(0), uint8(0), []byte("hunter22hunter22"), "alice", "h:6379/0")
 	f.Add(uint8(1), uint8(0), []byte("ghp_abcdefgh1234"), "", "github.com/o/r")
@@ -60,6 +64,9 @@ func FuzzSecretValue(f *testing.F) {
 	f.Add(uint8(3), uint8(7), []byte("ya29.a0AfH6SMB"), "x=1", "token_type=bearer")
 	f.Add(uint8(4), uint8(9), []byte("ABCDEF0123456789"), "app", "page?x=1")
 	f.Add(uint8(5), uint8(0), []byte("s3cret-passw0rd"), "u", "h:1?db=1")
+	f.Add(uint8(6), uint8(0), []byte("AAH-abcdefgh_12"), "", "sendMessage?chat_id=1")
+	f.Add(uint8(7), uint8(1), []byte("XXXXXXXXXXXXXXXX"), "", "")
+	f.Add(uint8(8), uint8(2), []byte("AbC-dEf_1234567"), "api", "?wait=true")
 	f.Fuzz(func(t *testing.T, pos, nameIndex uint8, value []byte, before, after string) {
 		if len(value) < 8 {
 			return
@@ -74,7 +81,7 @@ func FuzzSecretValue(f *testing.F) {
 		name := names[int(nameIndex)%len(names)]
 		scheme := fuzzSchemes[int(nameIndex)%len(fuzzSchemes)]
 		var build func(v string) string
-		switch pos % 6 {
+		switch pos % 9 {
 		case 0: // password
 			if strings.ContainsAny(before, "/?#@:") {
 				return
@@ -93,6 +100,18 @@ func FuzzSecretValue(f *testing.F) {
 				return
 			}
 			build = func(v string) string { return before + ":" + v + "@" + after }
+		case 6: // Telegram bot token
+			if strings.ContainsAny(before, "?#") {
+				return
+			}
+			build = func(v string) string { return scheme + "://h.example/" + before + "/bot12345:" + v + "/" + after }
+		case 7: // Slack webhook
+			build = func(v string) string { return scheme + "://hooks.slack.com/services/T0/B0/" + v + "/" + after }
+		case 8: // Discord webhook
+			if strings.ContainsAny(before, "?#") {
+				return
+			}
+			build = func(v string) string { return scheme + "://h.example/" + before + "/webhooks/123/" + v + "/" + after }
 		}
 		raw := build(secret)
 		if strings.Contains(build(""), secret) {
@@ -105,13 +124,13 @@ func FuzzSecretValue(f *testing.F) {
 		if got := r.RawURL(raw); holds(got) {
 			t.Errorf("RawURL(%q) = %q, holds %q", raw, got, secret)
 		}
-		if pos%6 != 5 && !strings.ContainsAny(raw, "\"\\\n") {
+		if pos%9 != 5 && !strings.ContainsAny(raw, "\"\\\n") {
 			in := `Get "` + raw + `": EOF`
 			if got := r.Text(in); holds(got) {
 				t.Errorf("Text(%q) = %q, holds %q", in, got, secret)
 			}
 		}
-		if pos%6 != 5 && !strings.ContainsFunc(raw, func(c rune) bool { return c < 0x80 && isURLStop(byte(c)) }) {
+		if pos%9 != 5 && !strings.ContainsFunc(raw, func(c rune) bool { return c < 0x80 && isURLStop(byte(c)) }) {
 			in := "see " + raw + "."
 			if got := r.Text(in); holds(got) {
 				t.Errorf("Text(%q) = %q, holds %q", in, got, secret)

@@ -55,8 +55,8 @@ func (r *Redactor) RawURL(s string) string {
 // rawURL is RawURL. It calls seen, if not nil, with each value it hides,
 // as written; depth counts the URLs whose parameters hold s.
 func (r *Redactor) rawURL(s string, depth int, seen func(string)) string {
-	if !strings.ContainsAny(s, "@=") {
-		return s // no userinfo, no parameters
+	if !strings.ContainsAny(s, "@=") && !mayHoldPathToken(s) {
+		return s // no userinfo, no parameters, no token in the path
 	}
 	start := authorityStart(s)
 	rest := s[start:]
@@ -72,11 +72,12 @@ func (r *Redactor) rawURL(s string, depth int, seen func(string)) string {
 		host = i
 	}
 	b.WriteString(rest[:host])
+	hostport := rest[:host]
 	rest = rest[host:]
 
 	rest, frag, hasFrag := strings.Cut(rest, "#")
 	path, query, hasQuery := strings.Cut(rest, "?")
-	r.writePath(&b, path, seen)
+	r.writePath(&b, hidePathTokens(hostport, path, seen), seen)
 	if hasQuery {
 		b.WriteByte('?')
 		r.writeParams(&b, query, depth, seen)
