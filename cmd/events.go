@@ -56,7 +56,9 @@ func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errO
 		}
 		r.margin = newMarginTracker(s.opts.Margin, s.opts.marginLeast, longest, marginGroup(s.opts.allRules(), b.Stats().Store.Name != ""))
 	}
-	r.out = &output{w: s.f.IOStreams.Out, broken: func() {}}
+	// Job output goes through the display, which keeps track of what
+	// reaches the screen, so that the bar never covers it.
+	r.out = &output{w: disp.screen(s.f.IOStreams.Out, true), broken: func() {}}
 	if s.opts.Verbose {
 		r.log = newLogger(errOut)
 	}
@@ -107,13 +109,14 @@ func (r *recorder) onEvent(ev runner.Event) {
 		res := ev.Result
 		var outErr error
 		r.disp.write(func() {
-			outErr = r.s.print(r.out, r.s.f.IOStreams.ErrOut, res)
+			errOut := r.disp.screen(r.s.f.IOStreams.ErrOut, false)
+			outErr = r.s.print(r.out, errOut, res)
 			if outErr != nil && res.Err == nil {
 				// The job ran, but its output is lost: it failed.
 				res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
 			}
 			if !res.OK() && !errors.Is(outErr, errStdoutGone) {
-				reportFailure(r.s.f.IOStreams.ErrOut, res)
+				reportFailure(errOut, res)
 			}
 		})
 		if outErr != nil && !errors.Is(outErr, errStdoutGone) {

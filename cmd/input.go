@@ -21,9 +21,13 @@ type input struct {
 	size    int64
 	close   func() error
 	// product marks the items of several ::: sources: NUL-separated,
-	// values separated by productColSep.
+	// values separated by productColSep; known is how many there are.
 	product bool
+	known   int64
 }
+
+// countable reports whether count can tell the number of items.
+func (in *input) countable() bool { return in.counter != nil || in.product }
 
 // openInput opens -a FILE, or stdin for "-" or "". Errors name the file;
 // they are input errors found before anything runs.
@@ -66,9 +70,12 @@ func (in *input) setCounter(f *os.File) {
 	in.counter, in.offset, in.size = f, off, st.Size()
 }
 
-// count returns the number of items in a regular-file input, or -1 if it
-// cannot be known. It stops early when ctx is done.
+// count returns the number of items in a regular-file input or of :::
+// sources, or -1 if it cannot be known. It stops early when ctx is done.
 func (in *input) count(ctx context.Context, opts items.ReadOptions) int64 {
+	if in.product {
+		return in.known
+	}
 	if in.counter == nil {
 		return -1
 	}

@@ -9,14 +9,17 @@ import (
 )
 
 // IOStreams bundles pace's standard streams with what is known about
-// them: whether stdin and stderr are terminals. Make it with System or
-// Test; the TTY answers can be overridden.
+// them: whether stdin, stdout and stderr are terminals, and how wide
+// stderr's terminal is. Make it with System or Test; the TTY answers
+// and the width can be overridden.
 type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
 
-	stdinTTY, stderrTTY bool
+	stdinTTY, stdoutTTY, stderrTTY bool
+	// width returns the columns of stderr's terminal, 0 if unknown.
+	width func() int
 }
 
 // System returns the process's standard streams.
@@ -26,7 +29,15 @@ func System() *IOStreams {
 		Out:       os.Stdout,
 		ErrOut:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
+		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
+		width: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 }
 
@@ -42,6 +53,31 @@ func (s *IOStreams) IsStdinTTY() bool { return s.stdinTTY }
 
 // SetStdinTTY overrides IsStdinTTY.
 func (s *IOStreams) SetStdinTTY(tty bool) { s.stdinTTY = tty }
+
+// IsStdoutTTY reports whether stdout is a terminal: job output then
+// shares the screen with the progress bar.
+func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
+
+// SetStdoutTTY overrides IsStdoutTTY.
+func (s *IOStreams) SetStdoutTTY(tty bool) { s.stdoutTTY = tty }
+
+// TerminalWidth returns the columns of stderr's terminal now, read again
+// at each call so that a resized window is followed; 80 when unknown.
+func (s *IOStreams) TerminalWidth() int {
+	if s.width != nil {
+		if w := s.width(); w > 0 {
+			return w
+		}
+	}
+	return defaultTerminalWidth
+}
+
+// SetTerminalWidth overrides TerminalWidth with a fixed width.
+func (s *IOStreams) SetTerminalWidth(w int) { s.width = func() int { return w } }
+
+// defaultTerminalWidth is the width assumed when the terminal does not
+// tell its own.
+const defaultTerminalWidth = 80
 
 // IsStderrTTY reports whether stderr is a terminal: `--progress auto`
 // draws a bar only then.

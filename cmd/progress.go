@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,17 +31,34 @@ const rateWindow = 10 * time.Second
 // display serialises everything pace writes to stderr, so that job
 // output, log lines and the progress never cut into each other: the bar
 // is erased before anything else is written and drawn again right after.
-// It is safe for concurrent use.
+// It keeps track of where the screen's cursor is: output that does not
+// end in a newline is never drawn over, the bar goes to a line of its own
+// below it. It is safe for concurrent use.
 type display struct {
 	w        io.Writer
 	mode     string        // progressAlways (a bar), progressLines or progressNever
 	interval time.Duration // between status lines
+	width    func() int    // the terminal's columns, read at each draw
+	// outOnScreen: stdout is a terminal too, so job output shares the
+	// screen with the bar.
+	outOnScreen bool
 
-	mu     sync.Mutex
-	drawn  int    // width of the bar on screen; 0: none drawn
-	last   string // the bar's text
-	done   int64  // items done
-	closed bool
+	mu      sync.Mutex
+	bar     *termBar // nil unless mode is progressAlways
+	midLine bool     // the screen's cursor follows output that did not end in a newline
+	status  barStatus
+	done    int64 // items done
+	closed  bool
+}
+
+// barStatus is what the bar shows besides the count: the total (-1:
+// unknown) and the rest of the status text in parts; ready once the
+// progress has begun. The count is the display's own, so that a redraw
+// right after an item's output counts that item.
+type barStatus struct {
+	total int64
+	parts []statusPart
+	ready bool
 }
 
 // newDisplay returns the display for --progress mode on ios's stderr.
@@ -53,20 +69,57 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 			mode = progressAlways
 		}
 	}
-	return &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval)}
+	d := &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval),
+		width: ios.TerminalWidth, outOnScreen: ios.IsStdoutTTY()}
+	if mode == progressAlways {
+		d.bar = newTermBar(ios.ErrOut)
+	}
+	return d
 }
 
 // shows reports whether the display shows progress at all.
 func (d *display) shows() bool { return d.mode != progressNever }
 
 // write runs fn, which writes to stderr or stdout, with the bar erased,
-// and draws the bar again at once.
+// and draws the bar again at once. What fn writes to the screen goes
+// through writers from screen, so that the display knows where the
+// cursor is.
 func (d *display) write(fn func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.eraseLocked()
 	fn()
-	d.drawLocked(d.last)
+	d.drawLocked()
+}
+
+// screen returns a writer to w for use inside write's fn that tells the
+// display what reaches the screen: stderr, and stdout when it is a
+// terminal (out).
+func (d *display) screen(w io.Writer, out bool) io.Writer {
+	if d.bar == nil || (out && !d.outOnScreen) {
+		return w
+	}
+	return screenWriter{d, w}
+}
+
+// screenWriter writes to the screen through a display. Its Write
+// requires d.mu held: it is called from inside display.write.
+type screenWriter struct {
+	d *display
+	w io.Writer
+}
+
+func (s screenWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.d.sawLocked(p[:n])
+	return n, err
+}
+
+// sawLocked notes that p reached the screen. Requires d.mu held.
+func (d *display) sawLocked(p []byte) {
+	if len(p) > 0 {
+		d.midLine = p[len(p)-1] != '\n'
+	}
 }
 
 // add counts n more items done.
@@ -78,33 +131,36 @@ func (d *display) add(n int) {
 
 // eraseLocked erases the bar. Requires d.mu held.
 func (d *display) eraseLocked() {
-	if d.drawn > 0 {
-		fmt.Fprintf(d.w, "\r%s\r", strings.Repeat(" ", d.drawn))
-		d.drawn = 0
+	if d.bar != nil {
+		d.bar.clear()
 	}
 }
 
-// drawLocked draws the bar with text s in place of the one on screen:
-// one write, no erasing first, padded to cover a longer previous one.
-// Requires d.mu held.
-func (d *display) drawLocked(s string) {
-	if d.mode != progressAlways || d.closed || s == "" {
+// drawLocked draws the bar with the latest status in place of the one on
+// screen, on a line of its own. Requires d.mu held.
+func (d *display) drawLocked() {
+	if d.bar == nil || d.closed || !d.status.ready {
 		return
 	}
-	pad := ""
-	if n := len([]rune(s)); n < d.drawn {
-		pad = strings.Repeat(" ", d.drawn-n)
+	if d.midLine {
+		// Output without a final newline stays whole: the bar goes below.
+		io.WriteString(d.w, "\n")
+		d.midLine = false
 	}
-	fmt.Fprintf(d.w, "\r%s%s", s, pad)
-	d.drawn = max(len([]rune(s)), d.drawn)
-	d.last = s
+	parts := append([]statusPart{{text: countText(d.done, d.status.total)}}, d.status.parts...)
+	d.bar.draw(d.done, d.status.total, parts, d.width())
 }
 
-// close erases the bar for good.
+// close erases the bar for good, and ends a line that output left open,
+// so that what follows (the summary) starts a line of its own.
 func (d *display) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.eraseLocked()
+	if d.bar != nil && d.midLine {
+		io.WriteString(d.w, "\n")
+		d.midLine = false
+	}
 	d.closed = true
 }
 
@@ -124,7 +180,9 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 	p.samples = append(p.samples, sample{time.Now(), 0})
 	if d.mode == progressAlways {
 		d.mu.Lock()
-		d.drawLocked(p.bar(0, total.get()) + " 0 done")
+		tot := total.get()
+		d.status = barStatus{total: tot, parts: p.status(time.Now(), 0, t.snapshot(), b.Stats(), tot)[1:], ready: true}
+		d.drawLocked()
 		d.mu.Unlock()
 	}
 	tick := time.NewTicker(every)
@@ -139,14 +197,16 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 			d.mu.Lock()
 			doneN := d.done
 			d.mu.Unlock()
-			text := p.text(now, doneN, ts, st, total.get())
+			tot := total.get()
+			parts := p.status(now, doneN, ts, st, tot)
 			d.mu.Lock()
 			if d.mode == progressLines {
 				if !d.closed {
-					fmt.Fprintf(d.w, "pace: %s\n", text)
+					fmt.Fprintf(d.w, "pace: %s\n", joinStatus(parts))
 				}
 			} else {
-				d.drawLocked(p.bar(doneN, total.get()) + " " + text)
+				d.status = barStatus{total: tot, parts: parts[1:], ready: true}
+				d.drawLocked()
 			}
 			d.mu.Unlock()
 		}
@@ -196,46 +256,65 @@ func newProgress(rules []throttle.Rule, jobs int) *progress {
 	return p
 }
 
-// rate returns the items done per unit over the recent window at now.
-func (p *progress) rate(now time.Time, done int64) float64 {
+// rate returns the rate shown, per unit: items done over the recent
+// window (at least a second, so that two quick items are not read as a
+// burst rate), and never more than any count rule's calls in its window
+// now divided by that window (st's Used: the calls of earlier runs and of
+// a fleet count too). So the figure is never above what a rule allows,
+// however it is read.
+func (p *progress) rate(now time.Time, done int64, st throttle.Stats) float64 {
 	p.samples = append(p.samples, sample{now, done})
 	for len(p.samples) > 2 && now.Sub(p.samples[1].at) >= rateWindow {
 		p.samples = p.samples[1:]
 	}
 	first := p.samples[0]
-	span := now.Sub(first.at)
-	if span <= 0 {
-		return 0
+	span := max(now.Sub(first.at), time.Second)
+	r := float64(done-first.done) / span.Seconds()
+	for _, rs := range st.Rules {
+		if !rs.Rule.Cost && rs.Rule.Window > 0 {
+			r = min(r, float64(rs.Used)/rs.Rule.Window.Seconds())
+		}
 	}
-	return float64(done-first.done) / span.Seconds() * p.unit.Seconds()
+	return r * p.unit.Seconds()
 }
 
-// text is the status: "120/1000 done, 3 failed, 4.9/s, waiting on 5/s, ETA 3m20s".
-func (p *progress) text(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) string {
-	var parts []string
-	if total >= 0 {
-		parts = append(parts, fmt.Sprintf("%d/%d done", done, total))
-	} else {
-		parts = append(parts, fmt.Sprintf("%d done", done))
-	}
+// status is the status in parts: "120/1000 done, 3 failed, 4.9/s,
+// waiting on 5/s, ETA 3m20s". A narrow terminal drops the rate first,
+// then the rule, the ETA and the failures; never the count.
+func (p *progress) status(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) []statusPart {
+	parts := []statusPart{{text: countText(done, total)}}
 	if t.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", t.Failed))
+		parts = append(parts, statusPart{fmt.Sprintf("%d failed", t.Failed), 1})
 	}
-	parts = append(parts, formatRate(p.rate(now, done))+p.unitStr)
+	parts = append(parts, statusPart{formatRate(p.rate(now, done, st)) + p.unitStr, 4})
 	switch b := st.Busiest(); {
 	case st.PausedUntil.After(now):
-		parts = append(parts, fmt.Sprintf("paused by the server for %s", roundETA(st.PausedUntil.Sub(now))))
+		parts = append(parts, statusPart{fmt.Sprintf("paused by the server for %s", roundETA(st.PausedUntil.Sub(now))), 3})
 	case b >= 0 && st.Rules[b].Usage >= 1:
-		parts = append(parts, fmt.Sprintf("waiting on %s", st.Rules[b].Rule))
+		parts = append(parts, statusPart{fmt.Sprintf("waiting on %s", st.Rules[b].Rule), 3})
 	case b >= 0:
-		parts = append(parts, fmt.Sprintf("%s at %.0f%%", st.Rules[b].Rule, st.Rules[b].Usage*100))
+		parts = append(parts, statusPart{fmt.Sprintf("%s at %.0f%%", st.Rules[b].Rule, st.Rules[b].Usage*100), 3})
 	}
 	if total >= 0 && done < total {
 		if eta, ok := p.eta(now, total-t.ItemsStarted, t, st.PausedUntil); ok {
-			parts = append(parts, "ETA "+roundETA(eta))
+			parts = append(parts, statusPart{"ETA " + roundETA(eta), 2})
 		}
 	}
-	return strings.Join(parts, ", ")
+	return parts
+}
+
+// countText is the status's first part: "120/1000 done", or "120 done"
+// while the total is unknown (-1).
+func countText(done, total int64) string {
+	if total >= 0 {
+		return fmt.Sprintf("%d/%d done", done, total)
+	}
+	return fmt.Sprintf("%d done", done)
+}
+
+// text is the status as one line.
+func (p *progress) text(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) string {
+	return joinStatus(p.status(now, done, t, st, total))
 }
 
 // etaSimulated bounds the calls the ETA simulates; past that it scales.
@@ -274,17 +353,6 @@ func (p *progress) eta(now time.Time, left int64, t tallySnapshot, pausedUntil t
 	return last + t.P50, true
 }
 
-// bar draws a 20-cell bar of done out of total, or a count when the total
-// is unknown.
-func (p *progress) bar(done, total int64) string {
-	const width = 20
-	if total <= 0 {
-		return "[" + strings.Repeat("·", width) + "]"
-	}
-	filled := int(min(done, total) * width / total)
-	return "[" + strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + "]"
-}
-
 // roundETA writes d to the second, or to the minute past an hour.
 func roundETA(d time.Duration) string {
 	if d >= time.Hour {
@@ -305,6 +373,9 @@ func newTotal() *total {
 func (t *total) set(n int64) { t.n.Store(n) }
 func (t *total) get() int64  { return t.n.Load() }
 
+// setOnce sets the total unless it is known already.
+func (t *total) setOnce(n int64) { t.n.CompareAndSwap(-1, n) }
+
 // displayWriter is an io.Writer that writes through a display.
 type displayWriter struct {
 	d *display
@@ -312,6 +383,6 @@ type displayWriter struct {
 }
 
 func (dw displayWriter) Write(p []byte) (n int, err error) {
-	dw.d.write(func() { n, err = dw.w.Write(p) })
+	dw.d.write(func() { n, err = dw.d.screen(dw.w, false).Write(p) })
 	return n, err
 }

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -61,73 +63,125 @@ func TestNewDisplayMode(t *testing.T) {
 	}
 }
 
-// TestDisplayBar checks how the bar is drawn: each draw is one write,
-// "\r" and the text, padded to cover a longer bar before; it is erased
-// only before other output, and drawn again right after it.
-func TestDisplayBar(t *testing.T) {
-	w := &writeLog{}
-	d := &display{w: w, mode: progressAlways}
-	draw := func(s string) {
-		d.mu.Lock()
-		d.drawLocked(s)
-		d.mu.Unlock()
-	}
+// testDisplay returns a display with a bar on a screen cols wide.
+func testDisplay(cols int) (*display, *screen) {
+	scr := newScreen(cols)
+	d := &display{w: scr, mode: progressAlways, width: func() int { return cols }, outOnScreen: true, bar: newTermBar(scr)}
+	return d, scr
+}
+
+// setStatus draws the bar with done of total and the parts after the
+// count.
+func (d *display) setStatus(done, total int64, parts ...statusPart) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.done = done
+	d.status = barStatus{total: total, parts: parts, ready: true}
+	d.drawLocked()
+}
+
+// TestDisplayKeepsOutput checks what the screen shows as output and the
+// bar alternate: output is never drawn over, output without a final
+// newline stays whole with the bar on the line below, and the bar is gone
+// once the display is closed, the summary on a line of its own.
+func TestDisplayKeepsOutput(t *testing.T) {
+	d, scr := testDisplay(40)
 	check := func(step string, want ...string) {
 		t.Helper()
-		if got := w.take(); !slices.Equal(got, want) {
-			t.Errorf("%s: writes %q, want %q", step, got, want)
+		if got := scr.text(); !slices.Equal(got, want) {
+			t.Errorf("%s: screen\n%q\nwant\n%q", step, got, want)
 		}
 	}
-	draw("[█·] 1/2 done, 5.00/s")
-	check("first draw", "\r[█·] 1/2 done, 5.00/s")
-	draw("[██] 2/2 done")
-	check("shorter draw", "\r[██] 2/2 done        ")
-	draw("[██] 2/2 done, longer than both")
-	check("longer draw", "\r[██] 2/2 done, longer than both")
+	d.setStatus(1, 4, statusPart{"waiting on 2/s", 3})
+	// 40 columns: the rule is dropped rather than the bar made narrow.
+	check("first draw", "  25% [█████···············]  1/4 done")
+	d.setStatus(2, 4)
+	check("redraw", "  50% [██████████··········]  2/4 done")
 
-	d.write(func() { w.Write([]byte("job output\n")) })
-	check("output", "\r"+strings.Repeat(" ", 31)+"\r", "job output\n", "\r[██] 2/2 done, longer than both")
-	dw := displayWriter{d, w}
+	out := d.screen(&bytesWriter{scr}, true)
+	d.write(func() { out.Write([]byte(`{"id":1}`)) })
+	check("output without a newline", `{"id":1}`, "  50% [██████████··········]  2/4 done")
+	d.write(func() { out.Write([]byte(`{"id":2}`)) })
+	check("more output", `{"id":1}`, `{"id":2}`, "  50% [██████████··········]  2/4 done")
+	d.write(func() { out.Write([]byte("line\n")) })
+	check("a whole line", `{"id":1}`, `{"id":2}`, "line", "  50% [██████████··········]  2/4 done")
+	dw := displayWriter{d, scr}
 	fmt.Fprintf(dw, "pace: a warning\n")
-	check("warning", "\r"+strings.Repeat(" ", 31)+"\r", "pace: a warning\n", "\r[██] 2/2 done, longer than both")
-
+	check("a warning", `{"id":1}`, `{"id":2}`, "line", "pace: a warning", "  50% [██████████··········]  2/4 done")
+	d.write(func() { out.Write([]byte("last")) })
 	d.close()
-	check("close", "\r"+strings.Repeat(" ", 31)+"\r")
-	draw("[██] too late")
-	d.write(func() { w.Write([]byte("summary\n")) })
-	check("after close", "summary\n")
+	scr.Write([]byte("pace: summary\n"))
+	check("close", `{"id":1}`, `{"id":2}`, "line", "pace: a warning", "last", "pace: summary")
+	d.setStatus(3, 4)
+	check("after close", `{"id":1}`, `{"id":2}`, "line", "pace: a warning", "last", "pace: summary")
+	if scr.wraps > 0 || len(scr.errs) > 0 {
+		t.Errorf("screen: %d wraps, errors %q", scr.wraps, scr.errs)
+	}
+}
+
+// bytesWriter hides a writer's type, as a file would be hidden.
+type bytesWriter struct{ w *screen }
+
+func (b *bytesWriter) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// TestDisplayUnknownTotal: a spinner while the total is unknown, then a
+// bar from the count when it becomes known (progressbar/v3's own count
+// would have wrapped modulo the bar's width).
+func TestDisplayUnknownTotal(t *testing.T) {
+	d, scr := testDisplay(80)
+	for i := range int64(45) {
+		d.setStatus(i, -1)
+	}
+	if got := scr.text(); len(got) != 1 || !regexp.MustCompile(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]  44 done$`).MatchString(got[0]) {
+		t.Errorf("spinner: screen %q, want one line, a spinner and 44 done", got)
+	}
+	d.setStatus(45, 90)
+	if got, want := scr.text(), []string{"  50% [" + strings.Repeat("█", 20) + strings.Repeat("·", 20) + "]  45/90 done"}; !slices.Equal(got, want) {
+		t.Errorf("once the total is known: screen %q, want %q", got, want)
+	}
+}
+
+// TestDisplayFitsTheWidth: at any width the bar's line leaves the last
+// column free; parts are dropped, rate first, before the bar gets under
+// ten cells, and the count is cut last.
+func TestDisplayFitsTheWidth(t *testing.T) {
+	parts := []statusPart{{"3 failed", 1}, {"4.90/s", 4}, {"waiting on 5/s", 3}, {"ETA 3m20s", 2}}
+	for _, tt := range []struct {
+		cols  int
+		total int64
+		want  string
+	}{
+		{200, 1000, "  12% [████····································]  120/1000 done, 3 failed, 4.90/s, waiting on 5/s, ETA 3m20s"},
+		{80, 1000, "  12% [█·········]  120/1000 done, 3 failed, 4.90/s, waiting on 5/s, ETA 3m20s"},
+		{60, 1000, "  12% [█·············]  120/1000 done, 3 failed, ETA 3m20s"},
+		{40, 1000, "  12% [█··············]  120/1000 done"},
+		{25, 1000, "  12% []  120/1000 done"},
+		{24, 1000, "  12% []  120/1000 do…"},
+		{20, 1000, "  12% []  120/100…"},
+		{40, -1, "⠋  120 done, 3 failed, ETA 3m20s"},
+		{10, -1, "⠋  120 …"},
+	} {
+		d, scr := testDisplay(tt.cols)
+		d.setStatus(120, tt.total, parts...)
+		got := scr.text()
+		if len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%d columns, total %d: screen %q, want %q", tt.cols, tt.total, got, tt.want)
+		}
+		if len(got) == 1 && utf8.RuneCountInString(got[0]) > tt.cols-1 {
+			t.Errorf("%d columns: line %q is %d wide", tt.cols, got[0], utf8.RuneCountInString(got[0]))
+		}
+	}
 }
 
 func TestDisplayWithoutBar(t *testing.T) {
 	for _, mode := range []string{progressLines, progressNever} {
 		w := &writeLog{}
 		d := &display{w: w, mode: mode}
-		d.mu.Lock()
-		d.drawLocked("[··] 0 done")
-		d.mu.Unlock()
-		d.write(func() { w.Write([]byte("job output\n")) })
+		d.setStatus(0, 2)
+		d.write(func() { d.screen(w, true).Write([]byte("job output")) })
 		d.close()
-		if got, want := w.take(), []string{"job output\n"}; !slices.Equal(got, want) {
+		if got, want := w.take(), []string{"job output"}; !slices.Equal(got, want) {
 			t.Errorf("--progress %s: writes %q, want only %q", mode, got, want)
-		}
-	}
-}
-
-func TestProgressBar(t *testing.T) {
-	p := newProgress(nil, 1)
-	for _, tt := range []struct {
-		done, total int64
-		want        string
-	}{
-		{0, -1, "[····················]"},
-		{0, 10, "[····················]"},
-		{5, 10, "[██████████··········]"},
-		{10, 10, "[████████████████████]"},
-		{12, 10, "[████████████████████]"},
-		{1, 3, "[██████··············]"},
-	} {
-		if got := p.bar(tt.done, tt.total); got != tt.want {
-			t.Errorf("bar(%d, %d) = %q, want %q", tt.done, tt.total, got, tt.want)
 		}
 	}
 }
@@ -166,12 +220,13 @@ func TestProgressRate(t *testing.T) {
 		want float64
 	}{
 		{0, 0, 0},                         // one sample: no rate yet
+		{200 * time.Millisecond, 2, 2},    // 2 in 200ms: over a second at least
 		{2 * time.Second, 10, 5},          // 10 in 2s
 		{10 * time.Second, 20, 2},         // 20 in 10s
 		{12 * time.Second, 20, 10.0 / 10}, // the first sample has left the window: 10 in the last 10s
 		{20 * time.Second, 20, 0},         // nothing in the last 10s
 	} {
-		if got := p.rate(t0.Add(tt.at), tt.done); got != tt.want {
+		if got := p.rate(t0.Add(tt.at), tt.done, throttle.Stats{}); got != tt.want {
 			t.Errorf("rate(t0+%v, %d) = %v, want %v", tt.at, tt.done, got, tt.want)
 		}
 	}
@@ -181,7 +236,7 @@ func TestProgressText(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	r5, r500 := throttle.Rule{N: 5, Window: time.Second}, throttle.Rule{N: 500, Window: time.Minute}
 	stats := func(u5, u500 float64) throttle.Stats {
-		return throttle.Stats{Rules: []throttle.RuleStats{{Rule: r5, Usage: u5}, {Rule: r500, Usage: u500}}}
+		return throttle.Stats{Rules: []throttle.RuleStats{{Rule: r5, Used: int(u5 * 5), Usage: u5}, {Rule: r500, Used: int(u500 * 500), Usage: u500}}}
 	}
 	paused := stats(0, 0)
 	paused.PausedUntil = t0.Add(10*time.Second + 3*time.Second)
@@ -193,10 +248,13 @@ func TestProgressText(t *testing.T) {
 		total int64
 		want  string
 	}{
-		{"unknown total", 50, tallySnapshot{}, stats(0.4, 0.1), -1, "50 done, 5.00/s, 5/s at 40%"},
-		{"waiting on a rule", 50, tallySnapshot{Failed: 3, ItemsStarted: 53}, stats(1, 0.1), 100, "50/100 done, 3 failed, 5.00/s, waiting on 5/s, ETA 9s"},
-		{"busiest rule", 50, tallySnapshot{ItemsStarted: 50}, stats(0.2, 0.96), 100, "50/100 done, 5.00/s, 500/m at 96%, ETA 9s"},
-		{"paused by the server", 50, tallySnapshot{ItemsStarted: 50}, paused, -1, "50 done, 5.00/s, paused by the server for 3s"},
+		// 50 done in 10s, but 50 calls in 500/m's minute: 0.83/s over
+		// that rule's window.
+		{"unknown total", 50, tallySnapshot{}, stats(0.4, 0.1), -1, "50 done, 0.83/s, 5/s at 40%"},
+		{"waiting on a rule", 50, tallySnapshot{Failed: 3, ItemsStarted: 53}, stats(1, 0.1), 100, "50/100 done, 3 failed, 0.83/s, waiting on 5/s, ETA 9s"},
+		// 1 call in 5/s's last second: 1/s, though 5/s over 10s.
+		{"busiest rule", 50, tallySnapshot{ItemsStarted: 50}, stats(0.2, 0.96), 100, "50/100 done, 1.00/s, 500/m at 96%, ETA 9s"},
+		{"paused by the server", 50, tallySnapshot{ItemsStarted: 50}, paused, -1, "50 done, 0.00/s, paused by the server for 3s"},
 		{"all done", 100, tallySnapshot{ItemsStarted: 100}, throttle.Stats{}, 100, "100/100 done, 10.0/s"},
 	} {
 		p := newProgress([]throttle.Rule{r5, r500}, 100)
@@ -359,11 +417,13 @@ func TestProgressLines(t *testing.T) {
 				// The last admission is at 5.23s: the run takes 5.26s, 5
 				// ticks.
 				want := []string{
-					"pace: 2/10 done, 2.00/s, waiting on 2/1s300ms, ETA 4s",
-					"pace: 4/10 done, 2.00/s, waiting on 2/1s300ms, ETA 3s",
-					"pace: 6/10 done, 2.00/s, waiting on 2/1s300ms, ETA 2s",
-					"pace: 8/10 done, 2.00/s, waiting on 2/1s300ms, ETA 1s",
-					"pace: 8/10 done, 1.60/s, waiting on 2/1s300ms, ETA 0s",
+					// The rate is 2 calls in the rule's 1.3s, not 2 in the
+					// last second: never above the rule.
+					"pace: 2/10 done, 1.54/s, waiting on 2/1s300ms, ETA 4s",
+					"pace: 4/10 done, 1.54/s, waiting on 2/1s300ms, ETA 3s",
+					"pace: 6/10 done, 1.54/s, waiting on 2/1s300ms, ETA 2s",
+					"pace: 8/10 done, 1.54/s, waiting on 2/1s300ms, ETA 1s",
+					"pace: 8/10 done, 1.54/s, waiting on 2/1s300ms, ETA 0s",
 				}
 				if !slices.Equal(lines, want) {
 					t.Errorf("status lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -374,8 +434,8 @@ func TestProgressLines(t *testing.T) {
 }
 
 // TestProgressBarOnTerminal runs a session with stderr a terminal: the bar
-// is drawn in place, with the total counted from the input file, and
-// erased before the summary.
+// is drawn in place, with the total counted from the input file, its rate
+// never above the rule, and it is gone before the summary.
 func TestProgressBarOnTerminal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testOptions(t, 1, "4/s")
@@ -386,42 +446,19 @@ func TestProgressBarOnTerminal(t *testing.T) {
 		if code := ts.run(); code != ExitOK {
 			t.Fatalf("run = exit %d\n%s", code, ts.errOut)
 		}
-		stderr := ts.errOut.String()
-		bar, summary, ok := strings.Cut(stderr, "\rpace: 8 ok")
-		if !ok {
-			t.Fatalf("stderr = %q, want the bar, erased, then the summary", stderr)
+		raw := ts.errOut.String()
+		scr := newScreen(80)
+		scr.Write([]byte(raw))
+		lines := scr.text()
+		if len(lines) == 0 || !strings.HasPrefix(lines[0], "pace: 8 ok") || scr.wraps > 0 || len(scr.errs) > 0 {
+			t.Errorf("screen after the run:\n%s\nwant the summary alone (wraps %d, errors %q)", strings.Join(lines, "\n"), scr.wraps, scr.errs)
 		}
-		if strings.Contains(summary, "\r") || strings.Contains(bar, "\n") {
-			t.Errorf("stderr = %q, want the bar on one line, redrawn in place, and nothing of it after the summary", stderr)
+		if want := regexp.MustCompile(`\r  50% \[█{14}·{14}\]  4/8 done, 4\.00/s, waiting on 4/s, ETA 1s \x1b\[0K`); !want.MatchString(raw) {
+			t.Errorf("stderr %q lacks a bar matching %s", raw, want)
 		}
-		// Every piece between carriage returns is a bar, or spaces that
-		// erase it: once before each of the 8 jobs' output (on stdout,
-		// the same terminal) and once for good before the summary.
-		re := regexp.MustCompile(`^\[[█·]{20}\] \d+(/8)? done(, .*)? *$`)
-		erased := 0
-		for _, piece := range strings.Split(bar, "\r")[1:] {
-			switch {
-			case piece == "":
-			case strings.TrimLeft(piece, " ") == "":
-				erased++
-			case !re.MatchString(piece):
-				t.Errorf("bar %q does not match %s", piece, re)
-			}
-		}
-		if erased != 9 {
-			t.Errorf("bar erased %d times, want 9 (before each job's output, and at the end): %q", erased, bar)
-		}
-		// An erase is followed at once by the bar drawn again, or by the
-		// summary: never a blank line between draws.
-		if n := len(regexp.MustCompile(`\r +(\r\r\[|$)`).FindAllString(bar, -1)); n != erased {
-			t.Errorf("%d of %d erases followed by a redraw or the summary: %q", n, erased, bar)
-		}
-		for _, want := range []string{
-			"\r[····················] 0 done",
-			"\r[██████████··········] 4/8 done, 20.0/s, waiting on 4/s, ETA 1s",
-		} {
-			if !strings.Contains(bar, want) {
-				t.Errorf("bar %q lacks %q", bar, want)
+		for _, m := range regexp.MustCompile(`([0-9.]+)/s,`).FindAllStringSubmatch(raw, -1) {
+			if r, _ := strconv.ParseFloat(m[1], 64); r > 4 {
+				t.Errorf("the bar shows %s/s under 4/s", m[1])
 			}
 		}
 	})
@@ -435,5 +472,31 @@ func TestTotal(t *testing.T) {
 	tot.set(42)
 	if got := tot.get(); got != 42 {
 		t.Errorf("get() after set(42) = %d", got)
+	}
+}
+
+// TestProgressETAAfterResume: the calls of an earlier run (a job log's,
+// seeded into the tally) still fill the rule's window, and the ETA waits
+// for them to leave it, as the backend does; it was "ETA 9s" for 100
+// items under 100/m with the minute spent.
+func TestProgressETAAfterResume(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	rules, err := throttle.ParseRules("100/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTally(rules)
+	earlier := make([]throttle.Call, 100)
+	for i := range earlier {
+		earlier[i] = throttle.Call{At: now.Add(-10*time.Second - time.Duration(i)*time.Millisecond), Cost: 1}
+	}
+	tl.seed(earlier)
+	p := newProgress(rules, 4)
+	if got, _ := p.eta(now, 100, tl.snapshot(), time.Time{}); got != 50*time.Second {
+		t.Errorf("eta with the minute spent 10s ago = %v, want 50s (the earlier calls leave the window)", got)
+	}
+	// Ten seconds later, with nothing started, the ETA has gone down by as much.
+	if got, _ := p.eta(now.Add(10*time.Second), 100, tl.snapshot(), time.Time{}); got != 40*time.Second {
+		t.Errorf("eta 10s later = %v, want 40s", got)
 	}
 }

@@ -177,6 +177,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
 	rec.learn = learn
+	rec.tally.seed(earlierCalls(jl)) // the ETA counts what earlier runs spent
 	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
 	rec.out.broken = func() {
@@ -204,7 +205,9 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	sigs.arm(rec.tally.inFlight, stop, cancelJobs)
 
-	// The reader: items as they arrive, counted.
+	// The reader: items as they arrive, counted. At the input's end the
+	// total is known, if counting the input did not tell it before.
+	total := newTotal()
 	in := make(chan runner.Item)
 	readDone := make(chan struct{})
 	var (
@@ -231,6 +234,9 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 			}
 		}
 		readErr, readAll = err, err == nil && readCtx.Err() == nil
+		if readAll {
+			total.setOnce(readN)
+		}
 	}()
 	if ios.IsStdinTTY() && s.input.r == ios.In {
 		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
@@ -238,11 +244,10 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 
 	var wg sync.WaitGroup
 	runDone := make(chan struct{})
-	total := newTotal()
-	if disp.shows() && s.input.counter != nil {
-		wg.Go(func() { // count a regular file's items for the total and the ETA
+	if disp.shows() && s.input.countable() {
+		wg.Go(func() { // count a regular file's or ::: items for the total and the ETA
 			if n := jl.toRun(s.input.count(readCtx, s.readOpts)); n >= 0 {
-				total.set(n)
+				total.setOnce(n)
 			}
 		})
 	}

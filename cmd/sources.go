@@ -84,8 +84,12 @@ func (opts *RunOptions) openInput(stdin io.Reader) (*input, error) {
 		}
 		values = append(values, vs)
 	}
+	n := int64(1)
+	for _, vs := range values {
+		n *= int64(len(vs))
+	}
 	return &input{r: &productReader{values: values, idx: make([]int, len(values))}, name: "the ::: items",
-		close: func() error { return nil }, product: true}, nil
+		close: func() error { return nil }, product: true, known: n}, nil
 }
 
 // readSourceFile reads the items of one :::: file ("-" is stdin).

@@ -53,6 +53,39 @@ func newTally(rules []throttle.Rule) *tally {
 	return t
 }
 
+// seed counts earlier runs' admissions (a job log's) among the recent
+// ones, oldest first, so that the ETA replays the windows they still
+// fill: a resumed run waits for them as the backend does.
+func (t *tally) seed(calls []throttle.Call) {
+	if t.keep == 0 || len(calls) == 0 {
+		return
+	}
+	calls = slices.SortedFunc(slices.Values(calls), func(a, b throttle.Call) int { return a.At.Compare(b.At) })
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range calls[max(len(calls)-t.keep, 0):] {
+		if len(t.recent) < t.keep {
+			t.recent = append(t.recent, c)
+		} else {
+			t.recent[t.recentNext] = c
+			t.recentNext = (t.recentNext + 1) % t.keep
+		}
+	}
+}
+
+// earlierCalls returns the admissions of the earlier runs in jl, the job
+// log, if any.
+func earlierCalls(jl *jobLog) []throttle.Call {
+	if jl == nil {
+		return nil
+	}
+	calls := make([]throttle.Call, len(jl.earlier.Entries))
+	for i, e := range jl.earlier.Entries {
+		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
+	}
+	return calls
+}
+
 // failedItem names an item that failed for good.
 type failedItem struct {
 	Seq    int64  `json:"seq"`

@@ -1,0 +1,190 @@
+package cmd
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// termBar draws the progress bar on a terminal with progressbar/v3, and
+// makes up for what that library does not do (docs/design.md, "The
+// progress bar"):
+//
+//   - It draws only when pace says so. The library renders from Add and
+//     Describe too, and RenderBlank is throttled; so the library writes
+//     through a gate that pace opens for one RenderBlank at a time, with
+//     OptionThrottle(0), and pace's own ticker decides when to redraw.
+//   - Clear reads the bar's state without the bar's lock, and options are
+//     set after creation without it: every call is made by the display
+//     under the display's lock, and the library runs no goroutine of its
+//     own (spinner interval 0).
+//   - With an unknown total the library's count wraps modulo the bar's
+//     width: pace draws a spinner then, and makes a new bar when the total
+//     becomes known.
+//   - The library fits the bar to the terminal only when its writer is an
+//     *os.File, and never cuts the text: pace reads the width at each draw
+//     and cuts the text to fit it.
+//
+// It is not safe for concurrent use: the display serialises every call.
+type termBar struct {
+	w     *gate
+	pb    *progressbar.ProgressBar
+	max   int64 // the total the bar was made for; -1: a spinner
+	drawn bool  // the bar is on screen
+}
+
+// gate passes writes to w only while open, and drops them otherwise.
+type gate struct {
+	w    io.Writer
+	open bool
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	if !g.open {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+// The bar's layout: "  42% [████······] 12/30 done, ..." or, with an
+// unknown total, "⠙  12 done, ...". The overheads are the columns
+// progressbar/v3 adds around the text: the percentage, the brackets and
+// the spaces; a test measures them against what it renders.
+const (
+	barOverhead     = 11 // "%4d%% " "[" "]" " " " " text " "
+	spinnerOverhead = 4  // spinner "  " text " "
+	maxBarCells     = 40
+	minBarCells     = 10
+)
+
+// barTheme draws with the same cells as pace's status before.
+var barTheme = progressbar.Theme{Saucer: "█", SaucerPadding: "·", BarStart: "[", BarEnd: "]"}
+
+func newTermBar(w io.Writer) *termBar { return &termBar{w: &gate{w: w}, max: -2} }
+
+// reset makes a new bar for total items (-1: unknown, a spinner).
+func (b *termBar) reset(total int64) {
+	b.pb = progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(b.w),
+		progressbar.OptionThrottle(0),
+		progressbar.OptionUseANSICodes(true),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(false),
+		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionSetTheme(barTheme),
+	)
+	b.max = total
+}
+
+// draw draws the bar in place of the one on screen, if any: done of
+// total items (total < 1: unknown) and the status parts that fit in cols
+// columns, never the last one (a terminal may wrap there). The cursor is
+// at the start of a line the bar may have for itself.
+func (b *termBar) draw(done, total int64, parts []statusPart, cols int) {
+	if total < 1 {
+		total = -1
+	}
+	if total != b.max {
+		b.clear()
+		b.reset(total)
+	}
+	overhead := barOverhead
+	if total < 0 {
+		overhead = spinnerOverhead
+	}
+	text, cells, ok := fitStatus(parts, cols-1, overhead, total > 0)
+	if !ok {
+		b.clear()
+		return
+	}
+	if total > 0 {
+		b.pb.Set64(min(done, total)) // renders, into the closed gate
+		if b.pb.IsFinished() {
+			// The library draws nothing more once full: the run is
+			// ending, the bar goes.
+			b.clear()
+			return
+		}
+	}
+	progressbar.OptionSetWidth(cells)(b.pb)
+	progressbar.OptionSetDescription(text)(b.pb)
+	b.w.open = true
+	b.pb.RenderBlank()
+	b.w.open = false
+	b.drawn = true
+}
+
+// clear erases the bar, leaving the cursor at the start of its line.
+func (b *termBar) clear() {
+	if !b.drawn {
+		return
+	}
+	b.w.open = true
+	b.pb.Clear()
+	b.w.open = false
+	b.drawn = false
+}
+
+// statusPart is one part of the status text; parts with a higher drop
+// are dropped first when the terminal is too narrow (0: never dropped).
+type statusPart struct {
+	text string
+	drop int
+}
+
+// joinStatus joins parts with commas.
+func joinStatus(parts []statusPart) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = p.text
+	}
+	return strings.Join(s, ", ")
+}
+
+// fitStatus returns the status text that fits in room columns beside
+// overhead columns of decoration and, with a bar, the bar's cells: up to
+// maxBarCells, and at least minBarCells as long as parts can be dropped;
+// past that the text is cut with an ellipsis. ok is false when not even
+// that fits.
+func fitStatus(parts []statusPart, room, overhead int, bar bool) (text string, cells int, ok bool) {
+	parts = append([]statusPart(nil), parts...)
+	least := 0
+	if bar {
+		least = minBarCells
+	}
+	for {
+		text = joinStatus(parts)
+		free := room - overhead - utf8.RuneCountInString(text)
+		if free >= least {
+			if bar {
+				cells = min(free, maxBarCells)
+			}
+			return text, cells, true
+		}
+		worst := -1
+		for i, p := range parts {
+			if p.drop > 0 && (worst < 0 || p.drop > parts[worst].drop) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		parts = append(parts[:worst], parts[worst+1:]...)
+	}
+	// Nothing more to drop: a narrower bar, then a shorter text.
+	free := room - overhead - utf8.RuneCountInString(text)
+	if free >= 0 {
+		return text, free, true
+	}
+	keep := room - overhead
+	if keep < 1 {
+		return "", 0, false
+	}
+	r := []rune(text)
+	return string(r[:keep-1]) + "…", 0, true
+}
