@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
@@ -55,9 +56,11 @@ The call costs 1, or --cost N under --cost-rate rules. With
 slot is held until the command ends, and comes back at once if pace is
 killed (on Linux the command is killed with it). The command runs
 directly (no shell unless you write one), with pace's stdin, stdout and
-stderr. pace sends it SIGTERM and SIGINT that pace receives; in the
-foreground of a terminal Ctrl-C reaches the command directly, and pace
-does not send it a second time.
+stderr. pace sends it the signals that pace receives while it runs:
+SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH, so its
+traps run as under a shell, and pace exits with its status. In the
+foreground of a terminal, Ctrl-C, Ctrl-\ and a resize reach the command
+directly, and pace does not send them a second time.
 
 --wait-only admits the call and exits 0 without running anything: to
 pace a step that is not a command, or to tell pace's exit status from
@@ -281,8 +284,9 @@ func startError(name string, err error) error {
 }
 
 // runForeground runs argv (path found) with pace's standard streams,
-// sending it the signals pace receives meanwhile, and returns its exit
-// status as a shell gives it.
+// sending it the signals pace receives meanwhile (SIGINT and SIGTERM from
+// f, and those notifyForwarded names), and returns its exit status as a
+// shell gives it.
 func runForeground(f *Factory, path string, argv []string) int {
 	ios := f.IOStreams
 	c := &exec.Cmd{Path: path, Args: argv, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
@@ -291,6 +295,12 @@ func runForeground(f *Factory, path string, argv []string) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dieWithPace(c)
+	// The signals a shell leaves to its command (HUP, USR1, QUIT...) are
+	// caught from before the start, so that none kills pace (and with it
+	// the command, without its traps) or is lost.
+	more := make(chan os.Signal, 8)
+	notifyForwarded(more)
+	defer signal.Stop(more)
 	if err := c.Start(); err != nil {
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", startError(argv[0], err))
 		return startExitCode(err)
@@ -302,6 +312,8 @@ func runForeground(f *Factory, path string, argv []string) int {
 		for {
 			select {
 			case sig := <-f.Signals:
+				forwardSignal(c.Process, sig)
+			case sig := <-more:
 				forwardSignal(c.Process, sig)
 			case <-done:
 				return

@@ -7,6 +7,10 @@ import "os"
 // exitStatus returns a finished command's exit status.
 func exitStatus(ps *os.ProcessState) int { return ps.ExitCode() }
 
+// notifyForwarded does nothing: SIGINT (from the Factory) is the one
+// signal Windows delivers.
+func notifyForwarded(chan<- os.Signal) {}
+
 // forwardSignal sends sig, which pace received, to the command p, where
 // the system can. A console sends Ctrl-C to every process attached to it,
 // the command included, so Windows needs nothing more.

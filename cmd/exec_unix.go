@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"os"
+	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,14 +19,27 @@ func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// forwardSignal sends sig, which pace received, to the command p. A
-// SIGINT is not sent while pace is in the foreground of a terminal: it
-// came from Ctrl-C, which the terminal sent to the command too, as to
-// every process of the foreground group, and a second one would make
-// many programs skip their cleanup.
+// forwardedSignals are the signals pace exec catches only to send them
+// on to its command: those a shell leaves to the command it runs. (SIGINT
+// and SIGTERM come through the Factory.)
+var forwardedSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
+
+// notifyForwarded makes the signals of forwardedSignals arrive on c
+// instead of taking their default action on pace.
+func notifyForwarded(c chan<- os.Signal) { signal.Notify(c, forwardedSignals...) }
+
+// forwardSignal sends sig, which pace received, to the command p. The
+// signals a terminal sends to its whole foreground process group (SIGINT
+// from Ctrl-C, SIGQUIT from Ctrl-\, SIGWINCH at a resize) are not sent
+// while pace is in the foreground: the command, in pace's process group,
+// has had them already, and a second SIGINT would make many programs skip
+// their cleanup.
 func forwardSignal(p *os.Process, sig os.Signal) {
-	if sig == os.Interrupt && inForeground() {
-		return
+	switch sig {
+	case os.Interrupt, syscall.SIGQUIT, syscall.SIGWINCH:
+		if inForeground() {
+			return
+		}
 	}
 	_ = p.Signal(sig)
 }
