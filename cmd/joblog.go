@@ -15,6 +15,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/regfile"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -113,7 +114,9 @@ func openJobLog(o *JobLogOptions, rules []throttle.Rule, prepare func(*runner.Jo
 	if j == nil || err != nil {
 		return nil, err
 	}
-	if j.w, err = joblog.Open(o.JobLog, rules); err != nil {
+	if j.w, err = joblog.Open(o.JobLog, rules); errors.Is(err, regfile.ErrNotRegular) {
+		return nil, notRegularJobLog(err) // swapped in since it was read
+	} else if err != nil {
 		return nil, err
 	}
 	j.cost = slices.ContainsFunc(rules, func(r throttle.Rule) bool { return r.Cost })
@@ -131,16 +134,15 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 		command = jobLogCommand
 	}
 	j := &jobLog{path: o.JobLog, command: command, earlier: &joblog.Log{}}
-	f, err := os.Open(o.JobLog)
+	f, err := regfile.Open(o.JobLog, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, regfile.ErrNotRegular):
+		return nil, notRegularJobLog(err)
 	case err != nil:
 		return nil, fmt.Errorf("job log: %w", err)
 	default:
 		defer f.Close()
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("job log %s: not a regular file: pace reads and appends to a file of its own", o.JobLog)
-		}
 		j.earlier, err = joblog.Read(f)
 		if err != nil {
 			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
@@ -159,6 +161,17 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 		}})
 	}
 	return j, nil
+}
+
+// notRegularJobLog is the error for a job log path that is not a regular
+// file (a *regfile.NotRegularError in err): "job log f is a FIFO, not a
+// regular file: ...".
+func notRegularJobLog(err error) error {
+	var nr *regfile.NotRegularError
+	if !errors.As(err, &nr) {
+		return err
+	}
+	return fmt.Errorf("job log %w: pace reads and appends to a file of its own", nr)
 }
 
 // seed gives b the admissions of earlier runs, so that the rules hold

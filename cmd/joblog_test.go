@@ -185,7 +185,7 @@ func TestOpenJobLogErrors(t *testing.T) {
 	}
 	dir := t.TempDir()
 	if _, err := openJobLog(&JobLogOptions{JobLog: dir}, nil, echoPrepare, nil); err == nil ||
-		err.Error() != "job log "+dir+": not a regular file: pace reads and appends to a file of its own" {
+		err.Error() != "job log "+dir+" is a directory, not a regular file: pace reads and appends to a file of its own" {
 		t.Errorf("openJobLog(a directory) = %v", err)
 	}
 	if jl, err := openJobLog(&JobLogOptions{}, nil, echoPrepare, nil); jl != nil || err != nil {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pace-cli/pace/internal/regfile"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -116,40 +117,49 @@ func appendFixed(dst []byte, v int64, decimals int) []byte {
 // be written: the log stops there, whole, and later rows are refused.
 var ErrWriteFailed = errors.New("job log write failed")
 
-// Writer appends rows to a job log file. Each row is one write to the
-// file, so a killed pace loses only the rows of jobs still running. A row
-// that cannot be written whole (a full disk) is cut off again, so the log
-// never ends in a torn row, and every later Write fails at once: the log
-// is well-formed and holds exactly the rows written before the failure. A
-// Writer is safe for concurrent use.
+// Writer appends rows to a job log file. Each row is one write to a file
+// opened for appending (O_APPEND), so rows land whole at the end of the
+// file as it is at that moment: a killed pace loses only the rows of jobs
+// still running, other processes appending to the same log (a second pace,
+// a note added by hand) lose nothing and splice nothing, and a log cut to
+// nothing under a run (logrotate's copytruncate) goes on from its new end
+// rather than from a remembered offset (which would leave a hole of NULs).
+//
+// Writers in different processes take an advisory lock on the file
+// (flock) around each row, so that cutting off a torn row never cuts
+// another pace's row: a row that cannot be written whole (a full disk) is
+// cut off again, so the log never ends in a torn row, and every later
+// Write fails at once: the log is well-formed and holds exactly the rows
+// written before the failure. A Writer is safe for concurrent use.
 type Writer struct {
 	path string
 
 	mu     sync.Mutex
 	f      *os.File
-	size   int64 // length of the file's well-formed content
 	buf    []byte
 	failed error
 }
 
 // Open opens the job log at path for appending, creating it if needed. It
 // writes the header (with rules, see HeaderFor) when the file is empty,
-// and a newline first when the file ends in a partial row.
+// and a newline first when the file ends in a partial row. A path that is
+// not a regular file (a FIFO, a device, a directory) is refused at once,
+// with an error wrapping regfile.ErrNotRegular.
 func Open(path string, rules []throttle.Rule) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := regfile.Open(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open job log: %w", err)
 	}
+	w := &Writer{path: path, f: f}
+	// Under the lock, so that two pace starting on a new log write one
+	// header between them.
+	unlock := lock(f)
+	defer unlock()
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open job log: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("open job log %s: not a regular file", path)
-	}
-	w := &Writer{path: path, f: f, size: fi.Size()}
 	var prefix string
 	if fi.Size() == 0 {
 		prefix = HeaderFor(rules) + "\n"
@@ -184,26 +194,49 @@ func (w *Writer) Write(e Entry) error {
 		return w.failed
 	}
 	w.buf = AppendEntry(w.buf[:0], e)
+	unlock := lock(w.f)
+	defer unlock()
 	return w.write(w.buf)
 }
 
-// write appends b at the end of the well-formed content, or cuts off what
-// part of it made it and fails for good. Requires w.mu held (or w not yet
-// shared).
+// write appends b at the end of the file, or cuts off what part of it
+// made it and fails for good. Requires w.mu held (or w not yet shared)
+// and the file lock.
 func (w *Writer) write(b []byte) error {
-	n, err := w.f.WriteAt(b, w.size)
+	n, err := w.f.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		if terr := w.f.Truncate(w.size); terr != nil {
-			err = errors.Join(err, fmt.Errorf("cut off the partial row: %w", terr))
+		if n > 0 {
+			if cerr := w.cutOff(n); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("cut off the partial row: %w", cerr))
+			}
 		}
 		w.failed = fmt.Errorf("write job log %s: %w: %w", w.path, ErrWriteFailed, err)
 		return w.failed
 	}
-	w.size += int64(n)
 	return nil
+}
+
+// cutOff removes the n bytes the last write left at the end of the file.
+// With O_APPEND the write began where the file ended then, whatever its
+// length was before, and the descriptor's offset is now just past those
+// bytes. Nothing is cut if anything was appended after them (a writer that
+// takes no lock): that would cut its row instead. Requires the file lock.
+func (w *Writer) cutOff(n int) error {
+	end, err := w.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	fi, err := w.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != end {
+		return fmt.Errorf("%d bytes were appended after it by another writer", fi.Size()-end)
+	}
+	return w.f.Truncate(end - int64(n))
 }
 
 // Close flushes the file to disk and closes it. It reports a failure to

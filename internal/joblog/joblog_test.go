@@ -3,6 +3,7 @@ package joblog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -417,4 +418,121 @@ func smallTmpfs(t *testing.T, size string) string {
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	return dir
+}
+
+// Two writers on one log (two pace runs, each with its own descriptor)
+// lose no row and splice none, whatever the rows' lengths.
+func TestWritersShareALog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.log")
+	const perWriter = 200
+	var wg sync.WaitGroup
+	for wi := range 2 {
+		w, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer w.Close()
+			for i := range perWriter {
+				cmd := fmt.Sprintf("w%d %s", wi, strings.Repeat("x", (i*37+wi*11)%500))
+				if err := w.Write(Entry{Seq: i + 1, Start: jobT0, Command: cmd}); err != nil {
+					t.Errorf("writer %d: Write(seq %d) error: %v", wi, i+1, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), Header); n != 1 {
+		t.Errorf("shared job log has %d headers, want 1", n)
+	}
+	got, err := readEntries(bytes.NewReader(data))
+	if err != nil || len(got) != 2*perWriter {
+		t.Fatalf("readEntries(shared log) = %d rows, %v; want %d rows", len(got), err, 2*perWriter)
+	}
+	for _, e := range got {
+		wi := strings.Index("w0 w1 ", e.Command[:min(3, len(e.Command))]) / 3
+		if want := fmt.Sprintf("w%d %s", wi, strings.Repeat("x", ((e.Seq-1)*37+wi*11)%500)); wi < 0 || e.Command != want {
+			t.Errorf("row %d has command %.60q, want %.60q", e.Seq, e.Command, want)
+		}
+	}
+}
+
+// A log cut to nothing under a run (logrotate's copytruncate) goes on
+// from its new end: no hole of NULs, and the rows after the cut read back.
+func TestWriterLogTruncatedUnderIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rot.log")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := 1; i <= 3; i++ {
+		if err := w.Write(Entry{Seq: i, Start: jobT0, Command: "before"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i <= 5; i++ {
+		if err := w.Write(Entry{Seq: i, Start: jobT0, Command: "after"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		t.Fatalf("truncated job log holds NUL bytes: %q", data[:min(len(data), 80)])
+	}
+	got, err := readEntries(bytes.NewReader(data))
+	if err != nil || len(got) != 2 || got[0].Seq != 4 || got[1].Seq != 5 {
+		t.Errorf("readEntries(truncated log) = %+v, %v; want rows 4 and 5", got, err)
+	}
+}
+
+// On a full disk shared by two writers each cuts off only its own torn
+// row: the log stays well-formed and holds every row either wrote.
+func TestWritersShareAFullDisk(t *testing.T) {
+	dir := smallTmpfs(t, "16k")
+	path := filepath.Join(dir, "j.log")
+	var written [2]int
+	var wg sync.WaitGroup
+	for wi := range 2 {
+		w, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer w.Close()
+			for i := 1; i <= 1000; i++ {
+				cmd := fmt.Sprintf("w%d %s", wi, strings.Repeat("x", 100+(i*37)%300))
+				if err := w.Write(Entry{Seq: i, Start: jobT0, Command: cmd}); err != nil {
+					if !errors.Is(err, ErrWriteFailed) {
+						t.Errorf("writer %d: Write error = %v, want ErrWriteFailed", wi, err)
+					}
+					return
+				}
+				written[wi]++
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		t.Fatalf("job log ends in a torn row: ...%q", data[max(0, len(data)-40):])
+	}
+	got, err := readEntries(bytes.NewReader(data))
+	if err != nil || len(got) != written[0]+written[1] {
+		t.Errorf("job log holds %d rows (%v), want the %d+%d written", len(got), err, written[0], written[1])
+	}
 }
