@@ -123,7 +123,9 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.outputFailed(outErr)
 		}
 		r.tally.done(res, r.s.show)
-		r.record(res)
+		if !ev.RetryDropped { // else its row was written when it finished
+			r.record(res)
+		}
 		r.disp.add(1)
 		if r.s.opts.Halt.observe(res) {
 			r.halt(res)

@@ -287,6 +287,12 @@ type Event struct {
 	Result *Result
 	// Retry is set on a JobFinished whose item will be tried again.
 	Retry bool
+	// RetryDropped is set on a JobDone whose Result was already reported
+	// by a JobFinished with Retry set, and whose retry was then dropped
+	// (Stop, a cancelled context or a failed admission during its
+	// backoff): that attempt stands as the item's last. Count attempts by
+	// JobFinished events; a JobDone with RetryDropped is not one more.
+	RetryDropped bool
 	// InFlight is the number of attempts running after the event.
 	InFlight int
 }

@@ -171,7 +171,7 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 		pool:    p,
 		next:    1,
 		nextOut: 1,
-		order:   make(map[int64]*Result),
+		order:   make(map[int64]orderedResult),
 		starts:  make(map[int64]int),
 		pending: make(map[int64]retry),
 	}
@@ -262,7 +262,7 @@ type state struct {
 	retries   []retry
 	next      int64 // Seq of the next item
 	nextOut   int64 // Seq of the next JobDone with KeepOrder
-	order     map[int64]*Result
+	order     map[int64]orderedResult
 	starts    map[int64]int // per item in flight: times it could not start before
 	inputDone bool
 	stopping  bool
@@ -358,7 +358,7 @@ func (s *state) admitted(a admission, admitCtx, ctx context.Context, results cha
 			s.stopping = true
 		}
 		if r.last != nil {
-			s.final(r.last) // a retry that never ran: the last attempt stands
+			s.dropped(r.last) // a retry that never ran: the last attempt stands
 		} else {
 			s.skip(a.job.Seq)
 		}
@@ -423,19 +423,27 @@ func (s *state) ended(r *Result) {
 }
 
 // final delivers an item's final result, in order with KeepOrder.
-func (s *state) final(r *Result) {
+func (s *state) final(r *Result) { s.finalEvent(r, false) }
+
+// dropped delivers r, an attempt already reported by a JobFinished that
+// announced a retry, as final: the retry will not come.
+func (s *state) dropped(r *Result) { s.finalEvent(r, true) }
+
+// finalEvent delivers r's JobDone, in order with KeepOrder; dropped says
+// whether r's retry was dropped (Event.RetryDropped).
+func (s *state) finalEvent(r *Result, dropped bool) {
 	if !s.pool.opts.KeepOrder {
-		s.deliver(r)
+		s.deliver(r, dropped)
 		return
 	}
-	s.order[r.Job.Seq] = r
+	s.order[r.Job.Seq] = orderedResult{r, dropped}
 	s.flush()
 }
 
 // skip records that item seq will have no result (it was never started).
 func (s *state) skip(seq int64) {
 	if s.pool.opts.KeepOrder {
-		s.order[seq] = nil
+		s.order[seq] = orderedResult{}
 		s.flush()
 	}
 }
@@ -449,16 +457,23 @@ func (s *state) flush() {
 		}
 		delete(s.order, s.nextOut)
 		s.nextOut++
-		if r != nil {
-			s.deliver(r)
+		if r.res != nil {
+			s.deliver(r.res, r.dropped)
 		}
 	}
 }
 
 // deliver reports r as final and drops its output.
-func (s *state) deliver(r *Result) {
-	s.pool.opts.OnEvent(Event{Kind: JobDone, Job: r.Job, Result: r, InFlight: s.inFlight})
+func (s *state) deliver(r *Result, dropped bool) {
+	s.pool.opts.OnEvent(Event{Kind: JobDone, Job: r.Job, Result: r, RetryDropped: dropped, InFlight: s.inFlight})
 	r.Close()
+}
+
+// orderedResult is an item's final result waiting for its turn with
+// KeepOrder: nil res for an item that was never started.
+type orderedResult struct {
+	res     *Result
+	dropped bool // its retry was dropped (Event.RetryDropped)
 }
 
 // failRetries makes the last attempt of every queued retry final; a job
@@ -466,7 +481,7 @@ func (s *state) deliver(r *Result) {
 func (s *state) failRetries() {
 	for _, r := range s.retries {
 		if r.last != nil {
-			s.final(r.last)
+			s.dropped(r.last)
 		} else {
 			s.skip(r.job.Seq)
 		}

@@ -1237,3 +1237,74 @@ func TestPoolReadsItemsOnlyAsNeeded(t *testing.T) {
 		}
 	})
 }
+
+// TestPoolDroppedRetryIsMarked: an attempt whose retry is dropped during
+// its backoff (Stop, a cancelled context; with KeepOrder or not) comes
+// back as the item's JobDone with RetryDropped set, so that a consumer
+// writing one record per attempt (a job-log row on each JobFinished with
+// Retry, and on each other JobDone) writes exactly one per JobFinished.
+func TestPoolDroppedRetryIsMarked(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		keepOrder bool
+		cancel    bool
+	}{
+		{"stop", false, false},
+		{"stop, keep order", true, false},
+		{"cancel", false, true},
+		{"cancel, keep order", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ex := &fakeExec{run: func(_ context.Context, j *Job) *Result {
+					if j.Item == "ok" {
+						return &Result{}
+					}
+					return &Result{ExitCode: 3}
+				}}
+				rec := &recorder{}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var p *Pool
+				finished := 0
+				p = newPool(t, Options{Jobs: 1, Executor: ex, Retries: 2, KeepOrder: tt.keepOrder,
+					RetryDelay: func(*Result) time.Duration { return time.Hour },
+					OnEvent: func(e Event) {
+						rec.on(e)
+						if e.Kind == JobFinished {
+							if finished++; finished == 3 { // fail, ok, fail: two retries wait
+								if tt.cancel {
+									cancel()
+								} else {
+									p.Stop()
+								}
+							}
+						}
+					}})
+				if err := p.Run(ctx, feed("a", "ok", "b", "c")); err != nil {
+					t.Fatalf("Run = %v, want nil", err)
+				}
+				records := 0
+				for _, e := range rec.list() {
+					switch {
+					case e.Kind == JobFinished && e.Retry:
+						records++
+					case e.Kind == JobDone && !e.RetryDropped:
+						records++
+					}
+				}
+				if n := len(rec.of(JobFinished)); records != n {
+					t.Errorf("%d records for %d attempts (events %q), want one per attempt", records, n, rec.kinds())
+				}
+				for _, d := range rec.of(JobDone) {
+					if want := d.Job.Item != "ok"; d.RetryDropped != want {
+						t.Errorf("JobDone %d (%s): RetryDropped = %v, want %v", d.Job.Seq, d.Job.Item, d.RetryDropped, want)
+					}
+				}
+				if got := rec.doneSeqs(); len(got) != 3 {
+					t.Errorf("JobDone for %v, want three items", got)
+				}
+			})
+		})
+	}
+}
