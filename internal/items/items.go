@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/pace-cli/pace/runner"
@@ -21,6 +22,11 @@ const DefaultMaxItem = 1 << 20
 
 // ErrItemTooLong is wrapped by the error of an Item longer than the limit.
 var ErrItemTooLong = runner.Permanent(errors.New("item too long"))
+
+// ErrItemNUL is wrapped by the error of an item read by lines that holds a
+// NUL byte: no command line can carry one (exec refuses it), and a job log
+// row must not either.
+var ErrItemNUL = runner.Permanent(errors.New("holds a NUL byte"))
 
 // ReadOptions say how ReadItems splits its input into items.
 type ReadOptions struct {
@@ -139,6 +145,12 @@ func Scan(r io.Reader, opts ReadOptions, yield func(runner.Item) error) error {
 				return nil
 			}
 			continue
+		case sep == '\n' && strings.IndexByte(text, 0) >= 0:
+			quoted := strconv.Quote(text)
+			if len(quoted) > 60 {
+				quoted = quoted[:57] + "..."
+			}
+			it.Err = fmt.Errorf("item %s %w, which no command line can carry: remove it, or give NUL-separated items with -0", quoted, ErrItemNUL)
 		default:
 			it.Text = text
 			if opts.ColSep != nil {

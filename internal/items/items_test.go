@@ -44,6 +44,8 @@ func TestRead(t *testing.T) {
 		{"nul", "a\nb\x00c d\x00\x00", ReadOptions{NUL: true}, []string{"a\nb", "c d"}},
 		{"nul keeps cr", "a\r\x00", ReadOptions{NUL: true}, []string{"a\r"}},
 		{"skip", "a\n#x\nb\n", ReadOptions{Skip: func(s string) bool { return s[0] == '#' }}, []string{"a", "b"}},
+		{"nul in a line", "a\nb\x00c\nd\n", ReadOptions{},
+			[]string{"a", `ERR item "b\x00c" holds a NUL byte, which no command line can carry: remove it, or give NUL-separated items with -0`, "d"}},
 		{"too long", "ok\n" + strings.Repeat("x", 11) + "\nfine\n" + strings.Repeat("y", 10), ReadOptions{MaxLen: 10},
 			[]string{"ok", "ERR item too long: longer than 10 bytes", "fine", strings.Repeat("y", 10)}},
 	}
