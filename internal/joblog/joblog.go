@@ -153,8 +153,9 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	w := &Writer{path: path, f: f}
 	// Under the lock, so that two pace starting on a new log write one
 	// header between them.
-	unlock := lock(f)
-	defer unlock()
+	if lock(f) {
+		defer unlock(f)
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -194,8 +195,9 @@ func (w *Writer) Write(e Entry) error {
 		return w.failed
 	}
 	w.buf = AppendEntry(w.buf[:0], e)
-	unlock := lock(w.f)
-	defer unlock()
+	if lock(w.f) {
+		defer unlock(w.f)
+	}
 	return w.write(w.buf)
 }
 

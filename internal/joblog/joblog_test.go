@@ -536,3 +536,19 @@ func TestWritersShareAFullDisk(t *testing.T) {
 		t.Errorf("job log holds %d rows (%v), want the %d+%d written", len(got), err, written[0], written[1])
 	}
 }
+
+// BenchmarkWriterWrite measures one row appended under the file lock.
+func BenchmarkWriterWrite(b *testing.B) {
+	w, err := Open(filepath.Join(b.TempDir(), "j.log"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	e := Entry{Seq: 1, Start: jobT0, Runtime: time.Second, Command: "echo " + strings.Repeat("x", 40)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Write(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

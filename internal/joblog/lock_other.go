@@ -4,6 +4,9 @@ package joblog
 
 import "os"
 
-// lock does nothing where pace takes no file locks: appends are still
+// lock takes no lock where pace takes no file locks: appends are still
 // whole rows.
-func lock(*os.File) (unlock func()) { return func() {} }
+func lock(*os.File) bool { return false }
+
+// unlock does nothing.
+func unlock(*os.File) {}

@@ -8,25 +8,19 @@ import (
 )
 
 // lock takes an exclusive advisory lock on f, waiting for other pace
-// processes that hold it (for one row each), and returns its release. A
-// file system without locks (some network ones) goes unlocked: appends
-// are still whole rows, only a torn row's cut-off is less safe.
-func lock(f *os.File) (unlock func()) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return func() {}
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = syscall.Flock(int(fd), syscall.LOCK_EX); ferr != syscall.EINTR {
-				return
-			}
+// processes that hold it (for one row each). It reports whether it holds
+// the lock: a file system without locks (some network ones) goes
+// unlocked, where appends are still whole rows and only a torn row's
+// cut-off is less safe.
+func lock(f *os.File) bool {
+	fd := int(f.Fd()) // a regular file: blocking already
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err == nil
 		}
-	}); err != nil || ferr != nil {
-		return func() {}
-	}
-	return func() {
-		rc.Control(func(fd uintptr) { syscall.Flock(int(fd), syscall.LOCK_UN) })
 	}
 }
+
+// unlock releases the lock that lock took on f.
+func unlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
