@@ -160,7 +160,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		cf.Dir = d
 	}
 	if err := os.MkdirAll(cf.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("localstore: state directory: %w", err)
+		return nil, unusableDir(cf.Dir, err)
 	}
 	s := &Store{
 		cf:     cf,
@@ -182,8 +182,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Reset holds this lock exclusive while it removes the files.
 	f, err := lockWait(ctx, s.paths.open, false, cf.Timeout, nil)
 	if err != nil {
-		if errors.Is(err, errLockTimeout) {
+		switch {
+		case errors.Is(err, errLockTimeout):
 			err = fmt.Errorf("localstore: quota %q: %s stayed %v for %s: %w", s.key, s.paths.open, err, cf.Timeout, throttle.ErrBackend)
+		case ctx.Err() == nil:
+			err = unusableDir(cf.Dir, err)
 		}
 		return nil, err
 	}
@@ -191,7 +194,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if cf.GlobalJobs > 0 {
 		if err := os.MkdirAll(s.paths.slot, 0o700); err != nil {
 			_ = s.present.Close()
-			return nil, fmt.Errorf("localstore: quota %q: slots: %w", s.key, err)
+			return nil, unusableDir(cf.Dir, err)
 		}
 		s.slots = newSlotSet(s.paths.slot, cf.GlobalJobs)
 	}
@@ -200,6 +203,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// unusableDir is the error of Open when the state directory dir cannot
+// hold the store (a file in its place, no permission to write, a
+// read-only file system): the store failed, and says where.
+func unusableDir(dir string, err error) error {
+	return fmt.Errorf("localstore: state directory %s: %w (want a directory this user can write in): %w", dir, err, throttle.ErrBackend)
 }
 
 // checkStored checks, before any job runs, that the quota is not kept
