@@ -8,7 +8,3 @@ import "syscall"
 // SIGKILL (a pace that is interrupted or terminated kills its jobs itself).
 
 func deathSignal(*syscall.SysProcAttr) {}
-
-const startsOnOwnThread = false
-
-func lockThread() {}

@@ -6,12 +6,10 @@
 package command
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
@@ -78,15 +76,7 @@ type Executor struct {
 	// Dir, if not empty, is the children's working directory.
 	Dir string
 
-	once    sync.Once
-	starts  chan startReq
-	stopped chan struct{}
-}
-
-// startReq asks the starter to start c; the answer comes on done.
-type startReq struct {
-	c    *exec.Cmd
-	done chan error
+	sp spawner // what the platform's Execute keeps between jobs
 }
 
 // Prepare sets job.Argv. Its errors (an unparseable line) mean the job
@@ -103,112 +93,26 @@ func (e *Executor) Prepare(job *runner.Job) error {
 	return nil
 }
 
-// start starts c, from the starter's thread where children must be (see
-// death_linux.go).
-func (e *Executor) start(c *exec.Cmd) error {
-	if !startsOnOwnThread {
-		return c.Start()
+// Close stops the threads children are started from and releases what
+// the executor keeps between jobs. Call it once every job has ended: on
+// Linux a child whose starting thread ends is killed.
+func (e *Executor) Close() error { return e.sp.close() }
+
+// grace returns the time between SIGTERM and SIGKILL.
+func (e *Executor) grace() time.Duration {
+	if e.KillGrace > 0 {
+		return e.KillGrace
 	}
-	e.once.Do(func() {
-		e.starts, e.stopped = make(chan startReq), make(chan struct{})
-		go e.starter()
-	})
-	req := startReq{c: c, done: make(chan error, 1)}
-	select {
-	case e.starts <- req:
-		return <-req.done
-	case <-e.stopped:
-		return errors.New("executor closed")
-	}
+	return defaultKillGrace
 }
 
-// starter starts every child from one goroutine locked to its thread, so
-// that the children's parent thread lives as long as the executor.
-func (e *Executor) starter() {
-	lockThread()
-	for {
-		select {
-		case req := <-e.starts:
-			req.done <- req.c.Start()
-		case <-e.stopped:
-			return
-		}
-	}
-}
-
-// Close stops the thread children are started from. Call it once every
-// job has ended: on Linux a child whose starting thread ends is killed.
-func (e *Executor) Close() error {
-	e.once.Do(func() { e.stopped = make(chan struct{}) })
-	select {
-	case <-e.stopped:
-	default:
-		close(e.stopped)
-	}
-	return nil
-}
-
-// Execute runs job.Argv and waits for it. It returns a Result with the
-// exit code or signal, the captured output, Sent (when the program had
-// started), and Err set when the program could not be started.
-func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
-	res := &runner.Result{
-		Job:      *job,
-		ExitCode: -1,
-		Timeout:  e.Timeout,
-		Stdout:   runner.NewCapture(e.SpillLimit, e.TempDir),
-		Stderr:   runner.NewCapture(e.SpillLimit, e.TempDir),
-	}
-	grace := e.KillGrace
-	if grace <= 0 {
-		grace = defaultKillGrace
-	}
-	jctx := ctx
-	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
-		defer cancel()
-	}
-	c := exec.CommandContext(jctx, job.Argv[0], job.Argv[1:]...)
-	c.Stdin = nil // the null device
-	c.Stdout, c.Stderr = res.Stdout, res.Stderr
-	c.Env, c.Dir = e.Env, e.Dir
-	c.WaitDelay = grace
-	setProcAttr(c)
-	c.Cancel = func() error {
-		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
-		return signalGroup(c.Process, hard)
-	}
-	err := e.start(c)
-	if err == nil {
-		res.Sent = time.Now()
-		err = c.Wait()
-	}
-	if jctx.Err() != nil && c.Process != nil {
-		// Whatever survived the grace period in the job's group goes now.
-		signalGroup(c.Process, true)
-	}
-	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
-	if c.ProcessState != nil {
-		res.ExitCode = c.ProcessState.ExitCode()
-		res.Signal = exitSignal(c.ProcessState)
-	}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil, errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
-		// The exit status says it all; ErrWaitDelay only means a
-		// background child held the output open past the grace period.
-	case c.ProcessState == nil:
-		res.Err = startError(job, err)
-	default:
-		res.Err = fmt.Errorf("job %d: %w", job.Seq, err)
-	}
+// outputErr sets res.Err, if nothing else went wrong, when output was lost.
+func (e *Executor) outputErr(res *runner.Result) {
 	if res.Err == nil {
 		if cerr := errors.Join(res.Stdout.Err(), res.Stderr.Err()); cerr != nil {
-			res.Err = fmt.Errorf("job %d: output: %w", job.Seq, cerr)
+			res.Err = fmt.Errorf("job %d: output: %w", res.Job.Seq, cerr)
 		}
 	}
-	return res
 }
 
 // startError describes why job's program could not start: not found and

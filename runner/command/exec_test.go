@@ -51,9 +51,18 @@ func helper(mode, arg string) {
 		pgid, _ := syscall.Getpgid(0)
 		fmt.Printf("pid %d pgid %d", os.Getpid(), pgid)
 	case "parent":
-		// Acts as pace: runs one job that records its pid and sleeps.
+		// Acts as pace: runs parentJobs jobs at once, so that they start
+		// from different threads, each recording its pid and sleeping.
 		e := &Executor{Builder: Lines{}}
-		e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "echo $$ > " + arg + ".tmp; mv " + arg + ".tmp " + arg + "; exec sleep 60"}})
+		done := make(chan bool)
+		for i := range parentJobs {
+			f := fmt.Sprintf("%s.%d", arg, i)
+			go func() {
+				e.Execute(context.Background(), &runner.Job{Seq: int64(i + 1), Argv: []string{"sh", "-c", "echo $$ > " + f + ".tmp; mv " + f + ".tmp " + f + "; exec sleep 60"}})
+				done <- true
+			}()
+		}
+		<-done
 		os.Exit(0)
 	case "hang", "ignore-term":
 		if mode == "ignore-term" {
@@ -70,6 +79,10 @@ func helper(mode, arg string) {
 		time.Sleep(time.Hour) // killed long before; select{} would die of deadlock without -race
 	}
 }
+
+// parentJobs is how many jobs the "parent" helper runs at once: more than
+// there are starter threads.
+const parentJobs = 6
 
 // helperArgv returns the argv that runs this binary in mode.
 func helperArgv(t *testing.T, mode, arg string) (*Executor, *runner.Job) {
@@ -179,14 +192,15 @@ func TestExecuteTimeoutKillsProcessGroup(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			pidFile := t.TempDir() + "/gc"
 			e, job := helperArgv(t, mode, pidFile)
-			e.Timeout, e.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+			// Long enough for the helper to start its grandchild on a busy machine.
+			e.Timeout, e.KillGrace = 1500*time.Millisecond, 200*time.Millisecond
 			start := time.Now()
 			res := e.Execute(context.Background(), job)
 			res.Close()
 			if !res.TimedOut || res.OK() || res.Signal == 0 {
 				t.Errorf("got %s (timed out %v, signal %d), want a timeout and a signal", res.Status(), res.TimedOut, res.Signal)
 			}
-			if !strings.HasPrefix(res.Status(), "timed out after 300ms") {
+			if !strings.HasPrefix(res.Status(), "timed out after 1.5s") {
 				t.Errorf("Status() = %q", res.Status())
 			}
 			if d := time.Since(start); d > 5*time.Second {
@@ -313,7 +327,8 @@ func TestPoolWithRealProcesses(t *testing.T) {
 	}
 }
 
-// On Linux a job dies with pace, however pace dies: SIGKILL included.
+// On Linux a job dies with pace, however pace dies: SIGKILL included,
+// whichever starter thread started it.
 func TestJobDiesWithPace(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("only Linux can tie a child's life to its parent's (Pdeathsig)")
@@ -328,26 +343,128 @@ func TestJobDiesWithPace(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
+	files := make([]string, parentJobs)
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(pidFile); err == nil {
-			break
+	for i := range files {
+		files[i] = fmt.Sprintf("%s.%d", pidFile, i)
+		for {
+			if _, err := os.Stat(files[i]); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				parent.Process.Kill()
+				parent.Wait()
+				t.Fatalf("job %d did not start", i)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			parent.Process.Kill()
-			t.Fatal("the job did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	// Let the runtime move goroutines between threads for a while: the
 	// child must not die with the thread that happened to start it.
 	time.Sleep(200 * time.Millisecond)
-	if !alive(t, pidFile) {
-		t.Fatal("the job died while pace was alive")
+	for i, f := range files {
+		if !alive(t, f) {
+			t.Fatalf("job %d died while pace was alive", i)
+		}
 	}
 	parent.Process.Kill()
 	parent.Wait()
-	if !waitGone(t, pidFile) {
-		t.Error("the job outlived a pace killed with SIGKILL")
+	for i, f := range files {
+		if !waitGone(t, f) {
+			t.Errorf("job %d outlived a pace killed with SIGKILL", i)
+		}
+	}
+}
+
+// A job's background children may write its output after it exits, for as
+// long as the grace period: that output is the job's.
+func TestExecuteKeepsBackgroundOutput(t *testing.T) {
+	e := &Executor{Builder: Lines{}, KillGrace: 5 * time.Second}
+	defer e.Close()
+	res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "echo a; (sleep 0.2; echo b; echo c >&2) &"}})
+	defer res.Close()
+	if !res.OK() || string(res.Stdout.Bytes()) != "a\nb\n" || string(res.Stderr.Bytes()) != "c\n" {
+		t.Errorf("got %s, stdout %q, stderr %q; want ok, \"a\\nb\\n\", \"c\\n\"", res.Status(), res.Stdout.Bytes(), res.Stderr.Bytes())
+	}
+}
+
+// A background child that holds the output open past the grace period does
+// not hold the job: Execute returns with the output written so far.
+func TestExecuteBoundsBackgroundOutput(t *testing.T) {
+	pidFile := t.TempDir() + "/bg"
+	e := &Executor{Builder: Lines{}, KillGrace: 100 * time.Millisecond}
+	defer e.Close()
+	start := time.Now()
+	res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "echo a; sleep 60 & echo $! > " + pidFile}})
+	defer res.Close()
+	if b, err := os.ReadFile(pidFile); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if !res.OK() || string(res.Stdout.Bytes()) != "a\n" {
+		t.Errorf("got %s, stdout %q; want ok, \"a\\n\"", res.Status(), res.Stdout.Bytes())
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Execute took %v: the background child held it", d)
+	}
+}
+
+// Jobs run side by side keep their own exit codes and whole outputs.
+func TestExecuteConcurrentJobsKeepTheirOutput(t *testing.T) {
+	e := &Executor{Builder: Lines{}}
+	defer e.Close()
+	const n = 40
+	results := make(chan *runner.Result, n)
+	for i := range n {
+		go func() {
+			script := fmt.Sprintf("for k in 1 2 3 4 5; do echo %d-$k; echo e%d >&2; done; exit %d", i, i, i%7)
+			results <- e.Execute(context.Background(), &runner.Job{Seq: int64(i), Argv: []string{"sh", "-c", script}})
+		}()
+	}
+	for range n {
+		res := <-results
+		i := int(res.Job.Seq)
+		var want, wantErr strings.Builder
+		for k := 1; k <= 5; k++ {
+			fmt.Fprintf(&want, "%d-%d\n", i, k)
+			fmt.Fprintf(&wantErr, "e%d\n", i)
+		}
+		if res.Err != nil || res.ExitCode != i%7 || string(res.Stdout.Bytes()) != want.String() || string(res.Stderr.Bytes()) != wantErr.String() {
+			t.Errorf("job %d: exit %d err %v stdout %q stderr %q; want exit %d and its own output", i, res.ExitCode, res.Err, res.Stdout.Bytes(), res.Stderr.Bytes(), i%7)
+		}
+		res.Close()
+	}
+}
+
+func TestExecuteAfterClose(t *testing.T) {
+	e := &Executor{Builder: Lines{}}
+	e.Close()
+	res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"true"}})
+	if res.Err == nil || res.OK() {
+		t.Errorf("Execute after Close: %s, want an error", res.Status())
+	}
+}
+
+func TestExecuteCancelledBeforeStart(t *testing.T) {
+	e := &Executor{Builder: Lines{}}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := e.Execute(ctx, &runner.Job{Seq: 1, Argv: []string{"true"}})
+	if !errors.Is(res.Err, context.Canceled) || !res.Sent.IsZero() {
+		t.Errorf("Err = %v, Sent %v; want context.Canceled and nothing sent", res.Err, res.Sent)
+	}
+}
+
+func TestExecuteDirAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	e := &Executor{Builder: Lines{}, Dir: dir, Env: []string{"PACE_X=1", "PACE_X=2", "PATH=" + os.Getenv("PATH")}}
+	defer e.Close()
+	res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "pwd; echo $PACE_X"}})
+	defer res.Close()
+	real, _ := filepath.EvalSymlinks(dir)
+	if got := string(res.Stdout.Bytes()); got != real+"\n2\n" && got != dir+"\n2\n" {
+		t.Errorf("stdout %q, want %q then the last PACE_X, 2", got, dir)
 	}
 }

@@ -4,12 +4,12 @@ package command
 
 import (
 	"os"
-	"os/exec"
+	"syscall"
 )
 
-// setProcAttr does nothing where process groups do not exist: a job's
+// procAttr asks for nothing where process groups do not exist: a job's
 // children outlive a killed job, and the job outlives a killed pace.
-func setProcAttr(*exec.Cmd) {}
+func procAttr() *syscall.SysProcAttr { return nil }
 
 // signalGroup kills p; without process groups its children survive it.
 func signalGroup(p *os.Process, _ bool) error { return p.Kill() }

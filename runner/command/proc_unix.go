@@ -5,17 +5,17 @@ package command
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 )
 
-// setProcAttr makes the child the leader of a new process group, so that
-// a terminal's Ctrl-C reaches pace alone and a kill reaches everything the
+// procAttr makes the child the leader of a new process group, so that a
+// terminal's Ctrl-C reaches pace alone and a kill reaches everything the
 // job started, and (on Linux) makes the kernel kill the child when pace
 // dies (see deathSignal).
-func setProcAttr(c *exec.Cmd) {
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	deathSignal(c.SysProcAttr)
+func procAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	deathSignal(a)
+	return a
 }
 
 // signalGroup sends SIGTERM, or SIGKILL if hard, to p's process group. A

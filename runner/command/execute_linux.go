@@ -1,0 +1,320 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// How a job runs on Linux, and why, cheapest first:
+//
+//   - The kernel kills a child when pace dies (Pdeathsig), but the signal is
+//     tied to the thread that started the child, not to the process: Go
+//     starts a child from whatever thread the calling goroutine runs on, and
+//     the runtime may end that thread while the child runs, which would kill
+//     the child early. So children are started from a few goroutines locked
+//     to their threads for the executor's lifetime (starter). There are
+//     several because a start holds its thread until the child has exec'd
+//     (vfork): one thread would start children one at a time.
+//   - The exit is awaited through the runtime's netpoller on a pidfd, which
+//     becomes readable when the child exits, instead of a thread blocked in
+//     waitid for every running job.
+//   - The program is looked up in PATH once per run (pathCache), not once
+//     per job; the null device and the environment are prepared once.
+//   - Output goes through one pipe per stream into the job's Captures, read
+//     with pooled buffers. Pipes, not files, because they tell when the
+//     last writer is gone: a job's background children may go on writing
+//     after it exits, for up to KillGrace, and that output is the job's.
+
+// starters is how many threads start children.
+const starters = 4
+
+// spawner starts children and keeps what every job of an executor shares.
+type spawner struct {
+	once    sync.Once
+	starts  chan startReq
+	stopped chan struct{}
+	closed  sync.Once
+
+	setup    sync.Once
+	env      []string // the children's environment
+	devNull  *os.File // the children's stdin
+	setupErr error
+
+	paths pathCache
+}
+
+// startReq asks a starter to start a process; the answer comes on done.
+type startReq struct {
+	path string
+	argv []string
+	attr *os.ProcAttr
+	done chan startRes
+}
+
+type startRes struct {
+	p   *os.Process
+	err error
+}
+
+// start starts a process from a starter's thread.
+func (s *spawner) start(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	s.once.Do(func() {
+		s.starts, s.stopped = make(chan startReq), make(chan struct{})
+		for range starters {
+			go s.starter()
+		}
+	})
+	req := startReq{path: path, argv: argv, attr: attr, done: make(chan startRes, 1)}
+	select {
+	case s.starts <- req:
+		res := <-req.done
+		return res.p, res.err
+	case <-s.stopped:
+		return nil, errors.New("executor closed")
+	}
+}
+
+// starter starts children from a goroutine locked to its thread for good,
+// so that the children's parent thread lives as long as the executor: the
+// goroutine never unlocks, so its thread ends only when it returns, after
+// every child it started has been waited for.
+func (s *spawner) starter() {
+	runtime.LockOSThread()
+	for {
+		select {
+		case req := <-s.starts:
+			p, err := os.StartProcess(req.path, req.argv, req.attr)
+			req.done <- startRes{p, err}
+		case <-s.stopped:
+			return
+		}
+	}
+}
+
+func (s *spawner) close() error {
+	s.once.Do(func() { s.stopped = make(chan struct{}) })
+	s.closed.Do(func() { close(s.stopped) })
+	s.setup.Do(func() { s.setupErr = errors.New("executor closed") })
+	if s.devNull != nil {
+		s.devNull.Close()
+	}
+	return nil
+}
+
+// Execute runs job.Argv and waits for it. It returns a Result with the
+// exit code or signal, the captured output, Sent (when the program had
+// started), and Err set when the program could not be started.
+func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
+	res := &runner.Result{
+		Job:      *job,
+		ExitCode: -1,
+		Timeout:  e.Timeout,
+		Stdout:   runner.NewCapture(e.SpillLimit, e.TempDir),
+		Stderr:   runner.NewCapture(e.SpillLimit, e.TempDir),
+	}
+	grace := e.grace()
+	jctx := ctx
+	if e.Timeout > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
+		defer cancel()
+	}
+	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv)
+	if err != nil {
+		res.Err = startError(job, err)
+		return res
+	}
+	res.Sent = time.Now()
+	var copies sync.WaitGroup
+	copies.Go(func() { drain(res.Stdout, outR) })
+	copies.Go(func() { drain(res.Stderr, errR) })
+	w := watchExit(p, pidfd)
+
+	select {
+	case <-w.done:
+	case <-jctx.Done():
+		signalGroup(p, errors.Is(context.Cause(jctx), runner.ErrKillNow))
+		t := time.NewTimer(grace)
+		select {
+		case <-w.done:
+		case <-t.C:
+			signalGroup(p, true)
+			<-w.done
+		}
+		t.Stop()
+	}
+	// Background children may hold the output open: they have the grace
+	// period, counted from the exit or the cancellation, to close it.
+	outputDeadline := time.AfterFunc(grace, func() { outR.Close(); errR.Close() })
+	copies.Wait()
+	outputDeadline.Stop()
+	outR.Close()
+	errR.Close()
+	if jctx.Err() != nil {
+		// Whatever survived the grace period in the job's group goes now.
+		signalGroup(p, true)
+	}
+
+	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
+	if w.state != nil {
+		res.ExitCode = w.state.ExitCode()
+		res.Signal = exitSignal(w.state)
+	}
+	if w.err != nil {
+		res.Err = fmt.Errorf("job %d: %w", job.Seq, w.err)
+	}
+	e.outputErr(res)
+	return res
+}
+
+// spawn starts argv with its output going to two new pipes, whose read
+// ends it returns, with the child's pidfd (-1 for none).
+func (e *Executor) spawn(ctx context.Context, argv []string) (p *os.Process, pidfd int, outR, errR *os.File, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, -1, nil, nil, err
+	}
+	s := &e.sp
+	s.setup.Do(func() {
+		s.env = (&exec.Cmd{Env: e.Env, Dir: e.Dir}).Environ()
+		s.devNull, s.setupErr = os.Open(os.DevNull)
+	})
+	if s.setupErr != nil {
+		return nil, -1, nil, nil, s.setupErr
+	}
+	path, cached, err := s.paths.look(argv[0])
+	if err != nil {
+		return nil, -1, nil, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, -1, nil, nil, err
+	}
+	defer outW.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		return nil, -1, nil, nil, err
+	}
+	defer errW.Close()
+	for {
+		pidfd = -1
+		sys := procAttr()
+		if pidfdWorks() {
+			sys.PidFD = &pidfd
+		}
+		attr := &os.ProcAttr{Dir: e.Dir, Env: s.env, Files: []*os.File{s.devNull, outW, errW}, Sys: sys}
+		p, err = s.start(path, argv, attr)
+		if err == nil || !cached || resourceErr(err) {
+			break
+		}
+		// The program the cache knew failed to start: look again, once.
+		s.paths.forget(argv[0], path)
+		if path, cached, err = s.paths.look(argv[0]); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, -1, nil, nil, err
+	}
+	return p, pidfd, outR, errR, nil
+}
+
+// bufs holds the buffers output is read with.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// drain copies r into c until r ends or is closed.
+func drain(c *runner.Capture, r *os.File) {
+	b := bufs.Get().(*[]byte)
+	defer bufs.Put(b)
+	for {
+		n, err := r.Read(*b)
+		if n > 0 {
+			c.Write((*b)[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exitWatch learns how a child ended; done is closed once state or err is
+// set.
+type exitWatch struct {
+	done  chan struct{}
+	state *os.ProcessState
+	err   error
+}
+
+// watchExit waits for p in a goroutine. With a pidfd the goroutine waits
+// in the netpoller and only reaps the child once it has exited; without,
+// it blocks a thread in wait.
+func watchExit(p *os.Process, pidfd int) *exitWatch {
+	w := &exitWatch{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		if pidfd >= 0 {
+			awaitExit(pidfd)
+		}
+		w.state, w.err = p.Wait()
+	}()
+	return w
+}
+
+// awaitExit returns once the process of pidfd has exited, or at once if
+// the netpoller cannot watch pidfd. It closes pidfd, a descriptor of its
+// own: the os.Process keeps another.
+func awaitExit(pidfd int) {
+	// The descriptor shares its file with the os.Process's: left
+	// non-blocking, Wait would return EAGAIN instead of waiting.
+	if err := unix.SetNonblock(pidfd, true); err != nil {
+		unix.Close(pidfd)
+		return
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		unix.SetNonblock(pidfd, false)
+		return
+	}
+	exited := false
+	err = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			return false
+		}
+		exited = err == nil && n > 0
+		return err != nil || exited
+	})
+	if err != nil || !exited {
+		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
+	}
+}
+
+// pidfdWorks reports whether this kernel gives pidfds that waitid
+// understands (Linux 5.4 and later, unless a sandbox forbids them).
+var pidfdWorks = sync.OnceValue(func() bool {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var info unix.Siginfo
+	// Not our child: ECHILD from a waitid that knows P_PIDFD, EINVAL
+	// from one that does not.
+	err = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+	return err == unix.ECHILD
+})

@@ -1,0 +1,75 @@
+//go:build !linux
+
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// spawner holds nothing here: children start from any thread, through
+// os/exec.
+type spawner struct{}
+
+func (*spawner) close() error { return nil }
+
+// Execute runs job.Argv and waits for it. It returns a Result with the
+// exit code or signal, the captured output, Sent (when the program had
+// started), and Err set when the program could not be started.
+func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
+	res := &runner.Result{
+		Job:      *job,
+		ExitCode: -1,
+		Timeout:  e.Timeout,
+		Stdout:   runner.NewCapture(e.SpillLimit, e.TempDir),
+		Stderr:   runner.NewCapture(e.SpillLimit, e.TempDir),
+	}
+	grace := e.grace()
+	jctx := ctx
+	if e.Timeout > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
+		defer cancel()
+	}
+	c := exec.CommandContext(jctx, job.Argv[0], job.Argv[1:]...)
+	c.Stdin = nil // the null device
+	c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	c.Env, c.Dir = e.Env, e.Dir
+	c.WaitDelay = grace
+	c.SysProcAttr = procAttr()
+	c.Cancel = func() error {
+		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
+		return signalGroup(c.Process, hard)
+	}
+	err := c.Start()
+	if err == nil {
+		res.Sent = time.Now()
+		err = c.Wait()
+	}
+	if jctx.Err() != nil && c.Process != nil {
+		// Whatever survived the grace period in the job's group goes now.
+		signalGroup(c.Process, true)
+	}
+	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
+	if c.ProcessState != nil {
+		res.ExitCode = c.ProcessState.ExitCode()
+		res.Signal = exitSignal(c.ProcessState)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil, errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
+		// The exit status says it all; ErrWaitDelay only means a
+		// background child held the output open past the grace period.
+	case c.ProcessState == nil:
+		res.Err = startError(job, err)
+	default:
+		res.Err = fmt.Errorf("job %d: %w", job.Seq, err)
+	}
+	e.outputErr(res)
+	return res
+}
