@@ -279,8 +279,8 @@ func newAuditReport(rules []throttle.Rule, jobs int, c *calls) *auditReport {
 	for i, call := range slices.SortedStableFunc(slices.Values(c.times), func(a, b throttle.Call) int { return a.At.Compare(b.At) }) {
 		costs[i] = call.Cost
 	}
-	if off := throttle.ScheduleCosts(rules, costs, jobs, rep.MedianRuntime); len(off) > 0 {
-		rep.Fastest = off[len(off)-1]
+	if at := throttle.Plan(rules, nil, costs, time.Unix(0, 0), jobs, rep.MedianRuntime); len(at) > 0 {
+		rep.Fastest = at[len(at)-1].Sub(time.Unix(0, 0))
 	}
 	if rep.Fastest > 0 && rep.Makespan > 0 {
 		rep.Efficiency, rep.HasEfficiency = rep.Fastest.Seconds()/rep.Makespan.Seconds(), true

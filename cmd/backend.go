@@ -28,11 +28,7 @@ func openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.B
 		return openLocal(ctx, o, w)
 	}
 	if o.Redis.URL == "" {
-		opts := []throttle.Option{throttle.WithMargin(o.Margin)}
-		if o.Reorder {
-			opts = append(opts, throttle.WithReorder())
-		}
-		return throttle.New(o.allRules(), opts...)
+		return throttle.New(throttle.Options{Rules: o.allRules(), Margin: o.Margin, Reorder: o.Reorder})
 	}
 	// go-redis logs some failures on stderr by itself, outside pace's
 	// control of what is printed; pace reports Redis trouble itself. The
@@ -51,13 +47,13 @@ func openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.B
 		Timeout:    o.Redis.Timeout,
 		OnOutage:   out.report,
 	})
-	var mismatch *redisrate.MismatchError
+	var mismatch *throttle.MismatchError
 	switch {
 	case errors.As(err, &mismatch):
-		return nil, fmt.Errorf("redis quota %q at %s is kept with rules %q, this process has %q: "+
+		return nil, &mismatchError{mismatch, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+
 			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
-			"or wait until the quota has been unused for its longest window: %w",
-			mismatch.Key, url, mismatch.Stored, mismatch.Spec, throttle.ErrRuleMismatch)
+			"or wait until the quota has been unused for its longest window",
+			mismatch.Key, url, mismatch.Stored, mismatch.Spec)}
 	case err != nil:
 		return nil, fmt.Errorf("redis %s: %w", url, err)
 	}
@@ -66,7 +62,7 @@ func openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.B
 
 // openLocal opens the local store of --key in --state (or
 // localstore.DefaultDir), named for messages "local quota NAME at PATH".
-// A store kept with other rules is refused with ErrRuleMismatch (exit 2);
+// A store kept with other rules is refused with a *throttle.MismatchError (exit 2);
 // a damaged store, or one a newer pace wrote, with ErrBackend (exit 3),
 // its file left as it is.
 func openLocal(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Backend, error) {
@@ -88,19 +84,29 @@ func openLocal(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Bac
 		Margin:     o.Margin,
 		GlobalJobs: o.Redis.GlobalJobs,
 	})
-	var mismatch *localstore.MismatchError
+	var mismatch *throttle.MismatchError
 	switch {
 	case errors.As(err, &mismatch):
-		return nil, fmt.Errorf("local quota %q in %s is kept with rules %q, this process has %q: "+
+		return nil, &mismatchError{mismatch, fmt.Sprintf("local quota %q in %s is kept with rules %q, this process has %q: "+
 			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
-			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s: %w",
-			mismatch.Key, dir, mismatch.Stored, mismatch.Spec, key, stateFlag(o.Redis), throttle.ErrRuleMismatch)
+			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s",
+			mismatch.Key, dir, mismatch.Stored, mismatch.Spec, key, stateFlag(o.Redis))}
 	case err != nil:
 		// The store's errors name its file and say what to do.
 		return nil, err
 	}
 	return namedBackend{Backend: st, name: fmt.Sprintf("local quota %s at %s", key, st.Path())}, nil
 }
+
+// mismatchError is a *throttle.MismatchError told to pace's user: what
+// to agree on, in flags.
+type mismatchError struct {
+	err *throttle.MismatchError
+	msg string
+}
+
+func (e *mismatchError) Error() string { return e.msg }
+func (e *mismatchError) Unwrap() error { return e.err }
 
 // stateFlag returns " --state DIR" when o names a directory, for commands
 // pace suggests.
@@ -119,7 +125,7 @@ type namedBackend struct {
 	name string
 }
 
-func (b namedBackend) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (b namedBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	a, err := b.Backend.Admit(ctx, cost)
 	if err != nil && errors.Is(err, throttle.ErrBackend) {
 		err = fmt.Errorf("%s: %w", b.name, err)

@@ -128,7 +128,7 @@ func recorderFor(o *CommonOptions, jl *jobLog, stdout, stderr io.Writer, print f
 	ios, _, _, _ := Test()
 	ios.Out, ios.ErrOut = stdout, stderr
 	s := &session{f: &Factory{IOStreams: ios}, opts: o, print: print, logCommand: jobLogCommand, show: func(s string) string { return s }}
-	backend, _ := throttle.New(nil)
+	backend, _ := throttle.New(throttle.Options{})
 	stops := new(int)
 	disp := &display{w: stderr, mode: progressNever}
 	return newRecorder(s, backend, jl, disp, stderr, func() { *stops++ }), stops

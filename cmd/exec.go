@@ -209,9 +209,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	endWatch()
 	switch {
 	case sig != nil:
-		if adm != nil {
-			adm.Release()
-		}
+		adm.Release() // the zero Admission, if none, holds nothing
 		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
 	case errors.Is(err, throttle.ErrBadCost):
 		return reportf(ios, ExitUsage, "%s", userMessage(err))

@@ -100,7 +100,7 @@ func TestJobLogSeedsTheLimiter(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer jl.close()
-		lim, err := throttle.New(rules)
+		lim, err := throttle.New(throttle.Options{Rules: rules})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,7 +84,7 @@ func newLearner(b throttle.Backend, user []throttle.Rule, adopt bool, hint func(
 
 // Admit waits for the learned rules, then admits through the backend, then
 // records the call in the learned rules.
-func (l *learner) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (l *learner) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	start := time.Now()
 	for {
 		l.mu.Lock()
@@ -102,13 +102,13 @@ func (l *learner) Admit(ctx context.Context, cost int) (*throttle.Admission, err
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return throttle.Admission{}, ctx.Err()
 		}
 	}
 	waited := time.Since(start)
 	a, err := l.Backend.Admit(ctx, cost)
 	if err != nil {
-		return nil, err
+		return throttle.Admission{}, err
 	}
 	now := time.Now()
 	l.mu.Lock()
@@ -119,7 +119,9 @@ func (l *learner) Admit(ctx context.Context, cost int) (*throttle.Admission, err
 		a.Waited += waited
 	}
 	if l.local != nil {
-		l.local.AllowN(now, 1)
+		if la, ok := l.local.AllowN(now, 1); ok {
+			la.Release()
+		}
 	}
 	l.recent = append(l.recent, learnCall{at: now, cost: cost})
 	cut := 0
@@ -331,7 +333,7 @@ func (l *learner) rebuildLocked(now time.Time) {
 		l.local = nil
 		return
 	}
-	local, err := throttle.New(rules, throttle.WithMargin(l.Stats().Margin))
+	local, err := throttle.New(throttle.Options{Rules: rules, Margin: l.Stats().Margin})
 	if err != nil {
 		return // the rules came from headers and were checked: unreachable
 	}

@@ -61,7 +61,7 @@ func learnMore(t *testing.T, l *learner, from int64, accepted int) []throttle.Ru
 func TestLearnerInFleet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := func() *throttle.Limiter {
-			l, err := throttle.New([]throttle.Rule{{N: 20, Window: time.Second}})
+			l, err := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 20, Window: time.Second}}})
 			if err != nil {
 				t.Fatal(err)
 			}

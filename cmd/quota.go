@@ -267,12 +267,12 @@ type quotaSlotView struct {
 	Alive   bool       `json:"alive"`
 }
 
-func ruleViews[U localstore.RuleUsage | redisrate.RuleUsage](us []U, get func(U) (throttle.Rule, bool, int, float64)) []quotaRuleView {
+func ruleViews(us []throttle.RuleStats) []quotaRuleView {
 	views := make([]quotaRuleView, 0, len(us))
 	for _, u := range us {
-		r, counter, used, usage := get(u)
+		r := u.Rule
 		views = append(views, quotaRuleView{Rule: r.String(), N: r.N, Window: r.Window.Seconds(), Cost: r.Cost,
-			Counter: counter, Used: used, Usage: usage})
+			Counter: u.Counter, Used: u.Used, Usage: u.Usage})
 	}
 	return views
 }
@@ -280,9 +280,7 @@ func ruleViews[U localstore.RuleUsage | redisrate.RuleUsage](us []U, get func(U)
 func localView(q *localstore.Quota) quotaView {
 	v := quotaView{Key: q.Key, Store: "local", Path: q.Path, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
 		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
-	v.Rules = ruleViews(q.Rules, func(u localstore.RuleUsage) (throttle.Rule, bool, int, float64) {
-		return u.Rule, u.Counter, u.Used, u.Usage
-	})
+	v.Rules = ruleViews(q.Rules)
 	for _, s := range q.Slots {
 		sv := quotaSlotView{Slot: &s.Index, PID: s.PID, Alive: s.Alive}
 		if !s.Started.IsZero() {
@@ -299,9 +297,7 @@ func localView(q *localstore.Quota) quotaView {
 func redisView(q *redisrate.Quota, url string) quotaView {
 	v := quotaView{Key: q.Key, Store: "redis", URL: url, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
 		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
-	v.Rules = ruleViews(q.Rules, func(u redisrate.RuleUsage) (throttle.Rule, bool, int, float64) {
-		return u.Rule, u.Counter, u.Used, u.Usage
-	})
+	v.Rules = ruleViews(q.Rules)
 	for _, l := range q.Leases {
 		v.Slots = append(v.Slots, quotaSlotView{Lease: l.ID, Holder: l.Holder, Expires: &l.Expires, Alive: true})
 	}

@@ -168,8 +168,8 @@ func TestBackendExitCode(t *testing.T) {
 		err             error
 		otherwise, want int
 	}{
-		{fmt.Errorf("x: %w", throttle.ErrRuleMismatch), ExitBackend, ExitUsage},
-		{&redisrate.MismatchError{Key: "k", Stored: "5/s", Spec: "6/s"}, ExitBackend, ExitUsage},
+		{fmt.Errorf("x: %w", &throttle.MismatchError{Key: "k"}), ExitBackend, ExitUsage},
+		{&mismatchError{&throttle.MismatchError{Key: "k", Stored: "5/s", Spec: "6/s"}, "quota k"}, ExitBackend, ExitUsage},
 		{fmt.Errorf("x: %w: y", throttle.ErrBackend), ExitUsage, ExitBackend},
 		{errors.New("other"), ExitUsage, ExitUsage},
 		{errors.New("other"), ExitBackend, ExitBackend},
@@ -298,7 +298,8 @@ func TestRedisRuleMismatch(t *testing.T) {
 		code, stdout, stderr := fetch("shared", args...)
 		want := `pace: redis quota "shared" at ` + url + ` is kept with rules "10/s,20/10s", this process has "`
 		if code != ExitUsage || stdout != "" || !strings.HasPrefix(stderr, want) ||
-			!strings.Contains(stderr, `give every process sharing --key the same -r and --global-jobs, use another --key, or wait until the quota has been unused for its longest window: rule mismatch`) {
+			!strings.Contains(stderr, `give every process sharing --key the same -r and --global-jobs, use another --key, or wait until the quota has been unused for its longest window
+`) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and the mismatch", args, code, stdout, stderr)
 		}
 	}

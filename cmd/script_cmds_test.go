@@ -214,15 +214,15 @@ type failingBackend struct {
 }
 
 func newFailingBackend(n int) *failingBackend {
-	l, _ := throttle.New(nil)
+	l, _ := throttle.New(throttle.Options{})
 	return &failingBackend{Limiter: l, n: n}
 }
 
-func (b *failingBackend) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (b *failingBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	b.mu.Lock()
 	if b.n == 0 {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("redis: connection refused: %w", throttle.ErrBackend)
+		return throttle.Admission{}, fmt.Errorf("redis: connection refused: %w", throttle.ErrBackend)
 	}
 	b.n--
 	b.mu.Unlock()

@@ -114,7 +114,7 @@ func cmdCheckrate(ts *testscript.TestScript, neg bool, args []string) {
 	if want, _ := strconv.Atoi(args[2]); len(times) != want {
 		ts.Fatalf("%d starts, want %d", len(times), want)
 	}
-	for _, r := range throttle.Check(rules, throttle.Calls(times...)) {
+	for _, r := range throttle.Check(rules, calls1(times...)) {
 		if r.Violations > 0 {
 			ts.Fatalf("rule %v broken %d times (peak %d in a window)", r.Rule, r.Violations, r.Peak)
 		}
@@ -129,4 +129,13 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
 	ts.Check(err)
 	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+}
+
+// calls1 returns one call of cost 1 per instant.
+func calls1(times ...time.Time) []throttle.Call {
+	cs := make([]throttle.Call, len(times))
+	for i, t := range times {
+		cs[i] = throttle.Call{At: t, Cost: 1}
+	}
+	return cs
 }

@@ -312,11 +312,11 @@ func retryDelay(r *runner.Result) time.Duration {
 
 // backendExitCode is the exit code for a backend that failed with err: 2
 // for rules that differ from those of the processes sharing the quota
-// (throttle.ErrRuleMismatch), 3 when its store failed (throttle.ErrBackend),
+// (a *throttle.MismatchError), 3 when its store failed (throttle.ErrBackend),
 // else otherwise.
 func backendExitCode(err error, otherwise int) int {
 	switch {
-	case errors.Is(err, throttle.ErrRuleMismatch):
+	case errors.As(err, new(*throttle.MismatchError)):
 		return ExitUsage
 	case errors.Is(err, throttle.ErrBackend):
 		return ExitBackend

@@ -376,11 +376,11 @@ type failAfter struct {
 	n  int
 }
 
-func (b *failAfter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (b *failAfter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	b.mu.Lock()
 	if b.n == 0 {
 		b.mu.Unlock()
-		return nil, b.err
+		return throttle.Admission{}, b.err
 	}
 	b.n--
 	b.mu.Unlock()
@@ -391,7 +391,7 @@ func (b *failAfter) Admit(ctx context.Context, cost int) (*throttle.Admission, e
 // and wraps it with wrap.
 func openWith(wrap func(throttle.Backend) throttle.Backend) func(context.Context, *CommonOptions, io.Writer) (throttle.Backend, error) {
 	return func(_ context.Context, o *CommonOptions, _ io.Writer) (throttle.Backend, error) {
-		l, err := throttle.New(o.Rules)
+		l, err := throttle.New(throttle.Options{Rules: o.Rules})
 		if err != nil {
 			return nil, err
 		}
@@ -401,7 +401,7 @@ func openWith(wrap func(throttle.Backend) throttle.Backend) func(context.Context
 
 func TestSessionLimiterFails(t *testing.T) {
 	errDown := fmt.Errorf("redis: connection refused: %w", throttle.ErrBackend)
-	errMismatch := fmt.Errorf("throttle: redis quota \"k\" is kept with rules \"5/s\": %w", throttle.ErrRuleMismatch)
+	errMismatch := &throttle.MismatchError{Key: "k", Stored: "5/s", Spec: "6/s"}
 	for _, tt := range []struct {
 		name    string
 		err     error
@@ -413,7 +413,7 @@ func TestSessionLimiterFails(t *testing.T) {
 		{"backend down after 2", errDown, 2, ExitBackend, "1\n2\n",
 			"pace: limiter failed: admit job 3: redis: connection refused: backend unavailable\n"},
 		{"rules mismatch at the first admission", errMismatch, 0, ExitUsage, "",
-			"pace: limiter failed: admit job 1: redis quota \"k\" is kept with rules \"5/s\": rule mismatch\n"},
+			"pace: limiter failed: admit job 1: quota \"k\" is kept with rules \"5/s\", this process has \"6/s\" (use the same rules everywhere, another quota name, or wait for the quota's longest window to pass unused)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -442,8 +442,8 @@ func TestSessionBackendDoesNotOpen(t *testing.T) {
 		code int
 	}{
 		{fmt.Errorf("redis redis://h:1: no answer for 1s: %w", throttle.ErrBackend), ExitBackend},
-		{fmt.Errorf("redis quota \"k\" is kept with other rules: %w", throttle.ErrRuleMismatch), ExitUsage},
-		{fmt.Errorf("throttle: rule 0/s: %w", throttle.ErrInvalidRule), ExitUsage},
+		{&throttle.MismatchError{Key: "k", Stored: "5/s", Spec: "6/s"}, ExitUsage},
+		{&throttle.RuleError{Spec: "0/s", Want: "a limit of at least 1 call"}, ExitUsage},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			ex := &fakeExec{}

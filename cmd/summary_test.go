@@ -28,7 +28,7 @@ func rule(t *testing.T, spec string) throttle.Rule {
 
 func TestSummarizeExitCode(t *testing.T) {
 	errBackend := fmt.Errorf("redis: %w", throttle.ErrBackend)
-	errMismatch := fmt.Errorf("redis quota: %w", throttle.ErrRuleMismatch)
+	errMismatch := fmt.Errorf("redis quota: %w", &throttle.MismatchError{Key: "k"})
 	errRead := errors.New("read items: disk on fire")
 	errChanged := &joblog.InputChangedError{Seq: 2, Command: "echo b", Logged: "echo a"}
 	ran := tallySnapshot{OK: 3, Failed: 1, Attempts: 4}

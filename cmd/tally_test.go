@@ -68,7 +68,7 @@ func TestTallyCounts(t *testing.T) {
 	if tl.keep != maxRecent {
 		t.Errorf("keep = %d, want the largest N up to %d", tl.keep, maxRecent)
 	}
-	at := func(i int) *throttle.Admission { return &throttle.Admission{At: time.Unix(int64(i), 0), Cost: 2} }
+	at := func(i int) throttle.Admission { return throttle.Admission{At: time.Unix(int64(i), 0), Cost: 2} }
 	show := func(s string) string { return "<" + s + ">" }
 	events := []runner.Event{
 		{Kind: runner.JobStarted, Job: runner.Job{Seq: 1, Attempt: 1}, Admission: at(1), InFlight: 1},
@@ -110,7 +110,7 @@ func TestTallyRecentIsBounded(t *testing.T) {
 	tl := newTally([]throttle.Rule{{N: 3, Window: time.Second}})
 	for i := range 5 {
 		tl.observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: int64(i + 1), Attempt: 1},
-			Admission: &throttle.Admission{At: time.Unix(int64(i), 0), Cost: 1}})
+			Admission: throttle.Admission{At: time.Unix(int64(i), 0), Cost: 1}})
 	}
 	got := tl.snapshot().Recent
 	slices.SortFunc(got, func(a, b throttle.Call) int { return a.At.Compare(b.At) })

@@ -30,11 +30,11 @@ type loggingLimiter struct {
 }
 
 // Admit admits through the backend and logs the wait.
-func (l loggingLimiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (l loggingLimiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	before := l.Stats()
 	a, err := l.Backend.Admit(ctx, cost)
 	if err != nil {
-		return nil, err
+		return a, err
 	}
 	if a.Waited >= time.Millisecond {
 		after := l.Stats()

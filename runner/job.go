@@ -279,8 +279,9 @@ type Event struct {
 	Kind EventKind
 	// Job is the attempt that started (JobStarted), else Result.Job.
 	Job Job
-	// Admission is the attempt's admission (JobStarted).
-	Admission *throttle.Admission
+	// Admission is the attempt's admission as it started (JobStarted): a
+	// copy, which the pool releases and corrects on its own.
+	Admission throttle.Admission
 	// Result is set for JobFinished, JobNotStarted and JobDone. The
 	// callback may read its output but must not keep it: the pool closes
 	// it afterwards.

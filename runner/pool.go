@@ -15,7 +15,7 @@ import (
 // may start, and the Admission it returns is released once the job has
 // ended. Every throttle.Backend is one.
 type Limiter interface {
-	Admit(ctx context.Context, cost int) (*throttle.Admission, error)
+	Admit(ctx context.Context, cost int) (throttle.Admission, error)
 }
 
 // Executor prepares and runs jobs.
@@ -57,7 +57,7 @@ type Options struct {
 	// one Admit at a time, in input order, the pool asks the limiter to
 	// admit as many jobs as it has free slots, at once, and starts each
 	// as it is admitted. With a limiter that admits whatever fits first
-	// (throttle.WithReorder), cheap calls then go while a costly one
+	// (throttle.Options.Reorder), cheap calls then go while a costly one
 	// waits for room.
 	Reorder bool
 	// OnEvent receives every event, from one goroutine at a time, in the
@@ -121,7 +121,7 @@ var errStopped = errors.New("runner: stopped")
 // admission is the admitter's answer for one job.
 type admission struct {
 	job Job
-	a   *throttle.Admission
+	a   throttle.Admission
 	err error
 	at  time.Time // when the admitter got the answer
 }
@@ -152,7 +152,7 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 		if p.opts.Limiter != nil {
 			ad.a, ad.err = p.opts.Limiter.Admit(admitCtx, max(job.Cost, 1))
 		} else {
-			ad.a = throttle.NewAdmission(nil, 0, time.Now(), max(job.Cost, 1), 0)
+			ad.a = throttle.Admission{At: time.Now(), Cost: max(job.Cost, 1)} // holds nothing
 		}
 		ad.at = time.Now()
 		admissions <- ad

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 )
 
 // The pool tests run in synctest bubbles: time.Now and timers are fake and
@@ -162,7 +163,7 @@ func noCall(t *testing.T, calls <-chan call) {
 	}
 }
 
-// correction is one CorrectAdmission a fakeLimiter received.
+// correction is one Correct a fakeLimiter received.
 type correction struct {
 	id       uint64
 	at       time.Time
@@ -177,7 +178,7 @@ type fakeLimiter struct {
 	wait       time.Duration
 	latency    time.Duration // Admission.Latency
 	gate       chan error    // if set, each Admit takes its answer from it
-	correctErr error         // what CorrectAdmission returns
+	correctErr error         // what Correct returns
 
 	mu          sync.Mutex
 	costs       []int // of every Admit call
@@ -186,7 +187,7 @@ type fakeLimiter struct {
 	corrections []correction
 }
 
-func (l *fakeLimiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (l *fakeLimiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	start := time.Now()
 	l.mu.Lock()
 	l.costs = append(l.costs, cost)
@@ -196,25 +197,23 @@ func (l *fakeLimiter) Admit(ctx context.Context, cost int) (*throttle.Admission,
 		select {
 		case err := <-l.gate:
 			if err != nil {
-				return nil, err
+				return throttle.Admission{}, err
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return throttle.Admission{}, ctx.Err()
 		}
 	}
 	if !sleepCtx(ctx, l.wait) {
-		return nil, ctx.Err()
+		return throttle.Admission{}, ctx.Err()
 	}
 	l.mu.Lock()
 	l.admitted = append(l.admitted, time.Now())
 	l.mu.Unlock()
 	// The backend recorded the call latency before Admit returns.
-	a := throttle.NewAdmission(l, id, time.Now().Add(-l.latency), cost, time.Since(start))
-	a.Latency = l.latency
-	return a, nil
+	return backend.NewAdmission(l, id, id, time.Now().Add(-l.latency), cost, time.Since(start), l.latency), nil
 }
 
-func (l *fakeLimiter) ReleaseAdmission(id uint64) {
+func (l *fakeLimiter) Release(id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released == nil {
@@ -223,7 +222,7 @@ func (l *fakeLimiter) ReleaseAdmission(id uint64) {
 	l.released[id] = true
 }
 
-func (l *fakeLimiter) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+func (l *fakeLimiter) Correct(id uint64, at time.Time, from, to int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.corrections = append(l.corrections, correction{id, at, from, to, l.released[id]})
@@ -562,7 +561,7 @@ func TestPoolAdmitsEveryAttemptAndStampsIt(t *testing.T) {
 		for i, s := range started {
 			f := finished[i]
 			a := s.Admission
-			if a == nil || a.At.Sub(t0) != wantAt[i] || a.Waited != time.Second {
+			if a.At.Sub(t0) != wantAt[i] || a.Waited != time.Second {
 				t.Errorf("attempt %d/%d: admission %+v, want at t0+%v after waiting 1s", s.Job.Seq, s.Job.Attempt, a, wantAt[i])
 				continue
 			}
@@ -1185,7 +1184,7 @@ func TestPoolLimiterFailureStopsAdmissions(t *testing.T) {
 func TestPoolWithThrottleLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rules := []throttle.Rule{{N: 2, Window: time.Second}, {N: 3, Window: 2 * time.Second}}
-		lim, err := throttle.New(rules, throttle.WithMaxInFlight(2))
+		lim, err := throttle.New(throttle.Options{Rules: rules, MaxInFlight: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1202,12 +1201,12 @@ func TestPoolWithThrottleLimiter(t *testing.T) {
 		if len(starts) != 7 {
 			t.Fatalf("%d starts, want 7", len(starts))
 		}
-		for _, r := range throttle.Check(rules, throttle.Calls(starts...)) {
+		for _, r := range throttle.Check(rules, calls1(starts...)) {
 			if r.Violations > 0 {
 				t.Errorf("rule %v broken %d times; starts %v", r.Rule, r.Violations, starts)
 			}
 		}
-		if got, want := starts[6].Sub(starts[0]), throttle.Fastest(rules, 7, 2, jobTime); got != want {
+		if got, want := starts[6].Sub(starts[0]), fastest(rules, 7, 2, jobTime); got != want {
 			t.Errorf("makespan %v, want the fastest legal one, %v", got, want)
 		}
 		if s := lim.Stats(); s.InFlight != 0 || s.PeakInFlight > 2 {
@@ -1307,4 +1306,25 @@ func TestPoolDroppedRetryIsMarked(t *testing.T) {
 			})
 		})
 	}
+}
+
+// calls1 returns one call of cost 1 per instant.
+func calls1(times ...time.Time) []throttle.Call {
+	cs := make([]throttle.Call, len(times))
+	for i, t := range times {
+		cs[i] = throttle.Call{At: t, Cost: 1}
+	}
+	return cs
+}
+
+// fastest is the makespan of the fastest legal schedule of n calls of
+// cost 1 (throttle.Plan).
+func fastest(rules []throttle.Rule, n, jobs int, runtime time.Duration) time.Duration {
+	costs := make([]int, n)
+	for i := range costs {
+		costs[i] = 1
+	}
+	t0 := time.Unix(0, 0)
+	at := throttle.Plan(rules, nil, costs, t0, jobs, runtime)
+	return at[len(at)-1].Sub(t0)
 }

@@ -15,7 +15,7 @@ func BenchmarkAdmitN3Rules(b *testing.B) {
 		b.Fatal(err)
 	}
 	var be Backend
-	if be, err = New(rules); err != nil {
+	if be, err = New(Options{Rules: rules}); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()

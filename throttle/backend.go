@@ -3,8 +3,10 @@ package throttle
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"fmt"
 	"time"
+
+	"github.com/pace-cli/pace/throttle/internal/link"
 )
 
 // Backend is the contract every limiter backend satisfies, whatever keeps
@@ -20,11 +22,12 @@ import (
 type Backend interface {
 	// Admit waits until the call may go and records it. The Admission
 	// says when it was recorded; its Release gives back the slot once
-	// the call has ended. On error nothing is held. Errors: ctx's error,
-	// an error wrapping ErrBadCost (the cost can never fit), ErrBackend
-	// (the store cannot decide), ErrRuleMismatch (the shared quota is
-	// kept with other rules) or ErrClosed.
-	Admit(ctx context.Context, cost int) (*Admission, error)
+	// the call has ended (or use Do, which cannot forget it). On error
+	// nothing is held. Errors: ctx's error, an error wrapping ErrBadCost
+	// (the cost can never fit), ErrBackend (the store cannot decide), a
+	// *MismatchError (the shared quota is kept with other rules) or
+	// ErrClosed.
+	Admit(ctx context.Context, cost int) (Admission, error)
 	// PauseUntil admits nothing before t, whatever the rules say: a
 	// server that answered 429 has the last word. reason says why. A
 	// pause never shortens one already in force.
@@ -56,31 +59,42 @@ type Call struct {
 	Cost int // at least 1; count rules count every call as 1
 }
 
-// Calls returns one call of cost 1 per instant.
-func Calls(times ...time.Time) []Call {
-	cs := make([]Call, len(times))
-	for i, t := range times {
-		cs[i] = Call{At: t, Cost: 1}
-	}
-	return cs
-}
-
 // ErrBackend is wrapped by the errors a backend returns when its store
 // cannot decide: no answer within its timeout, or an answer that retrying
 // cannot fix. A backend never admits a call it could not record, so the
 // caller should stop (pace exits with status 3).
 var ErrBackend = errors.New("backend unavailable")
 
-// ErrRuleMismatch is wrapped by the error a shared backend returns when the
-// quota is kept by other processes with another rule set.
-var ErrRuleMismatch = errors.New("rule mismatch")
-
 // ErrClosed is returned by the methods of a closed backend.
 var ErrClosed = errors.New("throttle: limiter closed")
 
-// Admission is one admitted call. Release gives back its in-flight slot
-// once the call has ended; Correct changes the cost recorded for it when
-// its true cost is known only afterwards.
+// A MismatchError is the error a shared backend returns when the quota is
+// kept by other processes with another rule set: from its constructor
+// before anything runs, or from an admission if a process with other rules
+// slipped in meanwhile. Check for it with errors.As.
+type MismatchError struct {
+	Key    string // the quota's name
+	Stored string // the rule spec the quota is kept with
+	Spec   string // this process's rule spec
+}
+
+// Error says which rules differ and what to do.
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("throttle: quota %q is kept with rules %q, this process has %q "+
+		"(use the same rules everywhere, another quota name, or wait for the quota's longest window to pass unused)",
+		e.Key, e.Stored, e.Spec)
+}
+
+// Admission is one admitted call. It is a small value: Admit returns it
+// without allocating. Release gives back its in-flight slot once the call
+// has ended; Correct changes the cost recorded for it when its true cost
+// is known only afterwards.
+//
+// Every admission counts as in flight (Stats.InFlight) until it is
+// released, with or without a cap on calls in flight, so an admission
+// never released shows in Stats long before a cap would make it hang
+// everything. Do admits, runs a function and releases, so that a release
+// cannot be forgotten.
 type Admission struct {
 	// At is the instant every rule recorded the call, on the backend's
 	// clock (Redis's for a Redis backend).
@@ -96,33 +110,23 @@ type Admission struct {
 	// own clock shows.
 	Latency time.Duration
 
-	owner    Owner
-	id       uint64
-	released atomic.Bool
+	owner  link.Owner
+	handle uint64 // what Release gives back
+	id     uint64 // the call in the rules, for Correct
 }
 
-// An Owner is the backend behind admissions: what Release and Correct
-// call. Backends implement it; callers never need to.
-type Owner interface {
-	// ReleaseAdmission gives back the slot of the admission id.
-	ReleaseAdmission(id uint64)
-	// CorrectAdmission changes the cost recorded for the admission id,
-	// admitted at at, from one cost to another.
-	CorrectAdmission(id uint64, at time.Time, from, to int) error
+func init() {
+	link.NewAdmission = func(o link.Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration) Admission {
+		return Admission{At: at, Cost: cost, Waited: waited, Latency: latency, owner: o, handle: handle, id: id}
+	}
 }
 
-// NewAdmission returns an admission for a backend to hand out: owner's
-// methods are called with id by Release (once) and Correct. owner may be
-// nil for an admission that holds nothing and cannot be corrected.
-func NewAdmission(owner Owner, id uint64, at time.Time, cost int, waited time.Duration) *Admission {
-	return &Admission{At: at, Cost: cost, Waited: waited, owner: owner, id: id}
-}
-
-// Release gives back the in-flight slot the call held. Calling it more
-// than once has no further effect.
+// Release gives back the in-flight slot the call held. Calling it again,
+// on the admission or on a copy of it, has no further effect. The zero
+// Admission holds nothing.
 func (a *Admission) Release() {
-	if a.released.CompareAndSwap(false, true) && a.owner != nil {
-		a.owner.ReleaseAdmission(a.id)
+	if a.owner != nil {
+		a.owner.Release(a.handle)
 	}
 }
 
@@ -131,20 +135,34 @@ func (a *Admission) Release() {
 // higher one makes later calls wait until the rules hold for the true
 // costs. The past cannot be undone: a window that held more than N because
 // the estimate was low stays over, but nothing more is admitted into it
-// until it holds less than N again. Correct must not be called
-// concurrently with itself for one admission.
+// until it holds less than N again. Correct may come before or after
+// Release; it must not be called concurrently with itself for one
+// admission.
 func (a *Admission) Correct(cost int) error {
 	if cost < 1 {
-		return ErrBadCost
+		return fmt.Errorf("throttle: cost %d: %w", cost, ErrBadCost)
 	}
 	if cost == a.Cost {
 		return nil
 	}
 	if a.owner != nil {
-		if err := a.owner.CorrectAdmission(a.id, a.At, a.Cost, cost); err != nil {
+		if err := a.owner.Correct(a.id, a.At, a.Cost, cost); err != nil {
 			return err
 		}
 	}
 	a.Cost = cost
 	return nil
+}
+
+// Do admits a call of the given cost through b, runs fn with its
+// admission, and releases the admission when fn returns, whatever fn
+// does. It returns Admit's error if the call was not admitted (fn does
+// not run), else fn's. fn may Correct the admission's cost.
+func Do(ctx context.Context, b Backend, cost int, fn func(a *Admission) error) error {
+	a, err := b.Admit(ctx, cost)
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	return fn(&a)
 }

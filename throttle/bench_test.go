@@ -17,38 +17,40 @@ const (
 	counterRules = "1000000000/s,10000000000/m,100000000000/d"
 )
 
-func benchWait(b *testing.B, spec string, cost int) {
+func benchAdmit(b *testing.B, spec string, cost int, opts Options) {
 	rules, err := ParseRules(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := New(rules)
+	opts.Rules = rules
+	l, err := New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := l.WaitN(ctx, cost); err != nil {
+		a, err := l.Admit(ctx, cost)
+		if err != nil {
 			b.Fatal(err)
 		}
+		a.Release()
 	}
 }
 
-// BenchmarkWait3Rules is uncontended admission under 3 rules.
-func BenchmarkWait3Rules(b *testing.B) {
-	b.Run("exact", func(b *testing.B) { benchWait(b, exactRules, 1) })
-	b.Run("counter", func(b *testing.B) { benchWait(b, counterRules, 1) })
+// BenchmarkAdmit3Rules is uncontended admission under 3 rules: Admit,
+// then Release.
+func BenchmarkAdmit3Rules(b *testing.B) {
+	b.Run("exact", func(b *testing.B) { benchAdmit(b, exactRules, 1, Options{}) })
+	b.Run("counter", func(b *testing.B) { benchAdmit(b, counterRules, 1, Options{}) })
+	// A cap on calls in flight: the same path, with a slot counted
+	// against it.
+	b.Run("capped", func(b *testing.B) { benchAdmit(b, exactRules, 1, Options{MaxInFlight: 8}) })
 }
 
 // Weighted rules that never block at benchmark speeds: one count rule and
 // two cost rules, admitting calls of cost 7.
 const weightedRules = "100000/ms,cost:10000000/ms,cost:10000000/2ms"
-
-// BenchmarkWaitN3Rules is uncontended weighted admission under 3 rules.
-func BenchmarkWaitN3Rules(b *testing.B) {
-	b.Run("exact", func(b *testing.B) { benchWait(b, weightedRules, 7) })
-}
 
 // BenchmarkXTimeRate3 is the same admission with golang.org/x/time/rate:
 // three token buckets, one per rule, waited on one after the other.
@@ -69,24 +71,28 @@ func BenchmarkXTimeRate3(b *testing.B) {
 	}
 }
 
-// BenchmarkWaitContended has 8 goroutines admitting through one limiter.
-func BenchmarkWaitContended(b *testing.B) {
+// BenchmarkAdmitContended has 8 goroutines admitting through one limiter
+// under 3 rules, each admission released at once.
+func BenchmarkAdmitContended(b *testing.B) {
 	rules, _ := ParseRules(exactRules)
-	l, _ := New(rules)
+	l, _ := New(Options{Rules: rules})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := l.Wait(ctx); err != nil {
+			a, err := l.Admit(ctx, 1)
+			if err != nil {
 				b.Error(err)
 				return
 			}
+			a.Release()
 		}
 	})
 }
 
-// BenchmarkXTimeRateContended is BenchmarkWaitContended for one x/time/rate limiter.
+// BenchmarkXTimeRateContended is BenchmarkAdmitContended for one
+// x/time/rate limiter (one rule, and nothing to release).
 func BenchmarkXTimeRateContended(b *testing.B) {
 	l := rate.NewLimiter(rate.Limit(1e8), 100000)
 	ctx := context.Background()
@@ -100,21 +106,6 @@ func BenchmarkXTimeRateContended(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkAcquireRelease is a slot plus 3 rules, released at once.
-func BenchmarkAcquireRelease(b *testing.B) {
-	rules, _ := ParseRules(exactRules)
-	l, _ := New(rules, WithMaxInFlight(8))
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		release, err := l.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		release()
-	}
 }
 
 // BenchmarkRuleMemory reports the heap one full rule holds: N calls
@@ -143,16 +134,18 @@ func fillRule(b *testing.B, rule Rule) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	l, err := New([]Rule{rule})
+	l, err := New(Options{Rules: []Rule{rule}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	t := time.Now()
 	step := rule.Window / time.Duration(rule.N+1)
 	for range rule.N {
-		if !l.AllowN(t, 1) {
+		a, ok := l.AllowN(t, 1)
+		if !ok {
 			b.Fatalf("rule %v refused a call", rule)
 		}
+		a.Release()
 		t = t.Add(step)
 	}
 	runtime.GC()

@@ -79,11 +79,11 @@ func Check(rules []Rule, calls []Call) []CheckResult {
 	return results
 }
 
-// Schedule returns the admission offsets, relative to the first call, of
+// schedule returns the admission offsets, relative to the first call, of
 // the fastest legal schedule for n calls of cost 1 under all rules at
 // once, with at most jobs calls in flight (jobs <= 0: no cap), each
-// lasting runtime. See ScheduleCosts.
-func Schedule(rules []Rule, n, jobs int, runtime time.Duration) []time.Duration {
+// lasting runtime. See scheduleCosts.
+func schedule(rules []Rule, n, jobs int, runtime time.Duration) []time.Duration {
 	if n <= 0 {
 		return nil
 	}
@@ -91,15 +91,15 @@ func Schedule(rules []Rule, n, jobs int, runtime time.Duration) []time.Duration 
 	for i := range costs {
 		costs[i] = 1
 	}
-	return ScheduleCosts(rules, costs, jobs, runtime)
+	return scheduleCosts(rules, costs, jobs, runtime)
 }
 
-// ScheduleCosts returns the admission offsets, relative to the first
+// scheduleCosts returns the admission offsets, relative to the first
 // call, of the fastest legal FIFO schedule for calls of the given costs,
 // in that order, under all rules at once, with at most jobs calls in
 // flight (jobs <= 0: no cap), each lasting runtime. A finished call frees
 // its slot at the instant it ends. Offsets are nondecreasing and saturate
-// at the largest Duration; ScheduleCosts returns nil for no calls. Rules
+// at the largest Duration; scheduleCosts returns nil for no calls. Rules
 // must be Valid and every cost must fit every cost rule.
 //
 // Admitting every call at the earliest legal instant is optimal for FIFO
@@ -107,7 +107,7 @@ func Schedule(rules []Rule, n, jobs int, runtime time.Duration) []time.Duration 
 // for each rule, call k may go once enough of the calls before it have
 // left the window that its weight fits (the last of them at offset o
 // leaves at o + Window), and once call k-jobs has finished.
-func ScheduleCosts(rules []Rule, costs []int, jobs int, runtime time.Duration) []time.Duration {
+func scheduleCosts(rules []Rule, costs []int, jobs int, runtime time.Duration) []time.Duration {
 	n := len(costs)
 	if n == 0 {
 		return nil
@@ -149,11 +149,11 @@ func ScheduleCosts(rules []Rule, costs []int, jobs int, runtime time.Duration) [
 	return off
 }
 
-// Fastest returns the makespan, from first admission to last admission,
-// of the fastest legal schedule for n calls; see Schedule for the model.
+// fastest returns the makespan, from first admission to last admission,
+// of the fastest legal schedule for n calls; see schedule for the model.
 // It returns 0 when n <= 1.
-func Fastest(rules []Rule, n, jobs int, runtime time.Duration) time.Duration {
-	off := Schedule(rules, n, jobs, runtime)
+func fastest(rules []Rule, n, jobs int, runtime time.Duration) time.Duration {
+	off := schedule(rules, n, jobs, runtime)
 	if len(off) == 0 {
 		return 0
 	}
@@ -173,9 +173,18 @@ func addSat(a, b time.Duration) time.Duration {
 // for calls of the given costs that come after past, calls already
 // admitted (in any order, none after start), none of them before start,
 // with at most jobs of the new calls in flight (jobs <= 0: no cap), each
-// lasting runtime. It is ScheduleCosts with history: how long the rest of
-// a run must take, given what the run has already spent of each window.
-// Rules must be Valid and every cost must fit every cost rule.
+// lasting runtime. A finished call frees its slot at the instant it ends.
+// The instants are nondecreasing; Plan returns nil for no calls. Rules
+// must be Valid and every cost must fit every cost rule.
+//
+// With no past calls it is the fastest schedule of a whole run (the
+// makespan is the last instant minus start); with them, how long the rest
+// of a run must take, given what it has already spent of each window.
+// Admitting every call at the earliest legal instant is optimal for FIFO
+// order. Because admissions are sorted, that instant has a closed form:
+// for each rule, call k may go once enough of the calls before it have
+// left the window that its weight fits (the last of them at instant t
+// leaves at t + Window), and once call k-jobs has finished.
 func Plan(rules []Rule, past []Call, costs []int, start time.Time, jobs int, runtime time.Duration) []time.Time {
 	if len(costs) == 0 {
 		return nil

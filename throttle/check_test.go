@@ -239,16 +239,10 @@ func TestCheckAgreesWithBruteForce(t *testing.T) {
 	}
 }
 
-func ExampleFastest() {
-	rules, _ := ParseRules("5/s,12/3s")
-	fmt.Println(Fastest(rules, 30, 4, 0))
-	// Output: 7s
-}
-
 func ExampleCheck() {
 	rules, _ := ParseRules("2/s")
 	t0 := time.Unix(1700000000, 0)
-	calls := Calls(t0, t0.Add(400*time.Millisecond), t0.Add(900*time.Millisecond), t0.Add(1900*time.Millisecond))
+	calls := calls1(t0, t0.Add(400*time.Millisecond), t0.Add(900*time.Millisecond), t0.Add(1900*time.Millisecond))
 	for _, res := range Check(rules, calls) {
 		fmt.Printf("%v: %d violations, first at index %d, peak usage %.1f\n", res.Rule, res.Violations, res.First, res.PeakUsage)
 	}
@@ -387,4 +381,13 @@ func TestPlan(t *testing.T) {
 	if d := got[5].Sub(start); d != 1500*time.Millisecond {
 		t.Errorf("sixth call at +%v, want +1.5s", d)
 	}
+}
+
+// calls1 returns one call of cost 1 per instant.
+func calls1(times ...time.Time) []Call {
+	cs := make([]Call, len(times))
+	for i, t := range times {
+		cs[i] = Call{At: t, Cost: 1}
+	}
+	return cs
 }

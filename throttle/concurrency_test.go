@@ -76,12 +76,12 @@ func runJobs(items, workers int, runtime time.Duration, admit func(context.Conte
 func TestSeedScenario(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rules, _ := ParseRules("5/s,12/3s")
-		l, err := New(rules, WithMaxInFlight(4))
+		l, err := New(Options{Rules: rules, MaxInFlight: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		times := runJobs(30, 8, 10*time.Millisecond, l.Acquire)
+		times := runJobs(30, 8, 10*time.Millisecond, acquireOf(l))
 		if n := violations(rules, times); n != 0 {
 			t.Errorf("%d violations, want 0", n)
 		}
@@ -123,7 +123,7 @@ func TestStackedLimitersBreakRules(t *testing.T) {
 		lat := latency()
 		var stack []*Limiter
 		for _, r := range rules {
-			l, _ := New([]Rule{r})
+			l, _ := New(Options{Rules: []Rule{r}})
 			stack = append(stack, l)
 		}
 		times := runJobs(30, 4, 0, func(ctx context.Context) (func(), error) {
@@ -131,7 +131,7 @@ func TestStackedLimitersBreakRules(t *testing.T) {
 				if i > 0 {
 					time.Sleep(lat()) // on the way from one limiter to the next
 				}
-				if err := l.Wait(ctx); err != nil {
+				if err := waitN(l, ctx, 1); err != nil {
 					return nil, err
 				}
 			}
@@ -141,10 +141,10 @@ func TestStackedLimitersBreakRules(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		lat := latency()
-		l, _ := New(rules)
+		l, _ := New(Options{Rules: rules})
 		combinedBad = violations(rules, runJobs(30, 4, 0, func(ctx context.Context) (func(), error) {
 			time.Sleep(lat()) // on the way to the limiter
-			return l.Acquire(ctx)
+			return acquireOf(l)(ctx)
 		}))
 	})
 	if stackedBad == 0 {
@@ -225,7 +225,7 @@ func TestLimiterProperty(t *testing.T) {
 			}
 		}
 		synctest.Test(t, func(t *testing.T) {
-			l, err := New(rules, WithMargin(margin))
+			l, err := New(Options{Rules: rules, Margin: margin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,8 +286,8 @@ func TestLimiterProperty(t *testing.T) {
 
 func TestLimiterFIFO(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, _ := New([]Rule{{N: 1, Window: time.Second}})
-		l.Allow()
+		l, _ := New(Options{Rules: []Rule{{N: 1, Window: time.Second}}})
+		allowN(l, time.Now(), 1)
 		var (
 			mu    sync.Mutex
 			order []int
@@ -295,7 +295,7 @@ func TestLimiterFIFO(t *testing.T) {
 		)
 		for i := range 10 {
 			wg.Go(func() {
-				if err := l.Wait(context.Background()); err != nil {
+				if err := waitN(l, context.Background(), 1); err != nil {
 					panic(err)
 				}
 				mu.Lock()
@@ -314,9 +314,9 @@ func TestLimiterFIFO(t *testing.T) {
 
 func TestLimiterCancelConsumesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, _ := New([]Rule{{N: 1, Window: time.Second}}, WithMaxInFlight(1))
+		l, _ := New(Options{Rules: []Rule{{N: 1, Window: time.Second}}, MaxInFlight: 1})
 		start := time.Now()
-		release, err := l.Acquire(context.Background())
+		release, err := acquireOf(l)(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,14 +324,14 @@ func TestLimiterCancelConsumesNothing(t *testing.T) {
 		// A caller that gives up after 300ms, while it waits for the rate...
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		if _, err := l.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := acquireOf(l)(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire with a short deadline = %v, want DeadlineExceeded", err)
 		}
 		// ...leaves no slot held and no call recorded: the next goes at 1s.
 		if s := l.Stats(); s.InFlight != 0 || s.Admitted != 1 {
 			t.Fatalf("after cancel: in flight %d, admitted %d; want 0, 1", s.InFlight, s.Admitted)
 		}
-		release, err = l.Acquire(context.Background())
+		release, err = acquireOf(l)(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,16 +348,16 @@ func TestLimiterCancelConsumesNothing(t *testing.T) {
 
 func TestLimiterCancelledHeadDelaysNobody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, _ := New([]Rule{{N: 1, Window: time.Second}})
+		l, _ := New(Options{Rules: []Rule{{N: 1, Window: time.Second}}})
 		start := time.Now()
-		l.Allow()
+		allowN(l, time.Now(), 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		headErr := make(chan error, 1)
-		go func() { headErr <- l.Wait(ctx) }()
+		go func() { headErr <- waitN(l, ctx, 1) }()
 		synctest.Wait()
 		done := make(chan time.Duration, 1)
 		go func() {
-			if err := l.Wait(context.Background()); err != nil {
+			if err := waitN(l, context.Background(), 1); err != nil {
 				panic(err)
 			}
 			done <- time.Since(start)
@@ -376,17 +376,17 @@ func TestLimiterCancelledHeadDelaysNobody(t *testing.T) {
 
 func TestSlotsFIFOAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, _ := New(nil, WithMaxInFlight(2))
-		r1, _ := l.Acquire(context.Background())
-		r2, _ := l.Acquire(context.Background())
+		l, _ := New(Options{MaxInFlight: 2})
+		r1, _ := acquireOf(l)(context.Background())
+		r2, _ := acquireOf(l)(context.Background())
 		ctx, cancel := context.WithCancel(context.Background())
 		cancelled := make(chan error, 1)
-		go func() { _, err := l.Acquire(ctx); cancelled <- err }()
+		go func() { _, err := acquireOf(l)(ctx); cancelled <- err }()
 		synctest.Wait()
 		got := make(chan int, 2)
 		for i := range 2 {
 			go func() {
-				r, err := l.Acquire(context.Background())
+				r, err := acquireOf(l)(context.Background())
 				if err != nil {
 					panic(err)
 				}
@@ -418,9 +418,9 @@ func TestSlotsFIFOAndCancel(t *testing.T) {
 
 func TestDoRunsUnderTheGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, _ := New([]Rule{{N: 2, Window: time.Second}}, WithMaxInFlight(1))
+		l, _ := New(Options{Rules: []Rule{{N: 2, Window: time.Second}}, MaxInFlight: 1})
 		boom := errors.New("boom")
-		if err := l.Do(context.Background(), func(context.Context) error {
+		if err := Do(context.Background(), l, 1, func(a *Admission) error {
 			if s := l.Stats(); s.InFlight != 1 {
 				t.Errorf("in flight inside Do = %d, want 1", s.InFlight)
 			}
@@ -431,5 +431,84 @@ func TestDoRunsUnderTheGate(t *testing.T) {
 		if s := l.Stats(); s.InFlight != 0 {
 			t.Errorf("in flight after Do = %d", s.InFlight)
 		}
+		// fn panicking still releases.
+		func() {
+			defer func() { _ = recover() }()
+			_ = Do(context.Background(), l, 1, func(*Admission) error { panic("fn") })
+		}()
+		if s := l.Stats(); s.InFlight != 0 {
+			t.Errorf("in flight after a panicking Do = %d", s.InFlight)
+		}
+		// Not admitted: fn does not run.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := Do(ctx, l, 1, func(*Admission) error {
+			t.Error("fn ran without an admission")
+			return nil
+		}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Do with a cancelled context = %v, want context.Canceled", err)
+		}
 	})
+}
+
+// TestUncappedAdmissionsCountInFlight: without a cap, an admission still
+// counts in flight until released, so a forgotten Release shows in Stats
+// long before a cap would make it hang; a release of a copy, or a second
+// release, gives back nothing more.
+func TestUncappedAdmissionsCountInFlight(t *testing.T) {
+	l, _ := New(Options{Rules: []Rule{{N: 100, Window: time.Second}}})
+	ctx := context.Background()
+	a, _ := l.Admit(ctx, 1)
+	b, _ := l.Admit(ctx, 1)
+	c, ok := l.AllowN(time.Now(), 1)
+	if !ok {
+		t.Fatal("AllowN refused under 100/s")
+	}
+	if s := l.Stats(); s.InFlight != 3 || s.MaxInFlight != 0 {
+		t.Fatalf("in flight %d (cap %d) after three admissions, want 3 (no cap)", s.InFlight, s.MaxInFlight)
+	}
+	copyA := a
+	a.Release()
+	copyA.Release()
+	a.Release()
+	if s := l.Stats(); s.InFlight != 2 {
+		t.Errorf("in flight %d after releasing one admission three times, want 2", s.InFlight)
+	}
+	// A new admission may reuse a's handle: the stale copy still frees nothing.
+	d, _ := l.Admit(ctx, 1)
+	copyA.Release()
+	if s := l.Stats(); s.InFlight != 3 {
+		t.Errorf("in flight %d after a stale copy's release, want 3", s.InFlight)
+	}
+	b.Release()
+	c.Release()
+	d.Release()
+	if s := l.Stats(); s.InFlight != 0 || s.PeakInFlight != 3 {
+		t.Errorf("in flight %d, peak %d; want 0, 3", s.InFlight, s.PeakInFlight)
+	}
+	var zero Admission
+	zero.Release() // holds nothing
+}
+
+// TestAllowNTakesASlot: under a cap, AllowN admits only while a slot is
+// free, like Admit: no path admits around the cap.
+func TestAllowNTakesASlot(t *testing.T) {
+	l, _ := New(Options{Rules: []Rule{{N: 100, Window: time.Second}}, MaxInFlight: 1})
+	now := time.Now()
+	a, ok := l.AllowN(now, 1)
+	if !ok {
+		t.Fatal("AllowN refused with a free slot")
+	}
+	if _, ok := l.AllowN(now, 1); ok {
+		t.Fatal("AllowN admitted a second call over MaxInFlight 1")
+	}
+	if s := l.Stats(); s.Admitted != 1 || s.InFlight != 1 {
+		t.Errorf("admitted %d, in flight %d; want 1, 1 (a refusal records nothing)", s.Admitted, s.InFlight)
+	}
+	a.Release()
+	b, ok := l.AllowN(now, 1)
+	if !ok {
+		t.Fatal("AllowN refused after the slot was released")
+	}
+	b.Release()
 }

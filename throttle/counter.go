@@ -1,10 +1,5 @@
 package throttle
 
-// CounterAbove is the default size above which a rule is kept by a sliding
-// window counter instead of an exact log: a rule with N > CounterAbove uses
-// at most counterBuckets+2 small buckets instead of up to N entries.
-const CounterAbove = 100_000
-
 // counterBuckets is how many buckets a counter splits its window into. The
 // counter's worst-case throughput loss is 1/(counterBuckets+1) < 0.1%.
 const counterBuckets = 1024

@@ -8,18 +8,22 @@
 // caller must wait, sleeps for the longest, asks again, and only when all
 // rules allow records the call in every rule with one timestamp. That is
 // what makes it exact where one limiter per rule, acquired one after the
-// other, is not (see docs/design.md). Its shape follows
-// golang.org/x/time/rate: Wait, Acquire and Do block; AllowN and DelayN
-// decide at an instant the caller brings; the N forms take a cost.
+// other, is not (see docs/design.md).
 //
-// Rules up to CounterAbove are kept in exact logs (one entry per call);
+// Every admission takes the same path: Admit blocks, AllowN decides at an
+// instant the caller brings; both return an Admission that holds an
+// in-flight slot until its Release, and Do wraps a function in an
+// admission so that the release cannot be forgotten. An admission not yet
+// released counts in Stats.InFlight whether or not a cap is set.
+//
+// Rules up to 100,000 calls are kept in exact logs (one entry per call);
 // larger ones in bounded-memory sliding window counters that never admit
-// more than N in any window.
+// more than N in any window (Options.CounterAbove).
 //
 // Backend is the contract every limiter backend satisfies: this package's
 // Limiter, the Redis-backed one of package redisrate and the local store
-// of package localstore. Check and Schedule are an independent oracle: did
-// a list of calls keep the rules, and what is the fastest legal schedule.
+// of package localstore. Check and Plan are an independent oracle: did a
+// list of calls keep the rules, and what is the fastest legal schedule.
 //
 // The package uses only the standard library. Time comes from the time
 // package (tests run in testing/synctest bubbles). Limiters are safe for

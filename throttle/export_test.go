@@ -13,3 +13,10 @@ func WindowKinds(l *Limiter) []string {
 	}
 	return kinds
 }
+
+// The schedule's building blocks, for the property tests.
+var (
+	Schedule      = schedule
+	ScheduleCosts = scheduleCosts
+	Fastest       = fastest
+)

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/pace-cli/pace/throttle/internal/link"
+	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Limiter keeps several rate rules at once, plus an optional cap on calls
@@ -19,23 +22,22 @@ import (
 // record the call when it alone admitted it, before the call really goes
 // out, and so let later calls through too soon.
 //
-// Calls may weigh more than one: WaitN and Admit take a cost, which cost
-// rules (Rule.Cost) count and count rules count as 1. Admission is FIFO: a
+// Calls may weigh more than one: Admit takes a cost, which cost rules
+// (Rule.Cost) count and count rules count as 1. Admission is FIFO: a
 // caller is never overtaken by one that came later, so a costly call at
 // the head waits until its whole cost fits and cheaper ones queue behind
 // it. A caller whose context ends while it waits consumes nothing and
 // delays nobody. Nothing spins: the head of the queue sleeps on one timer.
 //
-// Most callers want Acquire, or Admit for a cost and the admission
-// instant: they take an in-flight slot (when WithMaxInFlight set a cap),
-// then wait for the rates. Wait and WaitN wait for the rates only; Do runs
-// a function under the gate. AllowN and DelayN decide at an instant the
-// caller brings, without waiting. The zero value is not usable: make a
-// Limiter with New. It is safe for concurrent use, and it satisfies
-// Backend.
+// Every admission goes through the same gate: Admit blocks, AllowN decides
+// at an instant the caller brings without waiting, and both take an
+// in-flight slot (of Options.MaxInFlight, when set) that the Admission's
+// Release gives back; Do admits and releases around a function. DelayN
+// only asks. The zero value is not usable: make a Limiter with New. It is
+// safe for concurrent use, and it satisfies Backend.
 type Limiter struct {
 	rules   []Rule
-	slots   *slots
+	slots   slots
 	reorder bool
 
 	mu      sync.Mutex
@@ -48,7 +50,7 @@ type Limiter struct {
 	pause   int64         // no admission before this instant
 	reason  string        // why the current pause was set
 	serial  uint64        // calls recorded so far, seeds included
-	tally   *Tally
+	tally   *tally.Tally
 	started bool // an admission or a Seed has happened
 	closed  bool
 }
@@ -66,77 +68,69 @@ type waiter struct {
 	serial   uint64
 }
 
-// Option configures a Limiter.
-type Option func(*config)
-
-type config struct {
-	margin       time.Duration
-	maxInFlight  int
-	counterAbove int
-	reorder      bool
+// Options configure a Limiter. The zero value of every field but Rules
+// is the default.
+type Options struct {
+	// Rules are the rules kept, all at once. An empty set limits only the
+	// calls in flight (if capped).
+	Rules []Rule
+	// MaxInFlight caps the calls in flight: Admit takes one of
+	// MaxInFlight slots before it waits for the rates, and AllowN refuses
+	// when none is free. 0 means no cap (admissions are still counted in
+	// flight until released, in Stats.InFlight).
+	MaxInFlight int
+	// Margin widens every rule's window, so that a server whose clock or
+	// counting differs a little from the limiter's still sees every rule
+	// kept. The default is 0: the limiter alone is exact, and the margin
+	// a caller needs depends on the jitter between admission and arrival
+	// (see docs/design.md). SetMargin changes it later.
+	Margin time.Duration
+	// Reorder lets a call that fits now overtake calls queued before it
+	// that do not: throughput before order. Without it admission is FIFO,
+	// and a costly call at the head of the queue holds back cheaper ones
+	// behind it until its whole cost fits. With it a steady stream of
+	// cheap calls can hold a costly one back indefinitely.
+	Reorder bool
+	// CounterAbove keeps every rule with N > CounterAbove in a
+	// bounded-memory sliding window counter (at most 1,026 small buckets,
+	// never more than N in any window, up to 0.1% less throughput)
+	// instead of an exact log of up to N entries. 0 means 100,000;
+	// negative, counters for every rule.
+	CounterAbove int
 }
 
-// WithMargin adds d to every rule's window, so that a server whose clock or
-// counting differs a little from the limiter's still sees every rule kept.
-// The default is 0: the limiter alone is exact, and the margin a caller
-// needs depends on the jitter between admission and arrival (see
-// docs/design.md). A negative d is treated as 0.
-func WithMargin(d time.Duration) Option { return func(cf *config) { cf.margin = max(d, 0) } }
-
-// WithMaxInFlight caps the calls in flight at n: Acquire and Admit take
-// one of n slots before they wait for the rates. n <= 0 means no cap.
-func WithMaxInFlight(n int) Option { return func(cf *config) { cf.maxInFlight = n } }
-
-// WithCounterAbove keeps every rule with N > n in a bounded-memory sliding
-// window counter instead of an exact log. The default is CounterAbove;
-// WithCounterAbove(0) uses counters for all rules.
-func WithCounterAbove(n int) Option { return func(cf *config) { cf.counterAbove = n } }
-
-// WithReorder lets a call that fits now overtake calls queued before it
-// that do not: throughput before order. Without it admission is FIFO, and
-// a costly call at the head of the queue holds back cheaper ones behind it
-// until its whole cost fits. With it a steady stream of cheap calls can
-// hold a costly one back indefinitely.
-func WithReorder() Option { return func(cf *config) { cf.reorder = true } }
-
-// New returns a limiter keeping all rules. An empty rule set limits only
-// the calls in flight (if capped).
-func New(rules []Rule, opts ...Option) (*Limiter, error) {
-	cf := config{counterAbove: CounterAbove}
-	for _, o := range opts {
-		o(&cf)
-	}
-	if err := Validate(rules); err != nil {
+// New returns a limiter keeping opts.Rules. It returns a *RuleError for a
+// rule that is not Valid.
+func New(opts Options) (*Limiter, error) {
+	if err := validate(opts.Rules); err != nil {
 		return nil, err
 	}
+	counterAbove := opts.CounterAbove
+	switch {
+	case counterAbove == 0:
+		counterAbove = link.CounterAbove
+	case counterAbove < 0:
+		counterAbove = 0
+	}
+	margin := max(opts.Margin, 0)
 	l := &Limiter{
-		rules:   slices.Clone(rules),
-		margin:  cf.margin,
-		slots:   newSlots(cf.maxInFlight),
-		reorder: cf.reorder,
+		rules:   slices.Clone(opts.Rules),
+		margin:  margin,
+		slots:   slots{max: max(opts.MaxInFlight, 0)},
+		reorder: opts.Reorder,
 		epoch:   time.Now(),
 		wake:    make(chan struct{}),
+		tally:   tally.New(len(opts.Rules)),
 	}
-	l.tally = NewTally(len(rules))
-	for _, r := range rules {
-		w := int64(r.Window + cf.margin)
-		if r.N > cf.counterAbove {
+	for _, r := range opts.Rules {
+		w := int64(r.Window + margin)
+		if r.N > counterAbove {
 			l.windows = append(l.windows, newSlidingCounter(r.N, w, counterBuckets))
 		} else {
 			l.windows = append(l.windows, newSlidingLog(r.N, w))
 		}
 	}
 	return l, nil
-}
-
-// Rules returns the limiter's rules.
-func (l *Limiter) Rules() []Rule { return slices.Clone(l.rules) }
-
-// Margin returns the margin added to every window.
-func (l *Limiter) Margin() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.margin
 }
 
 // SetMargin makes d the margin added to every window from now on. A
@@ -178,9 +172,9 @@ func (l *Limiter) toTime(ns int64) time.Time { return l.epoch.Add(time.Duration(
 // Requires l.mu held.
 func (l *Limiter) delayLocked(now int64, cost int) (int64, int) {
 	var d int64
-	why := bindNone
+	why := tally.None
 	if p := l.pause - now; p > 0 {
-		d, why = p, bindPause
+		d, why = p, tally.Pause
 	}
 	for i, w := range l.windows {
 		if wd := w.delay(now, l.rules[i].weight(cost)); wd > d {
@@ -210,30 +204,17 @@ func (l *Limiter) kickLocked() {
 	l.wake = make(chan struct{})
 }
 
-// Wait blocks until every rule admits one more call and records it, or
-// until ctx is done. It does not take an in-flight slot.
-func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
-
-// WaitN is Wait for a call of the given cost. It fails at once, with an
-// error wrapping ErrBadCost, for a cost below 1 or above the N of a cost
-// rule: such a call could never be admitted.
-func (l *Limiter) WaitN(ctx context.Context, cost int) error {
-	_, _, err := l.wait(ctx, cost)
-	return err
-}
-
-// wait is WaitN returning the instant the call was recorded and its serial.
-func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, error) {
-	if err := checkCost(l.rules, cost); err != nil {
-		return time.Time{}, 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return time.Time{}, 0, err
-	}
+// wait waits until every rule admits a call of the given cost and
+// records it; it returns the instant the call was recorded, its serial
+// and how long it waited. The cost must fit (checkCost). The instant is
+// read with the lock held, so that the time a caller spends getting the
+// lock is not counted before its call (it would be lag: the call leaves
+// later than its instant says).
+func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.Duration, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return time.Time{}, 0, ErrClosed
+		return time.Time{}, 0, 0, ErrClosed
 	}
 	now := l.nowLocked(time.Now())
 	if len(l.queue) == 0 || l.reorder {
@@ -241,7 +222,7 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, error)
 			s := l.admitLocked(now, now, cost)
 			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, s, nil
+			return at, s, 0, nil
 		}
 	}
 	w := &waiter{ready: make(chan struct{}), arrived: now, cost: cost}
@@ -261,14 +242,14 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, error)
 			admitted := w.admitted
 			l.mu.Unlock()
 			if !admitted {
-				return time.Time{}, 0, ctx.Err()
+				return time.Time{}, 0, 0, ctx.Err()
 			}
 		}
 		l.mu.Lock()
 		admitted, at, serial := w.admitted, w.at, w.serial
 		l.mu.Unlock()
 		if admitted {
-			return l.toTimeSafe(at), serial, nil
+			return l.toTimeSafe(at), serial, time.Duration(at - w.arrived), nil
 		}
 	}
 	return l.waitAsHead(ctx, w, cost)
@@ -282,7 +263,7 @@ func (l *Limiter) toTimeSafe(ns int64) time.Time {
 }
 
 // admitBehindLocked admits, in queue order, the waiters behind the head
-// whose cost fits at now (WithReorder). Requires l.mu held.
+// whose cost fits at now (Options.Reorder). Requires l.mu held.
 func (l *Limiter) admitBehindLocked(now int64) {
 	for i := 1; i < len(l.queue); {
 		w := l.queue[i]
@@ -298,14 +279,15 @@ func (l *Limiter) admitBehindLocked(now int64) {
 }
 
 // waitAsHead sleeps on the rules until they admit w, the head of the
-// queue, and returns the instant the call was recorded and its serial.
-func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Time, uint64, error) {
+// queue, and returns the instant the call was recorded, its serial and
+// how long it waited.
+func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Time, uint64, time.Duration, error) {
 	for {
 		l.mu.Lock()
 		if l.closed {
 			l.leaveLocked(w)
 			l.mu.Unlock()
-			return time.Time{}, 0, ErrClosed
+			return time.Time{}, 0, 0, ErrClosed
 		}
 		now := l.nowLocked(time.Now())
 		d, why := l.delayLocked(now, cost)
@@ -314,14 +296,14 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Tim
 			l.leaveLocked(w)
 			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, s, nil
+			return at, s, time.Duration(now - w.arrived), nil
 		}
-		if why == bindPause {
+		if why == tally.Pause {
 			l.tally.BlockedOnPause()
 		} else {
 			l.tally.BlockedOnRule(why)
 		}
-		if l.reorder && why != bindPause {
+		if l.reorder && why != tally.Pause {
 			// Admit what fits behind, and wake for the earliest of them.
 			l.admitBehindLocked(now)
 			for _, b := range l.queue[1:] {
@@ -343,7 +325,7 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Tim
 			l.mu.Lock()
 			l.leaveLocked(w)
 			l.mu.Unlock()
-			return time.Time{}, 0, ctx.Err()
+			return time.Time{}, 0, 0, ctx.Err()
 		}
 	}
 }
@@ -361,47 +343,43 @@ func (l *Limiter) leaveLocked(w *waiter) {
 	}
 }
 
-// Acquire takes an in-flight slot (waiting FIFO for one if the cap is
-// reached), then waits for the rates. It returns the function that gives
-// the slot back; call it once the call has finished. Calling it more than
-// once has no further effect. If ctx ends first, Acquire returns ctx's
-// error and holds nothing.
-func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
-	a, err := l.Admit(ctx, 1)
-	if err != nil {
-		return nil, err
-	}
-	return a.Release, nil
-}
-
-// Admit is Acquire for a call of the given cost, returning the Admission:
-// the instant at which every rule recorded the call (exact, however late
-// the caller gets to read its own clock), the release of its slot, and the
-// correction of its cost.
-func (l *Limiter) Admit(ctx context.Context, cost int) (*Admission, error) {
+// Admit takes an in-flight slot (waiting FIFO for one if
+// Options.MaxInFlight is reached), then waits until every rule admits a
+// call of the given cost, and records it. The Admission says when (exact,
+// however late the caller gets to read its own clock); its Release gives
+// the slot back once the call has ended, and its Correct records the
+// true cost. If ctx ends first, Admit returns ctx's error and holds
+// nothing. A cost below 1 or above the N of a cost rule fails at once,
+// with an error wrapping ErrBadCost: such a call could never be admitted.
+func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	if err := checkCost(l.rules, cost); err != nil {
-		return nil, err
+		return Admission{}, err
 	}
-	start := time.Now()
-	if err := l.slots.acquire(ctx); err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return Admission{}, err
 	}
-	at, serial, err := l.wait(ctx, cost)
+	h, slotWait, err := l.slots.acquire(ctx)
 	if err != nil {
-		l.slots.release()
-		return nil, err
+		return Admission{}, err
 	}
-	return NewAdmission(l, serial, at, cost, time.Since(start)), nil
+	at, serial, waited, err := l.wait(ctx, cost)
+	if err != nil {
+		l.slots.release(h)
+		return Admission{}, err
+	}
+	return Admission{At: at, Cost: cost, Waited: slotWait + waited, owner: (*owner)(l), handle: h, id: serial}, nil
 }
 
-// ReleaseAdmission gives back the in-flight slot of an admission; it
-// implements Owner. Call the Admission's Release instead.
-func (l *Limiter) ReleaseAdmission(uint64) { l.slots.release() }
+// owner is a Limiter as the owner of its admissions.
+type owner Limiter
 
-// CorrectAdmission changes the cost recorded for the call serial, admitted
-// at at, in every cost rule still holding it; it implements Owner. Call
-// the Admission's Correct instead.
-func (l *Limiter) CorrectAdmission(serial uint64, at time.Time, from, to int) error {
+// Release gives back the in-flight slot of the admission h.
+func (o *owner) Release(h uint64) { o.slots.release(h) }
+
+// Correct changes the cost recorded for the call serial, admitted at at,
+// in every cost rule still holding it.
+func (o *owner) Correct(serial uint64, at time.Time, from, to int) error {
+	l := (*Limiter)(o)
 	delta := to - from
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -419,40 +397,32 @@ func (l *Limiter) CorrectAdmission(serial uint64, at time.Time, from, to int) er
 	return nil
 }
 
-// Do acquires a slot and the rates, runs fn, and releases the slot when fn
-// returns. It returns ctx's error if admission was cancelled, else fn's.
-func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error {
-	release, err := l.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return fn(ctx)
-}
-
-// AllowN reports whether a call of the given cost at instant t may go now,
-// and if so records it. It never waits, and refuses while callers are
-// queued so as not to overtake them. An instant t earlier than one the
-// limiter has already seen is taken as that one.
-func (l *Limiter) AllowN(t time.Time, cost int) bool {
+// AllowN admits a call of the given cost at instant t if it may go now,
+// without waiting: a free in-flight slot and room in every rule. It
+// reports false, holding nothing, otherwise, and while callers are queued
+// so as not to overtake them. Release the Admission as Admit's. An
+// instant t earlier than one the limiter has already seen is taken as
+// that one.
+func (l *Limiter) AllowN(t time.Time, cost int) (Admission, bool) {
 	if checkCost(l.rules, cost) != nil {
-		return false
+		return Admission{}, false
+	}
+	h, ok := l.slots.tryAcquire()
+	if !ok {
+		return Admission{}, false
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed || len(l.queue) > 0 {
-		return false
-	}
 	now := l.nowLocked(t)
-	if d, _ := l.delayLocked(now, cost); d > 0 {
-		return false
+	if d, _ := l.delayLocked(now, cost); d > 0 || l.closed || len(l.queue) > 0 {
+		l.mu.Unlock()
+		l.slots.release(h)
+		return Admission{}, false
 	}
-	l.admitLocked(now, now, cost)
-	return true
+	serial := l.admitLocked(now, now, cost)
+	at := l.toTime(now)
+	l.mu.Unlock()
+	return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial}, true
 }
-
-// Allow is AllowN(time.Now(), 1).
-func (l *Limiter) Allow() bool { return l.AllowN(time.Now(), 1) }
 
 // DelayN returns how long a call of the given cost arriving at t would
 // wait for the rules if nobody were queued before it. It records nothing.

@@ -15,13 +15,18 @@ import (
 // sleeps for real and instants are exact. A bubble's clock starts at
 // midnight UTC, 2000-01-01.
 
-func mustNew(t *testing.T, spec string, opts ...Option) *Limiter {
+func mustNew(t *testing.T, spec string, opts ...Options) *Limiter {
 	t.Helper()
 	rules, err := ParseRules(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(rules, opts...)
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Rules = rules
+	l, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func runAllowSteps(t *testing.T, l *Limiter, t0 time.Time, steps []allowStep) {
 		if got := l.DelayN(at, cost); got != s.wait {
 			t.Fatalf("step %d: DelayN(t0+%v, %d) = %v, want %v", i, s.at, cost, got, s.wait)
 		}
-		if got, want := l.AllowN(at, cost), s.wait == 0; got != want {
+		if got, want := allowN(l, at, cost), s.wait == 0; got != want {
 			t.Fatalf("step %d: AllowN(t0+%v, %d) = %v, want %v", i, s.at, cost, got, want)
 		}
 	}
@@ -90,19 +95,19 @@ func TestLimiterCostRules(t *testing.T) {
 		})
 		ctx := context.Background()
 		for _, cost := range []int{0, -1, 101} {
-			if err := l.WaitN(ctx, cost); !errors.Is(err, ErrBadCost) {
+			if err := waitN(l, ctx, cost); !errors.Is(err, ErrBadCost) {
 				t.Errorf("WaitN(ctx, %d) = %v, want ErrBadCost", cost, err)
 			}
 			if _, err := l.Admit(ctx, cost); !errors.Is(err, ErrBadCost) {
 				t.Errorf("Admit(ctx, %d) = %v, want ErrBadCost", cost, err)
 			}
 		}
-		if got := MaxCost(l.Rules()); got != 100 {
+		if got := MaxCost(rulesOf(l)); got != 100 {
 			t.Errorf("MaxCost = %d, want 100", got)
 		}
 		// A count rule alone takes any cost, counted as 1.
 		c := mustNew(t, "1/s")
-		if !c.AllowN(time.Now(), 1_000_000) {
+		if !allowN(c, time.Now(), 1_000_000) {
 			t.Error("a count rule refused a costly call")
 		}
 	})
@@ -111,14 +116,14 @@ func TestLimiterCostRules(t *testing.T) {
 func TestLimiterMargin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := mustNew(t, "1/s", WithMargin(50*time.Millisecond))
+		l := mustNew(t, "1/s", Options{Margin: 50 * time.Millisecond})
 		runAllowSteps(t, l, t0, []allowStep{
 			{at: 0},
 			{at: time.Second, wait: 50 * time.Millisecond}, // the window is 1.05s
 			{at: 1050 * time.Millisecond},
 			{at: 2050 * time.Millisecond, wait: 50 * time.Millisecond},
 		})
-		if got := l.Margin(); got != 50*time.Millisecond {
+		if got := l.Stats().Margin; got != 50*time.Millisecond {
 			t.Errorf("Margin() = %v", got)
 		}
 		l.SetMargin(0)
@@ -136,11 +141,11 @@ func TestLimiterMargin(t *testing.T) {
 func TestLimiterNarrowerMarginWakesTheHead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		l := mustNew(t, "1/s", WithMargin(time.Second))
-		l.Allow()
+		l := mustNew(t, "1/s", Options{Margin: time.Second})
+		allowN(l, time.Now(), 1)
 		done := make(chan time.Duration, 1)
 		go func() {
-			if err := l.Wait(context.Background()); err != nil {
+			if err := waitN(l, context.Background(), 1); err != nil {
 				panic(err)
 			}
 			done <- time.Since(start)
@@ -157,7 +162,7 @@ func TestLimiterCounterRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		// WithCounterAbove(0): the 4/1024ms rule is kept by a counter with 1ms buckets.
-		l := mustNew(t, "4/1024ms", WithCounterAbove(0))
+		l := mustNew(t, "4/1024ms", Options{CounterAbove: -1})
 		ms := time.Millisecond
 		runAllowSteps(t, l, t0, []allowStep{
 			{at: 0}, {at: 100 * ms}, {at: 200 * ms}, {at: 300 * ms},
@@ -201,11 +206,11 @@ func TestLimiterWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, "1/s")
 		ctx := context.Background()
-		if err := l.Wait(ctx); err != nil {
+		if err := waitN(l, ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- l.Wait(ctx) }()
+		go func() { done <- waitN(l, ctx, 1) }()
 		time.Sleep(999 * time.Millisecond)
 		synctest.Wait()
 		select {
@@ -239,7 +244,7 @@ func TestLimiterWait(t *testing.T) {
 func TestLimiterAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		l := mustNew(t, "1/s", WithMaxInFlight(1))
+		l := mustNew(t, "1/s", Options{MaxInFlight: 1})
 		ctx := context.Background()
 		a, err := l.Admit(ctx, 1)
 		if err != nil {
@@ -248,7 +253,7 @@ func TestLimiterAdmission(t *testing.T) {
 		if !a.At.Equal(start) || a.Waited != 0 || a.Cost != 1 {
 			t.Errorf("first admission = {At: %v, Waited: %v, Cost: %d}, want {start, 0, 1}", a.At.Sub(start), a.Waited, a.Cost)
 		}
-		done := make(chan *Admission, 1)
+		done := make(chan Admission, 1)
 		go func() {
 			b, err := l.Admit(ctx, 1)
 			if err != nil {
@@ -286,7 +291,7 @@ func TestAdmissionCorrect(t *testing.T) {
 		}
 		done := make(chan time.Duration, 1)
 		go func() {
-			if err := l.WaitN(ctx, 50); err != nil {
+			if err := waitN(l, ctx, 50); err != nil {
 				panic(err)
 			}
 			done <- time.Since(start)
@@ -328,7 +333,7 @@ func TestLimiterPause(t *testing.T) {
 		if got := l.DelayN(t0, 1); got != 3*time.Second {
 			t.Fatalf("DelayN during pause = %v, want 3s", got)
 		}
-		if err := l.Wait(context.Background()); err != nil {
+		if err := waitN(l, context.Background(), 1); err != nil {
 			t.Fatal(err)
 		}
 		if got := time.Since(t0); got != 3*time.Second {
@@ -369,10 +374,10 @@ func TestLimiterSeed(t *testing.T) {
 			t.Errorf("cost rule holds %d after Seed, want 9", s.Rules[2].Used)
 		}
 		time.Sleep(time.Hour)
-		if !l.Allow() {
+		if !allowN(l, time.Now(), 1) {
 			t.Error("Allow() once the old call left = false")
 		}
-		if err := l.Seed(Calls(t0)); err == nil {
+		if err := l.Seed([]Call{{At: t0, Cost: 1}}); err == nil {
 			t.Error("Seed after an admission succeeded, want an error")
 		}
 	})
@@ -381,10 +386,10 @@ func TestLimiterSeed(t *testing.T) {
 func TestLimiterClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, "1/h")
-		l.Allow()
+		allowN(l, time.Now(), 1)
 		errs := make(chan error, 2)
 		for range 2 {
-			go func() { errs <- l.Wait(context.Background()) }()
+			go func() { errs <- waitN(l, context.Background(), 1) }()
 		}
 		synctest.Wait()
 		if err := l.Close(); err != nil {
@@ -403,19 +408,19 @@ func TestLimiterClose(t *testing.T) {
 
 func TestNewRejectsBadRules(t *testing.T) {
 	for _, r := range []Rule{{N: 0, Window: time.Second}, {N: 1}, {N: -1, Window: time.Second}, {N: 1, Window: -time.Second}} {
-		if _, err := New([]Rule{r}); !errors.Is(err, ErrInvalidRule) {
-			t.Errorf("New(%#v) error = %v, want ErrInvalidRule", r, err)
+		if _, err := New(Options{Rules: []Rule{r}}); !errors.As(err, new(*RuleError)) {
+			t.Errorf("New(Options{Rules: %#v}) error = %v, want a *RuleError", r, err)
 		}
 	}
 }
 
 func TestLimiterNoRules(t *testing.T) {
-	l, err := New(nil)
+	l, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 1000 {
-		if !l.Allow() {
+		if !allowN(l, time.Now(), 1) {
 			t.Fatal("Allow() = false with no rules")
 		}
 	}
@@ -433,16 +438,12 @@ func TestLimiterReorder(t *testing.T) {
 	for _, reorder := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
-			var opts []Option
-			if reorder {
-				opts = append(opts, WithReorder())
-			}
-			l := mustNew(t, "cost:10/s", opts...)
-			l.AllowN(start, 6)
+			l := mustNew(t, "cost:10/s", Options{Reorder: reorder})
+			allowN(l, start, 6)
 			admittedAt := func(cost int) <-chan time.Duration {
 				c := make(chan time.Duration, 1)
 				go func() {
-					if err := l.WaitN(context.Background(), cost); err != nil {
+					if err := waitN(l, context.Background(), cost); err != nil {
 						panic(err)
 					}
 					c <- time.Since(start)
@@ -464,4 +465,13 @@ func TestLimiterReorder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rulesOf returns l's rules, as its Stats list them.
+func rulesOf(l *Limiter) []Rule {
+	var rules []Rule
+	for _, r := range l.Stats().Rules {
+		rules = append(rules, r.Rule)
+	}
+	return rules
 }

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// ErrInvalidRule is wrapped by every error that ParseRule and ParseRules
-// return, so callers can tell a bad rule spec from other failures.
-var ErrInvalidRule = errors.New("invalid rule")
-
 // ErrBadCost is wrapped by the error of an admission whose cost is not a
 // positive integer that every cost rule can hold: such a call could never
 // be admitted.
@@ -31,7 +27,7 @@ const maxWindow = 100 * 365 * 24 * time.Hour
 // A cost rule (Cost set) limits the sum of the calls' costs instead of
 // their number: no window (t-Window, t] holds calls whose costs add up to
 // more than N, as with an API's tokens per minute. A call's cost is given
-// at admission (see Limiter.WaitN); a count rule counts every call as 1
+// at admission (see Backend.Admit); a count rule counts every call as 1
 // whatever its cost.
 type Rule struct {
 	N      int
@@ -136,8 +132,11 @@ func ParseRule(spec string) (Rule, error) {
 	return Rule{N: int(n), Window: w, Cost: isCost}, nil
 }
 
-// A RuleError reports a rule spec that ParseRule cannot read: the spec as
-// given, and what was expected instead. It wraps ErrInvalidRule.
+// A RuleError reports a rule that cannot be used: a spec that ParseRule
+// cannot read, or a rule given to a limiter that is not Valid. It holds
+// the spec as given and what was expected instead. Every error of
+// ParseRule, ParseRules and New about a rule is one; check for it with
+// errors.As.
 type RuleError struct {
 	Spec string // the spec as given
 	Want string // what was expected, such as "a period after '/', such as s, min, 3s or 1m30s"
@@ -147,9 +146,6 @@ type RuleError struct {
 func (e *RuleError) Error() string {
 	return fmt.Sprintf("throttle: rule %q: want %s", e.Spec, e.Want)
 }
-
-// Unwrap returns ErrInvalidRule.
-func (e *RuleError) Unwrap() error { return ErrInvalidRule }
 
 func ruleError(spec, expected string) error {
 	return &RuleError{Spec: spec, Want: expected}
@@ -242,13 +238,14 @@ func formatWindow(w time.Duration) string {
 	return b.String()
 }
 
-// Validate checks a rule set given to a limiter constructor: every rule
-// Valid. Backends call it so that they all refuse the same rule sets.
-func Validate(rules []Rule) error {
+// validate checks a rule set given to a limiter constructor: every rule
+// Valid. The shared backends call it too (through package gate) so that
+// they all refuse the same rule sets.
+func validate(rules []Rule) error {
 	for _, r := range rules {
 		if !r.Valid() {
-			return fmt.Errorf("throttle: rule %d/%v: want 1 <= N <= %d and 0 < window <= 100 years: %w",
-				r.N, r.Window, int64(MaxLimit), ErrInvalidRule)
+			return &RuleError{Spec: fmt.Sprintf("%d/%v", r.N, r.Window),
+				Want: fmt.Sprintf("1 <= N <= %d and 0 < window <= 100 years", int64(MaxLimit))}
 		}
 	}
 	return nil

@@ -60,8 +60,8 @@ func TestParseRuleErrors(t *testing.T) {
 			t.Errorf("ParseRule(%q) succeeded, want error", tt.in)
 			continue
 		}
-		if !errors.Is(err, ErrInvalidRule) {
-			t.Errorf("ParseRule(%q) error %v does not wrap ErrInvalidRule", tt.in, err)
+		if re := (*RuleError)(nil); !errors.As(err, &re) {
+			t.Errorf("ParseRule(%q) error %v is not a *RuleError", tt.in, err)
 		}
 		msg := err.Error()
 		if !strings.Contains(msg, `"`+tt.in+`"`) || !strings.Contains(msg, tt.wantMsg) {
@@ -119,8 +119,8 @@ func FuzzParseRule(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRule(s)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRule) {
-				t.Fatalf("ParseRule(%q) error %v does not wrap ErrInvalidRule", s, err)
+			if re := (*RuleError)(nil); !errors.As(err, &re) {
+				t.Fatalf("ParseRule(%q) error %v is not a *RuleError", s, err)
 			}
 			return
 		}

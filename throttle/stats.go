@@ -2,12 +2,8 @@ package throttle
 
 import (
 	"time"
-)
 
-// Pseudo rule indexes for what an admission waited on.
-const (
-	bindNone  = -1
-	bindPause = -2
+	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Stats is a snapshot of a backend's diagnostics. Every wait is counted
@@ -60,7 +56,9 @@ type StoreStats struct {
 	ClientTime int64
 }
 
-// RuleStats describes one rule's load.
+// RuleStats describes one rule's load: in a backend's Stats, and in what
+// the shared backends' Inspect reads from their store (where the wait
+// counts are zero).
 type RuleStats struct {
 	Rule      Rule
 	Used      int     // calls (or cost) in the window now
@@ -71,6 +69,9 @@ type RuleStats struct {
 	// slept. WaitTime is the time those admissions waited in all.
 	Waits    int64
 	WaitTime time.Duration
+	// Counter reports a rule kept by a bounded sliding window counter
+	// rather than an exact log (Options.CounterAbove).
+	Counter bool
 }
 
 // Busiest returns the index in s.Rules of the rule with the highest usage
@@ -90,84 +91,26 @@ func (s Stats) Busiest() int {
 	return best
 }
 
-// Tally counts admissions and what they waited on, for a backend's
-// Stats. Every backend counts the same way with it. The zero value is not
-// usable: make one with NewTally. It is not safe for concurrent use: the
-// backend guards it.
-type Tally struct {
-	rules         []ruleStat
-	admitted      int64
-	waits         int64
-	waitTime      int64
-	pauses        int64
-	pauseWaits    int64
-	pauseWaitTime int64
-	lastWhy       int // what the head of the queue last slept on
-}
-
-type ruleStat struct {
-	peakUsed int
-	waits    int64
-	waitTime int64
-}
-
-// NewTally returns a tally for n rules.
-func NewTally(n int) *Tally { return &Tally{rules: make([]ruleStat, n), lastWhy: bindNone} }
-
-// BlockedOnRule records that the head of the admission queue is about to
-// sleep because rule i needs the longest wait.
-func (t *Tally) BlockedOnRule(i int) { t.lastWhy = i }
-
-// BlockedOnPause records that the head of the queue is about to sleep out
-// a pause.
-func (t *Tally) BlockedOnPause() { t.lastWhy = bindPause }
-
-// Paused counts a pause started or extended.
-func (t *Tally) Paused() { t.pauses++ }
-
-// Observe records that rule i holds used calls (or cost) right after an
-// admission or a correction, for its peak usage.
-func (t *Tally) Observe(i, used int) { t.rules[i].peakUsed = max(t.rules[i].peakUsed, used) }
-
-// Admit counts an admission that waited wait in all, charged to what the
-// head of the queue last slept on.
-func (t *Tally) Admit(wait time.Duration) {
-	t.admitted++
-	if wait <= 0 {
-		return
-	}
-	t.waits++
-	t.waitTime += int64(wait)
-	switch why := t.lastWhy; {
-	case why >= 0:
-		t.rules[why].waits++
-		t.rules[why].waitTime += int64(wait)
-	case why == bindPause:
-		t.pauseWaits++
-		t.pauseWaitTime += int64(wait)
-	}
-}
-
-// Fill copies the counts into st (rules, admissions, waits and pauses),
-// with each rule's current use as used reports it.
-func (t *Tally) Fill(st *Stats, rules []Rule, used func(i int) int) {
+// fillTally copies t's counts into st (rules, admissions, waits and
+// pauses), with each rule's current use as used reports it.
+func fillTally(st *Stats, t *tally.Tally, rules []Rule, used func(i int) int) {
 	st.Rules = make([]RuleStats, len(rules))
-	st.Admitted = t.admitted
-	st.Waits = t.waits
-	st.WaitTime = time.Duration(t.waitTime)
-	st.Pauses = t.pauses
-	st.PauseWaits = t.pauseWaits
-	st.PauseWaitTime = time.Duration(t.pauseWaitTime)
+	st.Admitted = t.Admitted
+	st.Waits = t.Waits
+	st.WaitTime = t.WaitTime
+	st.Pauses = t.Pauses
+	st.PauseWaits = t.PauseWaits
+	st.PauseWaitTime = t.PauseWaitTime
 	for i, r := range rules {
 		u := used(i)
-		rs := t.rules[i]
+		rs := t.Rules[i]
 		st.Rules[i] = RuleStats{
 			Rule:      r,
 			Used:      u,
 			Usage:     float64(u) / float64(r.N),
-			PeakUsage: float64(rs.peakUsed) / float64(r.N),
-			Waits:     rs.waits,
-			WaitTime:  time.Duration(rs.waitTime),
+			PeakUsage: float64(rs.PeakUsed) / float64(r.N),
+			Waits:     rs.Waits,
+			WaitTime:  rs.WaitTime,
 		}
 	}
 }
@@ -181,7 +124,10 @@ func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.nowLocked(time.Now())
-	l.tally.Fill(&s, l.rules, func(i int) int { return l.windows[i].used(now) })
+	fillTally(&s, l.tally, l.rules, func(i int) int { return l.windows[i].used(now) })
+	for i, w := range l.windows {
+		_, s.Rules[i].Counter = w.(*slidingCounter)
+	}
 	s.PauseReason = l.reason
 	if l.pause > 0 {
 		s.PausedUntil = l.toTime(l.pause)

@@ -128,7 +128,7 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	for _, r := range opts.Rules {
 		if !r.Valid() {
-			return nil, fmt.Errorf("strictserver: rule %d/%v: %w", r.N, r.Window, throttle.ErrInvalidRule)
+			return nil, fmt.Errorf("strictserver: %w", &throttle.RuleError{Spec: r.String(), Want: "a rule a limiter can keep"})
 		}
 	}
 	if opts.Now == nil {

@@ -119,7 +119,7 @@ func TestBackwardsClockStaysExact(t *testing.T) {
 			at := time.Duration(rng.IntN(80)) * time.Millisecond / 2
 			code := get(s, clock, at, "/").Code
 			legal := true
-			for _, res := range throttle.Check(rules, throttle.Calls(append(slices.Clone(accepted), t0.Add(at))...)) {
+			for _, res := range throttle.Check(rules, calls1(append(slices.Clone(accepted), t0.Add(at))...)) {
 				legal = legal && res.Violations == 0
 			}
 			if want := map[bool]int{true: 200, false: 429}[legal]; code != want {
@@ -156,7 +156,7 @@ func TestConcurrentRequests(t *testing.T) {
 	if st.Accepted+st.Refused != workers*each || st.Accepted < 5 {
 		t.Errorf("Stats() = %+v, want Accepted+Refused = %d and Accepted >= 5", st, workers*each)
 	}
-	for _, res := range throttle.Check(rules, throttle.Calls(s.Arrivals()...)) {
+	for _, res := range throttle.Check(rules, calls1(s.Arrivals()...)) {
 		if res.Violations != 0 {
 			t.Errorf("accepted arrivals break %v: %+v", res.Rule, res)
 		}
@@ -291,8 +291,17 @@ func TestDelay(t *testing.T) {
 
 func TestNewRejectsInvalidRules(t *testing.T) {
 	for _, r := range []throttle.Rule{{N: 0, Window: time.Second}, {N: 1, Window: 0}} {
-		if _, err := New(Options{Rules: []throttle.Rule{r}}); !errors.Is(err, throttle.ErrInvalidRule) {
-			t.Errorf("New(rule %+v) error = %v, want throttle.ErrInvalidRule", r, err)
+		if _, err := New(Options{Rules: []throttle.Rule{r}}); !errors.As(err, new(*throttle.RuleError)) {
+			t.Errorf("New(rule %+v) error = %v, want a *throttle.RuleError", r, err)
 		}
 	}
+}
+
+// calls1 returns one call of cost 1 per instant.
+func calls1(times ...time.Time) []throttle.Call {
+	cs := make([]throttle.Call, len(times))
+	for i, t := range times {
+		cs[i] = throttle.Call{At: t, Cost: 1}
+	}
+	return cs
 }

@@ -735,7 +735,7 @@ func TestFetchKeepsRulesAgainstStrictServer(t *testing.T) {
 	}
 	srv := serve(t, ss)
 	const margin = 25 * time.Millisecond
-	lim, err := throttle.New(rules, throttle.WithMaxInFlight(4), throttle.WithMargin(margin))
+	lim, err := throttle.New(throttle.Options{Rules: rules, MaxInFlight: 4, Margin: margin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,12 +745,12 @@ func TestFetchKeepsRulesAgainstStrictServer(t *testing.T) {
 	if st.Refused != 0 || st.Accepted != 30 || len(done) != 30 {
 		t.Errorf("server accepted %d, refused %d, %d items done; want 30, 0, 30", st.Accepted, st.Refused, len(done))
 	}
-	for _, c := range throttle.Check(rules, throttle.Calls(ss.Arrivals()...)) {
+	for _, c := range throttle.Check(rules, calls1(ss.Arrivals()...)) {
 		if c.Violations > 0 {
 			t.Errorf("rule %v: %d violations on arrival", c.Rule, c.Violations)
 		}
 	}
-	fastest := throttle.Fastest(rules, 30, 4, 0)
+	fastest := fastest(rules, 30, 4, 0)
 	if ms := st.Makespan(); ms < fastest || ms > fastest+7*margin+time.Second {
 		t.Errorf("makespan %v, want between %v and about %v + 7×margin", ms, fastest, fastest)
 	}
@@ -764,7 +764,7 @@ func BenchmarkFetch(b *testing.B) {
 		io.WriteString(w, r.URL.Path+"\n")
 	}))
 	e := newFetch(b, Options{Client: NewClient(ClientOptions{Conns: 32}), UserAgent: "pace/bench"})
-	lim, err := throttle.New(nil, throttle.WithMaxInFlight(32))
+	lim, err := throttle.New(throttle.Options{MaxInFlight: 32})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -791,4 +791,25 @@ func BenchmarkFetch(b *testing.B) {
 	if err := p.Run(context.Background(), items); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// calls1 returns one call of cost 1 per instant.
+func calls1(times ...time.Time) []throttle.Call {
+	cs := make([]throttle.Call, len(times))
+	for i, t := range times {
+		cs[i] = throttle.Call{At: t, Cost: 1}
+	}
+	return cs
+}
+
+// fastest is the makespan of the fastest legal schedule of n calls of
+// cost 1 (throttle.Plan).
+func fastest(rules []throttle.Rule, n, jobs int, runtime time.Duration) time.Duration {
+	costs := make([]int, n)
+	for i := range costs {
+		costs[i] = 1
+	}
+	t0 := time.Unix(0, 0)
+	at := throttle.Plan(rules, nil, costs, t0, jobs, runtime)
+	return at[len(at)-1].Sub(t0)
 }

@@ -372,7 +372,7 @@ func TestFetch429PausesAllAdmissions(t *testing.T) {
 			mu.Unlock()
 		}
 	}))
-	lim, err := throttle.New(nil, throttle.WithMaxInFlight(4))
+	lim, err := throttle.New(throttle.Options{MaxInFlight: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestFetchHonoursRateLimitHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := serve(t, ss)
-			lim, err := throttle.New(nil, throttle.WithMaxInFlight(1))
+			lim, err := throttle.New(throttle.Options{MaxInFlight: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

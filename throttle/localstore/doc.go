@@ -45,7 +45,7 @@
 // more; NoSync matters more there.)
 //
 // Rules are kept as redisrate keeps them: a rule with N up to
-// Options.CounterAbove (throttle.CounterAbove by default) in an exact log
+// Options.CounterAbove (100,000 by default) in an exact log
 // of the calls in its window, with their costs and a running sum; a
 // larger one in a counter of buckets of width ceil(window/1024), the
 // oldest counted whole, that may refuse a call up to one bucket early but
@@ -59,8 +59,8 @@
 //
 // The store keeps the rule spec of the processes that use it (their
 // rules sorted by window, plus global-jobs and counter-above when they
-// matter, as redisrate's). A process with other rules gets an error
-// wrapping throttle.ErrRuleMismatch (a *MismatchError), from Open before
+// matter, as redisrate's). A process with other rules gets a
+// *throttle.MismatchError, from Open before
 // anything runs, or from an admission if another process took the quota
 // meanwhile. Once every call recorded has left its window, a process with
 // other rules takes the quota over; Reset forgets it at once.

@@ -28,7 +28,7 @@ func ExampleOpen() {
 	ctx := context.Background()
 	s, err := localstore.Open(ctx, localstore.Options{Dir: dir, Key: "openai", Rules: rules, GlobalJobs: 4})
 	switch {
-	case errors.Is(err, throttle.ErrRuleMismatch):
+	case errors.As(err, new(*throttle.MismatchError)):
 		log.Fatal(err) // another process keeps this quota with other rules
 	case errors.Is(err, throttle.ErrBackend):
 		log.Fatal(err) // a damaged store: the message names the file to move away

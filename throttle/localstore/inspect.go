@@ -23,7 +23,7 @@ type Quota struct {
 	// Spec is the rule spec the quota is kept with, empty until a call
 	// has been recorded. Rules and GlobalJobs are read from it.
 	Spec       string
-	Rules      []RuleUsage // in store order: sorted by window
+	Rules      []throttle.RuleStats // in store order: sorted by window; Used and Usage at Now, without margin
 	GlobalJobs int
 	// Now is the store's instant when it was read (the host's clock but
 	// after a step back; see the package documentation).
@@ -37,14 +37,6 @@ type Quota struct {
 	// Slots lists the slots held, and those whose holder died without
 	// giving them back (then free), by index.
 	Slots []Slot
-}
-
-// RuleUsage is one rule's load at Quota.Now.
-type RuleUsage struct {
-	Rule    throttle.Rule
-	Counter bool    // kept by a bounded counter rather than an exact log
-	Used    int     // calls (or cost) in the window, without margin
-	Usage   float64 // Used / N
 }
 
 // Slot is one slot of a quota's cap on calls in flight.
@@ -116,7 +108,7 @@ func (q *Quota) read(p paths, tx *bbolt.Tx) error {
 		st := newRuleState(tx.Bucket(ly.bucketName(j)), r, ly.counter[j], 0)
 		used := st.heldAt(now)
 		wait = max(wait, st.delay(now, used, 1))
-		q.Rules = append(q.Rules, RuleUsage{Rule: r, Counter: ly.counter[j], Used: int(used), Usage: float64(used) / float64(r.N)})
+		q.Rules = append(q.Rules, throttle.RuleStats{Rule: r, Counter: ly.counter[j], Used: int(used), Usage: float64(used) / float64(r.N)})
 	}
 	q.Next = q.Next.Add(time.Duration(wait))
 	return nil

@@ -337,7 +337,7 @@ func TestKill(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	// A log, a cost log and a counter (N above throttle.CounterAbove).
+	// A log, a cost log and a counter (N above 100,000).
 	const spec = "30/100ms,cost:120/200ms,1000000/s"
 	env := childEnv{mode: "admit", dir: dir, key: "kill", rules: spec, maxCost: 5,
 		noSync: os.Getenv("PACE_LOCALSTORE_KILL_NOSYNC") == "true"}
@@ -452,7 +452,7 @@ func TestKillSlotHolder(t *testing.T) {
 		t.Errorf("Inspect().Slots after the kill = %+v, want both dead, last held by pid %d", q.Slots, pid)
 	}
 	var all []throttle.Call
-	var held []*throttle.Admission
+	var held []throttle.Admission
 	for range 2 {
 		a, err := s.Admit(ctx, 1)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/link"
 )
 
 // maxKeyLen bounds a quota's name, so that its file names stay well
@@ -59,8 +60,8 @@ func newLayout(rules []throttle.Rule, counterAbove, globalJobs int) (layout, []i
 		ly.counter = append(ly.counter, rules[i].N > counterAbove)
 	}
 	spec := []string{throttle.FormatRules(ly.sorted)}
-	if counterAbove != throttle.CounterAbove && slices.ContainsFunc(ly.sorted, func(r throttle.Rule) bool {
-		return (r.N > counterAbove) != (r.N > throttle.CounterAbove)
+	if counterAbove != link.CounterAbove && slices.ContainsFunc(ly.sorted, func(r throttle.Rule) bool {
+		return (r.N > counterAbove) != (r.N > link.CounterAbove)
 	}) {
 		spec = append(spec, "counter-above="+strconv.Itoa(counterAbove))
 	}
@@ -73,7 +74,7 @@ func newLayout(rules []throttle.Rule, counterAbove, globalJobs int) (layout, []i
 
 // parseSpec reads back a spec that newLayout wrote.
 func parseSpec(spec string) (layout, error) {
-	counterAbove, jobs := throttle.CounterAbove, 0
+	counterAbove, jobs := link.CounterAbove, 0
 	var rules []throttle.Rule
 	for f := range strings.FieldsSeq(spec) {
 		var err error
@@ -110,21 +111,3 @@ func boolCompare(a, b bool) int {
 	}
 	return -1
 }
-
-// MismatchError reports a quota that the local store keeps with other
-// rules than this process's. It wraps throttle.ErrRuleMismatch.
-type MismatchError struct {
-	Key    string // the quota's name
-	Stored string // the rule spec the store keeps
-	Spec   string // this process's rule spec (Store.Spec)
-}
-
-// Error says which rules differ and what to do.
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("localstore: quota %q is kept with rules %q, this process has %q "+
-		"(use the same rules everywhere, another quota name, wait for the quota's longest window to pass unused, "+
-		"or reset the quota)", e.Key, e.Stored, e.Spec)
-}
-
-// Unwrap returns throttle.ErrRuleMismatch.
-func (e *MismatchError) Unwrap() error { return throttle.ErrRuleMismatch }

@@ -15,8 +15,11 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
 	"github.com/pace-cli/pace/throttle/internal/gate"
+	"github.com/pace-cli/pace/throttle/internal/link"
+	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Defaults of the Options.
@@ -41,7 +44,7 @@ type Options struct {
 	// Rules are kept for every process sharing the quota. An empty set
 	// limits only the calls in flight (GlobalJobs).
 	Rules []throttle.Rule
-	// Margin widens every rule's window, as throttle.WithMargin does.
+	// Margin widens every rule's window, as throttle.Options.Margin does.
 	// Processes sharing a quota should use the same margin: each forgets
 	// calls older than its own window plus margin, so the host keeps the
 	// smallest margin among them.
@@ -51,7 +54,7 @@ type Options struct {
 	// before it waits for the rates. 0 means no cap.
 	GlobalJobs int
 	// CounterAbove keeps every rule with N > CounterAbove in a bounded
-	// counter instead of an exact log; 0 means throttle.CounterAbove,
+	// counter instead of an exact log; 0 means 100,000,
 	// negative counters for every rule.
 	CounterAbove int
 	// Timeout is how long a transaction may wait for another process's
@@ -108,7 +111,7 @@ type Store struct {
 	margin     time.Duration
 	fleet      time.Duration // the widest margin in force, at the last transaction
 	publishing bool
-	tally      *throttle.Tally
+	tally      *tally.Tally
 	used       []int // per rule in given order: weight in the window at the last transaction
 	sleeps     int64 // times the head of the admission queue slept
 	pause      gate.Pause
@@ -122,10 +125,10 @@ type Store struct {
 // Open returns a store that keeps opts.Rules for every process on this
 // host sharing the quota opts.Key, kept in opts.Dir (created 0700 if
 // need be), after checking that the quota is not kept with other rules.
-// Its errors wrap throttle.ErrRuleMismatch (a *MismatchError: the quota
-// is kept with other rules), throttle.ErrBackend (the store is damaged,
+// Its errors are a *throttle.MismatchError (the quota is kept with other
+// rules), throttle.ErrBackend (the store is damaged,
 // newer than this code, or stayed locked for the timeout),
-// throttle.ErrInvalidRule, or are ctx's; a bad key or directory gets a
+// a *throttle.RuleError, or are ctx's; a bad key or directory gets a
 // plain error that quotes it.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	cf := opts
@@ -140,7 +143,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	switch {
 	case cf.CounterAbove == 0:
-		cf.CounterAbove = throttle.CounterAbove
+		cf.CounterAbove = link.CounterAbove
 	case cf.CounterAbove < 0:
 		cf.CounterAbove = 0
 	}
@@ -149,7 +152,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := checkKey(cf.Key); err != nil {
 		return nil, err
 	}
-	if err := throttle.Validate(cf.Rules); err != nil {
+	if err := gate.Validate(cf.Rules); err != nil {
 		return nil, err
 	}
 	if cf.Dir == "" {
@@ -170,7 +173,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opened: time.Now(),
 		closed: make(chan struct{}),
 		margin: cf.Margin,
-		tally:  throttle.NewTally(len(cf.Rules)),
+		tally:  tally.New(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
 		held:   make(map[uint64]int),
 		id:     []byte(rand.Text()[:16]),
@@ -225,11 +228,11 @@ func (s *Store) checkStored(ctx context.Context) error {
 	})
 }
 
-// checkSpec returns a *MismatchError if the store keeps the quota with
+// checkSpec returns a *throttle.MismatchError if the store keeps the quota with
 // another spec that has not expired at now.
 func (s *Store) checkSpec(m *bbolt.Bucket, now int64) error {
 	if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec && now < getInt(m, keyExpires) {
-		return &MismatchError{Key: s.key, Stored: string(stored), Spec: s.ly.spec}
+		return &throttle.MismatchError{Key: s.key, Stored: string(stored), Spec: s.ly.spec}
 	}
 	return nil
 }
@@ -402,16 +405,16 @@ func clearRules(tx *bbolt.Tx) error {
 // If ctx ends while a transaction is under way, the store may still have
 // recorded the admission: it then counts against the quota although the
 // caller does not go ahead. The error is only ever on that safe side.
-func (s *Store) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (s *Store) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	if err := s.checkCost(cost); err != nil {
-		return nil, err
+		return throttle.Admission{}, err
 	}
 	start := time.Now()
 	slot := -1
 	if s.slots != nil {
 		var err error
 		if slot, err = s.takeSlot(ctx); err != nil {
-			return nil, err
+			return throttle.Admission{}, err
 		}
 	}
 	at, id, decided, err := s.wait(ctx, cost)
@@ -419,20 +422,18 @@ func (s *Store) Admit(ctx context.Context, cost int) (*throttle.Admission, error
 		if slot >= 0 {
 			s.slots.release(slot)
 		}
-		return nil, err
+		return throttle.Admission{}, err
 	}
 	s.mu.Lock()
 	s.inFlight++
 	s.peak = max(s.peak, s.inFlight)
-	if slot >= 0 {
-		s.held[id] = slot
-	}
+	s.held[id] = slot // -1 without a slot: the admission is in flight all the same
 	s.mu.Unlock()
-	a := throttle.NewAdmission(s, id, at, cost, time.Since(start))
+	var latency time.Duration
 	if !decided.IsZero() {
-		a.Latency = time.Since(decided) // the commit, and closing the store
+		latency = time.Since(decided) // the commit, and closing the store
 	}
-	return a, nil
+	return backend.NewAdmission((*owner)(s), id, id, at, cost, time.Since(start), latency), nil
 }
 
 // checkCost returns why a call of the given cost can never be admitted.
@@ -520,23 +521,28 @@ func (s *Store) sleepPause(ctx context.Context) error {
 	}
 }
 
-// ReleaseAdmission gives back the slot of the admission id, if it holds
-// one; it implements throttle.Owner. Call the Admission's Release instead.
-func (s *Store) ReleaseAdmission(id uint64) {
+// owner is a Store as the owner of its admissions.
+type owner Store
+
+// Release gives back the slot of the admission id, if it holds one.
+func (o *owner) Release(id uint64) {
+	s := (*Store)(o)
 	s.mu.Lock()
-	s.inFlight--
 	slot, ok := s.held[id]
-	delete(s.held, id)
-	s.mu.Unlock()
 	if ok {
+		s.inFlight--
+		delete(s.held, id)
+	}
+	s.mu.Unlock()
+	if ok && slot >= 0 {
 		s.slots.release(slot)
 	}
 }
 
-// CorrectAdmission changes the cost recorded for the admission id,
-// admitted at at, in the cost rules still holding it, in one transaction;
-// it implements throttle.Owner. Call the Admission's Correct instead.
-func (s *Store) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+// Correct changes the cost recorded for the admission id, admitted at
+// at, in the cost rules still holding it, in one transaction.
+func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
+	s := (*Store)(o)
 	if !slices.ContainsFunc(s.rules, func(r throttle.Rule) bool { return r.Cost }) {
 		return nil
 	}
@@ -664,7 +670,7 @@ func (s *Store) Stats() throttle.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var st throttle.Stats
-	s.tally.Fill(&st, s.rules, func(i int) int { return s.used[i] })
+	gate.Fill(&st, s.tally, s.rules, func(i int) int { return s.used[i] })
 	st.InFlight = s.inFlight
 	st.PeakInFlight = s.peak
 	st.MaxInFlight = s.cf.GlobalJobs

@@ -160,11 +160,11 @@ func TestSameAsLimiter(t *testing.T) {
 
 		var want []time.Time
 		synctest.Test(t, func(t *testing.T) {
-			var opts []throttle.Option
+			opts := throttle.Options{Rules: rules}
 			if counters {
-				opts = append(opts, throttle.WithCounterAbove(0))
+				opts.CounterAbove = -1
 			}
-			l, err := throttle.New(rules, opts...)
+			l, err := throttle.New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestPauseAndMargin(t *testing.T) {
 		if st := s.Stats(); st.Margin != 250*time.Millisecond || st.Rules[0].Waits != 1 {
 			t.Errorf("Stats() = %+v, want margin 250ms and one wait on 2/s", st)
 		}
-		if err := s.Seed(throttle.Calls(time.Now(), time.Now())); err != nil {
+		if err := s.Seed([]throttle.Call{{At: time.Now(), Cost: 1}, {At: time.Now(), Cost: 1}}); err != nil {
 			t.Errorf("Seed = %v, want nil", err)
 		}
 		c, err := s.Admit(ctx, 1)
@@ -323,7 +323,7 @@ func TestStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := open(t, t.TempDir(), "stats", "cost:10/s,2/s", localstore.Options{GlobalJobs: 3})
-		var as []*throttle.Admission
+		var as []throttle.Admission
 		for _, c := range []int{3, 4, 1} {
 			a, err := s.Admit(ctx, c)
 			if err != nil {
@@ -405,7 +405,7 @@ func TestSlots(t *testing.T) {
 		if _, err := b.Admit(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan *throttle.Admission)
+		got := make(chan throttle.Admission)
 		go func() {
 			adm, err := b.Admit(ctx, 1)
 			if err != nil {
@@ -471,8 +471,8 @@ func TestRuleMismatch(t *testing.T) {
 			o := tt.o
 			o.Dir, o.Key, o.Rules = dir, "m", mustRules(t, tt.rules)
 			_, err := localstore.Open(ctx, o)
-			var me *localstore.MismatchError
-			if !errors.Is(err, throttle.ErrRuleMismatch) || !errors.As(err, &me) || me.Stored != "10/s,100/m" || me.Key != "m" {
+			var me *throttle.MismatchError
+			if !errors.As(err, new(*throttle.MismatchError)) || !errors.As(err, &me) || me.Stored != "10/s,100/m" || me.Key != "m" {
 				t.Errorf("Open(%q, %+v) = %v, want a MismatchError naming the stored rules", tt.rules, tt.o, err)
 			}
 		}
@@ -484,8 +484,8 @@ func TestRuleMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := late.Admit(ctx, 1)
-		if !errors.Is(err, throttle.ErrRuleMismatch) || !strings.Contains(err.Error(), `"7/s"`) || !strings.Contains(err.Error(), `"5/s"`) {
-			t.Errorf("Admit after another process took the quota = %v, want ErrRuleMismatch naming both", err)
+		if !errors.As(err, new(*throttle.MismatchError)) || !strings.Contains(err.Error(), `"7/s"`) || !strings.Contains(err.Error(), `"5/s"`) {
+			t.Errorf("Admit after another process took the quota = %v, want a *throttle.MismatchError naming both", err)
 		}
 		if st := late.Stats(); st.Admitted != 0 || st.Store.Failures != 0 {
 			t.Errorf("Stats() = %+v, want nothing admitted and no failure", st)
@@ -497,8 +497,8 @@ func TestRuleMismatch(t *testing.T) {
 		if _, err := late.Admit(ctx, 1); err != nil {
 			t.Errorf("Admit once the other rules expired = %v", err)
 		}
-		if _, err := other.Admit(ctx, 1); !errors.Is(err, throttle.ErrRuleMismatch) {
-			t.Errorf("Admit with the rules taken over = %v, want ErrRuleMismatch", err)
+		if _, err := other.Admit(ctx, 1); !errors.As(err, new(*throttle.MismatchError)) {
+			t.Errorf("Admit with the rules taken over = %v, want a *throttle.MismatchError", err)
 		}
 	})
 }
@@ -619,7 +619,7 @@ func TestInspectResetKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []localstore.RuleUsage{
+		want := []throttle.RuleStats{
 			{Rule: throttle.Rule{N: 3, Window: time.Second}, Used: 2, Usage: 2.0 / 3},
 			{Rule: throttle.Rule{N: 10, Window: time.Second, Cost: true}, Used: 10, Usage: 1},
 			{Rule: throttle.Rule{N: 2000000, Window: time.Hour}, Counter: true, Used: 2, Usage: 1e-6},

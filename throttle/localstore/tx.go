@@ -120,7 +120,7 @@ func transient(err error) bool {
 // nothing. A failure that may pass is retried with capped exponential
 // backoff until the timeout has passed since the first; then, or at once
 // for one that cannot pass, update gives up with an error wrapping
-// throttle.ErrBackend (or ctx's error, ErrClosed, a MismatchError).
+// throttle.ErrBackend (or ctx's error, ErrClosed, a *throttle.MismatchError).
 func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
@@ -135,7 +135,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 		if err == nil || errors.Is(err, errRefused) {
 			return err
 		}
-		var me *MismatchError
+		var me *throttle.MismatchError
 		switch {
 		case errors.As(err, &me), ctx.Err() != nil && errors.Is(err, ctx.Err()), errors.Is(err, throttle.ErrClosed):
 			return err

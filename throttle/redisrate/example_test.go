@@ -25,7 +25,7 @@ func ExampleDial() {
 	switch {
 	case errors.Is(err, throttle.ErrBackend):
 		log.Fatalf("redis unavailable: %v", err) // the message shows the URL with the password redacted
-	case errors.Is(err, throttle.ErrRuleMismatch):
+	case errors.As(err, new(*throttle.MismatchError)):
 		log.Fatal(err) // another process keeps this quota with other rules
 	case err != nil:
 		log.Fatal(err)

@@ -326,7 +326,7 @@ func goAdmit(ctx context.Context, l *redisrate.Limiter, cost int) <-chan admitRe
 }
 
 type admitResult struct {
-	a   *throttle.Admission
+	a   throttle.Admission
 	err error
 }
 

@@ -29,7 +29,7 @@ type Quota struct {
 	// none (no call in the longest window). Rules and GlobalJobs are read
 	// from it.
 	Spec       string
-	Rules      []RuleUsage // in Redis order: sorted by window
+	Rules      []throttle.RuleStats // in Redis order: sorted by window; Used and Usage at Now, without margin
 	GlobalJobs int
 	// Now is Redis's instant when it was read (TIME).
 	Now time.Time
@@ -42,14 +42,6 @@ type Quota struct {
 	Expired bool
 	// Leases lists the fleet-wide slots held now, soonest to expire first.
 	Leases []Lease
-}
-
-// RuleUsage is one rule's load at Quota.Now.
-type RuleUsage struct {
-	Rule    throttle.Rule
-	Counter bool    // kept by a bounded counter rather than an exact log
-	Used    int     // calls (or cost) in the window, without margin
-	Usage   float64 // Used / N
 }
 
 // Lease is one fleet-wide slot held. Redis knows its holders only by the
@@ -112,7 +104,7 @@ func inspectOnce(ctx context.Context, client Client, key string) (q *Quota, agai
 		used, _ := a[2+2*j].(int64)
 		w, _ := a[3+2*j].(int64)
 		wait = max(wait, w)
-		q.Rules = append(q.Rules, RuleUsage{Rule: r, Counter: l.mode(r) == modeCounter, Used: int(used), Usage: float64(used) / float64(r.N)})
+		q.Rules = append(q.Rules, throttle.RuleStats{Rule: r, Counter: l.mode(r) == modeCounter, Used: int(used), Usage: float64(used) / float64(r.N)})
 	}
 	q.Next = q.Now.Add(time.Duration(wait) * time.Microsecond)
 	for x := 2 + 2*k; x+1 < len(a); x += 2 {

@@ -29,7 +29,7 @@ func TestInspectLive(t *testing.T) {
 	// Three calls under 3/h (full), 10/m and cost:100/h (cost 7 each),
 	// and one slot held of 2.
 	l := liveOpen(t, c, "api", "10/m,3/h,cost:100/h", redisrate.Options{GlobalJobs: 2})
-	var held *throttle.Admission
+	var held throttle.Admission
 	for i := range 3 {
 		a, err := l.Admit(ctx, 7)
 		if err != nil {

@@ -11,7 +11,7 @@
 // caller sleeps (plus a small random jitter) before asking again. Clients'
 // clocks therefore need not agree. A rule N/W is kept exactly (no window
 // (t-W, t] of server time holds more than N admissions, or costs,
-// fleet-wide) in a sorted set, or, for N > throttle.CounterAbove, in a
+// fleet-wide) in a sorted set, or, for N > Options.CounterAbove (100,000 by default), in a
 // bounded counter that may refuse a call up to W/1024 early but never
 // admits one too many.
 //
@@ -24,8 +24,8 @@
 //	pace:{NAME}:margins            each process's margin, while in force
 //	pace:{NAME}:slots              the leases of the in-flight cap
 //
-// A process whose rules differ from the ones stored gets an error wrapping
-// throttle.ErrRuleMismatch, from Open before anything runs, or from the
+// A process whose rules differ from the ones stored gets a
+// *throttle.MismatchError, from Open before anything runs, or from the
 // first admission of a process that slipped in meanwhile. Every key
 // expires once its window has passed unused, so a new rule set may take
 // the name over after the longest window has passed idle.
@@ -62,8 +62,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
 	"github.com/pace-cli/pace/throttle/internal/gate"
+	"github.com/pace-cli/pace/throttle/internal/link"
+	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Client is the part of a go-redis client that a Limiter uses: scripts
@@ -98,7 +101,7 @@ type Options struct {
 	// Rules are kept fleet-wide. An empty set limits only the calls in
 	// flight (GlobalJobs).
 	Rules []throttle.Rule
-	// Margin widens every rule's window, as throttle.WithMargin does.
+	// Margin widens every rule's window, as throttle.Options.Margin does.
 	// Each process's margin is kept in Redis while calls it admitted can
 	// still count, and every admission widens the windows by the widest
 	// margin in force across the fleet: a call admitted a window after
@@ -121,7 +124,7 @@ type Options struct {
 	// again at most Lease later; 0 means DefaultLease.
 	Lease time.Duration
 	// CounterAbove keeps every rule with N > CounterAbove in a bounded
-	// counter instead of an exact log; 0 means throttle.CounterAbove,
+	// counter instead of an exact log; 0 means 100,000,
 	// negative counters for every rule.
 	CounterAbove int
 	// OnOutage, if set, is called when Redis stops answering (a call
@@ -187,7 +190,7 @@ type Limiter struct {
 	// last admission attempt applied it.
 	fleetMargin time.Duration
 	publishing  bool
-	tally       *throttle.Tally
+	tally       *tally.Tally
 	used        []int // per rule in given order: weight in the window at the last reply
 	sleeps      int64 // times the head of the admission queue slept
 	pause       gate.Pause
@@ -202,9 +205,9 @@ type Limiter struct {
 // the quota opts.Key through client, after checking that the quota is not
 // kept in Redis with other rules. While Redis does not answer it retries
 // with backoff, for up to opts.Timeout. Its errors wrap
-// throttle.ErrRuleMismatch (the quota is kept with other rules),
+// a *throttle.MismatchError (the quota is kept with other rules),
 // throttle.ErrBackend (Redis refused or did not answer in time),
-// throttle.ErrInvalidRule, or are ctx's.
+// a *throttle.RuleError, or are ctx's.
 func Open(ctx context.Context, client Client, opts Options) (*Limiter, error) {
 	l, err := newLimiter(client, opts)
 	if err != nil {
@@ -231,7 +234,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	}
 	switch {
 	case cf.CounterAbove == 0:
-		cf.CounterAbove = throttle.CounterAbove
+		cf.CounterAbove = link.CounterAbove
 	case cf.CounterAbove < 0:
 		cf.CounterAbove = 0
 	}
@@ -243,7 +246,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	if strings.ContainsAny(cf.Key, "{}") {
 		return nil, fmt.Errorf("redisrate: key %q: want a name without '{' or '}'", cf.Key)
 	}
-	if err := throttle.Validate(cf.Rules); err != nil {
+	if err := gate.Validate(cf.Rules); err != nil {
 		return nil, err
 	}
 	l := &Limiter{
@@ -258,7 +261,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		leases:   make(map[uint64]*lease),
 		slotKey:  "pace:{" + cf.Key + "}:slots",
 		margKey:  "pace:{" + cf.Key + "}:margins",
-		tally:    throttle.NewTally(len(cf.Rules)),
+		tally:    tally.New(len(cf.Rules)),
 	}
 	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
 
@@ -279,8 +282,8 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	// What every process must agree on goes in the spec: the rules, the
 	// form each is kept in, and the in-flight cap.
 	spec := []string{throttle.FormatRules(sorted)}
-	if cf.CounterAbove != throttle.CounterAbove && slices.ContainsFunc(sorted, func(r throttle.Rule) bool {
-		return (r.N > cf.CounterAbove) != (r.N > throttle.CounterAbove)
+	if cf.CounterAbove != link.CounterAbove && slices.ContainsFunc(sorted, func(r throttle.Rule) bool {
+		return (r.N > cf.CounterAbove) != (r.N > link.CounterAbove)
 	}) {
 		spec = append(spec, "counter-above="+strconv.Itoa(cf.CounterAbove))
 	}
@@ -391,27 +394,9 @@ func (l *Limiter) checkStored(ctx context.Context) error {
 	return nil
 }
 
-// MismatchError reports a quota that Redis keeps with other rules than
-// this process's. It wraps throttle.ErrRuleMismatch.
-type MismatchError struct {
-	Key    string // the quota's name
-	Stored string // the rule spec Redis keeps
-	Spec   string // this process's rule spec (Limiter.Spec)
-}
-
-// Error says which rules differ and what to do.
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("redisrate: quota %q is kept with rules %q, this process has %q "+
-		"(use the same rules everywhere, another quota name, or wait for the quota's longest window to pass unused)",
-		e.Key, e.Stored, e.Spec)
-}
-
-// Unwrap returns throttle.ErrRuleMismatch.
-func (e *MismatchError) Unwrap() error { return throttle.ErrRuleMismatch }
-
 // mismatch is the error for a quota kept with the rule spec stored.
 func (l *Limiter) mismatch(stored string) error {
-	return &MismatchError{Key: l.name, Stored: stored, Spec: l.spec}
+	return &throttle.MismatchError{Key: l.name, Stored: stored, Spec: l.spec}
 }
 
 // Admit takes a fleet-wide slot (when GlobalJobs set a cap, waiting FIFO
@@ -424,16 +409,16 @@ func (l *Limiter) mismatch(stored string) error {
 // If ctx ends while a script call is under way, Redis may still have
 // recorded the admission: it then counts against the quota although the
 // caller does not go ahead. The error is only ever on that safe side.
-func (l *Limiter) Admit(ctx context.Context, cost int) (*throttle.Admission, error) {
+func (l *Limiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	if err := l.checkCost(cost); err != nil {
-		return nil, err
+		return throttle.Admission{}, err
 	}
 	start := time.Now()
 	var ls *lease
 	var err error
 	if l.cf.GlobalJobs > 0 {
 		if ls, err = l.takeSlot(ctx); err != nil {
-			return nil, err
+			return throttle.Admission{}, err
 		}
 	}
 	at, id, rtt, err := l.wait(ctx, cost)
@@ -441,18 +426,15 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (*throttle.Admission, err
 		if ls != nil {
 			l.release(ls)
 		}
-		return nil, err
+		return throttle.Admission{}, err
 	}
 	l.mu.Lock()
 	l.inFlight++
 	l.peak = max(l.peak, l.inFlight)
-	if ls != nil {
-		l.leases[id] = ls
-	}
+	l.leases[id] = ls // nil without a slot: the admission is in flight all the same
 	l.mu.Unlock()
-	a := throttle.NewAdmission(l, id, at, cost, time.Since(start))
-	a.Latency = rtt / 2 // the reply's way back from Redis's decision
-	return a, nil
+	// The reply's way back from Redis's decision is the latency.
+	return backend.NewAdmission((*owner)(l), id, id, at, cost, time.Since(start), rtt/2), nil
 }
 
 // checkCost returns why a call of the given cost can never be admitted.
@@ -466,23 +448,29 @@ func (l *Limiter) checkCost(cost int) error {
 	return nil
 }
 
-// ReleaseAdmission gives back the fleet-wide slot of the admission id, if
-// it holds one; it implements throttle.Owner.
-func (l *Limiter) ReleaseAdmission(id uint64) {
+// owner is a Limiter as the owner of its admissions.
+type owner Limiter
+
+// Release gives back the fleet-wide slot of the admission id, if it
+// holds one.
+func (o *owner) Release(id uint64) {
+	l := (*Limiter)(o)
 	l.mu.Lock()
-	l.inFlight--
-	ls := l.leases[id]
-	delete(l.leases, id)
+	ls, ok := l.leases[id]
+	if ok {
+		l.inFlight--
+		delete(l.leases, id)
+	}
 	l.mu.Unlock()
 	if ls != nil {
 		l.release(ls)
 	}
 }
 
-// CorrectAdmission changes the cost recorded for the admission id in the
-// cost rules still holding it, in one script call; it implements
-// throttle.Owner.
-func (l *Limiter) CorrectAdmission(id uint64, at time.Time, from, to int) error {
+// Correct changes the cost recorded for the admission id in the cost
+// rules still holding it, in one script call.
+func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
+	l := (*Limiter)(o)
 	var keys []string
 	var args []any
 	ws, _, own, _ := l.windows()
@@ -706,7 +694,9 @@ func (l *Limiter) Close() error {
 		l.mu.Lock()
 		held := make([]*lease, 0, len(l.leases))
 		for _, ls := range l.leases {
-			held = append(held, ls)
+			if ls != nil {
+				held = append(held, ls)
+			}
 		}
 		l.mu.Unlock()
 		for _, ls := range held {
@@ -731,7 +721,7 @@ func (l *Limiter) Stats() throttle.Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var s throttle.Stats
-	l.tally.Fill(&s, l.rules, func(i int) int { return l.used[i] })
+	gate.Fill(&s, l.tally, l.rules, func(i int) int { return l.used[i] })
 	s.InFlight = l.inFlight
 	s.PeakInFlight = l.peak
 	s.MaxInFlight = l.cf.GlobalJobs

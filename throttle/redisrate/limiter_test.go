@@ -100,7 +100,7 @@ func TestKeysAndArguments(t *testing.T) {
 
 		// SetMargin applies from the next call on; Seed does nothing.
 		l.SetMargin(0)
-		if err := l.Seed(throttle.Calls(time.Now())); err != nil {
+		if err := l.Seed([]throttle.Call{{At: time.Now(), Cost: 1}}); err != nil {
 			t.Errorf("Seed = %v, want nil", err)
 		}
 		if _, err := l.Admit(context.Background(), 1); err != nil {
@@ -154,20 +154,20 @@ func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	one := []throttle.Rule{{N: 1, Window: time.Second}}
 	for _, tt := range []struct {
-		name   string
-		client redisrate.Client
-		o      redisrate.Options
-		is     error // nil: any error
+		name    string
+		client  redisrate.Client
+		o       redisrate.Options
+		badRule bool // the error is a *throttle.RuleError
 	}{
-		{"nil client", nil, redisrate.Options{Rules: one}, nil},
-		{"key with {", newFake(), redisrate.Options{Key: "a{b", Rules: one}, nil},
-		{"key with }", newFake(), redisrate.Options{Key: "a}b", Rules: one}, nil},
-		{"rule 0/s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 0, Window: time.Second}}}, throttle.ErrInvalidRule},
-		{"rule 1/0s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 1}}}, throttle.ErrInvalidRule},
+		{"nil client", nil, redisrate.Options{Rules: one}, false},
+		{"key with {", newFake(), redisrate.Options{Key: "a{b", Rules: one}, false},
+		{"key with }", newFake(), redisrate.Options{Key: "a}b", Rules: one}, false},
+		{"rule 0/s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 0, Window: time.Second}}}, true},
+		{"rule 1/0s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 1}}}, true},
 	} {
 		l, err := redisrate.Open(ctx, tt.client, tt.o)
-		if err == nil || tt.is != nil && !errors.Is(err, tt.is) {
-			t.Errorf("Open(%s) = %v, %v; want an error wrapping %v", tt.name, l, err, tt.is)
+		if err == nil || tt.badRule && !errors.As(err, new(*throttle.RuleError)) {
+			t.Errorf("Open(%s) = %v, %v; want an error (a *throttle.RuleError: %v)", tt.name, l, err, tt.badRule)
 		}
 	}
 
@@ -204,8 +204,8 @@ func TestOpenChecksStoredRules(t *testing.T) {
 		f = newFake()
 		f.stored = "20/s,500/m"
 		_, err := redisrate.Open(ctx, f, o)
-		if !errors.Is(err, throttle.ErrRuleMismatch) {
-			t.Fatalf("Open with other rules stored = %v, want ErrRuleMismatch", err)
+		if !errors.As(err, new(*throttle.MismatchError)) {
+			t.Fatalf("Open with other rules stored = %v, want a *throttle.MismatchError", err)
 		}
 		for _, want := range []string{`"20/s,500/m"`, `"10/s,500/m"`, `"api"`} {
 			if !strings.Contains(err.Error(), want) {
@@ -418,8 +418,8 @@ func TestRuleMismatchFromAdmission(t *testing.T) {
 		f.handle = func(fakeCall) (any, error) { return []any{int64(-1), "20/s,500/m"}, nil }
 		l := openFake(t, f, "10/s", redisrate.Options{})
 		_, err := l.Admit(context.Background(), 1)
-		if !errors.Is(err, throttle.ErrRuleMismatch) {
-			t.Fatalf("Admit = %v, want ErrRuleMismatch", err)
+		if !errors.As(err, new(*throttle.MismatchError)) {
+			t.Fatalf("Admit = %v, want a *throttle.MismatchError", err)
 		}
 		for _, want := range []string{`"20/s,500/m"`, `"10/s"`, `"api"`} {
 			if !strings.Contains(err.Error(), want) {

@@ -387,8 +387,8 @@ func TestLiveRuleMismatch(t *testing.T) {
 		o := tt.o
 		o.Key, o.Rules = "m", mustRules(t, tt.rules)
 		_, err := redisrate.Open(ctx, c, o)
-		if !errors.Is(err, throttle.ErrRuleMismatch) || !strings.Contains(err.Error(), `"10/s,100/m"`) {
-			t.Errorf("Open(%q, %+v) = %v, want ErrRuleMismatch naming the stored rules", tt.rules, tt.o, err)
+		if !errors.As(err, new(*throttle.MismatchError)) || !strings.Contains(err.Error(), `"10/s,100/m"`) {
+			t.Errorf("Open(%q, %+v) = %v, want a *throttle.MismatchError naming the stored rules", tt.rules, tt.o, err)
 		}
 	}
 	if n := do(t, srv, "ZCARD", "pace:{m}:r0:10/s"); n != "2" {
@@ -409,8 +409,8 @@ func TestLiveRuleMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := late.Admit(ctx, 1)
-	if !errors.Is(err, throttle.ErrRuleMismatch) || !strings.Contains(err.Error(), `"7/s"`) || !strings.Contains(err.Error(), `"5/s"`) {
-		t.Errorf("Admit after another process took the quota = %v, want ErrRuleMismatch naming both rule sets", err)
+	if !errors.As(err, new(*throttle.MismatchError)) || !strings.Contains(err.Error(), `"7/s"`) || !strings.Contains(err.Error(), `"5/s"`) {
+		t.Errorf("Admit after another process took the quota = %v, want a *throttle.MismatchError naming both rule sets", err)
 	}
 	if n := do(t, srv, "ZCARD", "pace:{m2}:r0:5/s"); n != "0" {
 		t.Errorf("ZCARD = %s, want 0", n)

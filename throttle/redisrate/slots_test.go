@@ -106,7 +106,7 @@ func TestSlotTakenAtFirstTryIsNoWait(t *testing.T) {
 			return f.scriptReply(c), nil
 		}
 		l := openFake(t, f, "10/s", redisrate.Options{GlobalJobs: 2})
-		var held []*throttle.Admission
+		var held []throttle.Admission
 		for range 2 {
 			a, err := l.Admit(context.Background(), 1)
 			if err != nil {

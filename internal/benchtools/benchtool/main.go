@@ -8,7 +8,7 @@
 //	benchtool freeport
 //
 // fastest prints the makespan in seconds (first to last admission) of the
-// fastest legal FIFO schedule (throttle.Schedule, or throttle.ScheduleCosts
+// fastest legal FIFO schedule (throttle.Plan
 // over the costs in the second column of FILE, in file order), then the
 // calls, the jobs cap and the total cost. -margin widens every window, as
 // a client's margin does: the best a client keeping that margin can do. items writes lines "SEQ COST",
@@ -28,6 +28,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -73,8 +74,8 @@ func fastest(args []string, out io.Writer) error {
 	for i := range rules {
 		rules[i].Window += max(*margin, 0)
 	}
-	if err := throttle.Validate(rules); err != nil {
-		return err
+	if _, err := throttle.New(throttle.Options{Rules: rules}); err != nil {
+		return err // a rule no limiter can keep
 	}
 	costs := make([]int, *n)
 	for i := range costs {
@@ -95,8 +96,9 @@ func fastest(args []string, out io.Writer) error {
 		}
 		total += c
 	}
-	off := throttle.ScheduleCosts(rules, costs, *jobs, *runtime)
-	_, err = fmt.Fprintf(out, "%.4f %d %d %d\n", off[len(off)-1].Seconds(), len(costs), *jobs, total)
+	t0 := time.Unix(0, 0)
+	at := throttle.Plan(rules, nil, costs, t0, *jobs, *runtime)
+	_, err = fmt.Fprintf(out, "%.4f %d %d %d\n", at[len(at)-1].Sub(t0).Seconds(), len(costs), *jobs, total)
 	return err
 }
 

@@ -1,0 +1,38 @@
+// Package backend is what the author of a throttle.Backend needs and a
+// caller of one does not: admissions that call back their backend when
+// they are released or corrected. pace's own backends (throttle.Limiter,
+// redisrate, localstore) use it, and so can a fake in a test.
+package backend
+
+import (
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/link"
+)
+
+// An Owner is the backend behind the admissions it hands out: what an
+// Admission's Release and Correct call.
+type Owner interface {
+	// Release gives back what the admission with handle h holds (its
+	// in-flight slot). It must ignore a handle already released: every
+	// copy of an admission may be released, and only the first counts.
+	Release(h uint64)
+	// Correct changes the cost recorded for the call id, admitted at at,
+	// from one cost to another (Admission.Correct has checked that to is
+	// at least 1 and differs from from).
+	Correct(id uint64, at time.Time, from, to int) error
+}
+
+var newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration) throttle.Admission)
+
+// NewAdmission returns an admission of a call of the given cost, recorded
+// at at after a wait of waited, latency before Admit returns it. Its
+// Release calls o.Release(h) and its Correct o.Correct(id, at, ...). o may
+// be nil for an admission that holds nothing and cannot be corrected.
+func NewAdmission(o Owner, h, id uint64, at time.Time, cost int, waited, latency time.Duration) throttle.Admission {
+	if o == nil {
+		return newAdmission(nil, h, id, at, cost, waited, latency)
+	}
+	return newAdmission(o, h, id, at, cost, waited, latency)
+}

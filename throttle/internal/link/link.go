@@ -1,0 +1,32 @@
+// Package link is what package throttle shares with the backends beside
+// it (redisrate, localstore) and nothing else may see: the owner behind
+// an admission, and the constructor of admissions, which package throttle
+// sets when it is initialised. It imports only the standard library, so
+// that throttle can import it.
+package link
+
+import "time"
+
+// CounterAbove is the default size above which a rule is kept by a
+// bounded sliding window counter instead of an exact log.
+const CounterAbove = 100_000
+
+// An Owner is the backend behind admissions: what an Admission's Release
+// and Correct call.
+type Owner interface {
+	// Release gives back what the admission with handle h holds (its
+	// in-flight slot). A handle already released is ignored, so that
+	// Release is idempotent whatever copies of an admission exist.
+	Release(h uint64)
+	// Correct changes the cost recorded for the call id, admitted at at,
+	// from one cost to another.
+	Correct(id uint64, at time.Time, from, to int) error
+}
+
+// NewAdmission is set by package throttle to a
+//
+//	func(o Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration) throttle.Admission
+//
+// It is an any because this package cannot name throttle's types; the
+// shared backends' core (package gate) asserts it once.
+var NewAdmission any
