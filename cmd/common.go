@@ -60,7 +60,10 @@ type CommonOptions struct {
 	Tag         bool
 	DryRun      bool
 	Verbose     bool
-	Progress    string
+	// Quiet (-q) draws no progress unless --progress asks for it, and
+	// prints no summary unless something failed.
+	Quiet    bool
+	Progress string
 	// ProgressInterval is the time between status lines.
 	ProgressInterval time.Duration
 	Summary          string
@@ -123,6 +126,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVar(&o.Tag, "tag", false, "prefix each output line with the item and a tab")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run; run nothing, consume no quota")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
+	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
 	fl.Var(enumValue{&o.Progress, []string{progressAuto, progressAlways, progressLines, progressNever}}, "progress",
 		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal, status lines otherwise")
 	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "time between status lines (--progress lines), at least 1s")

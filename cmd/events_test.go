@@ -111,7 +111,7 @@ func TestSessionStdoutClosed(t *testing.T) {
 		}
 		// No failure line for the jobs: their output is lost as a whole.
 		lines := strings.Split(ts.errOut.String(), "\n")
-		re := regexp.MustCompile(`^pace: 0 ok, 2 failed, 0 retried in 1s \(2 starts, 2\.00/s\)(, 1\+ not started)?, interrupted by SIGPIPE$`)
+		re := regexp.MustCompile(`^pace: 0 ok, 2 failed, 0 retried in 1s \(2 starts, 2\.00/h\)(, 1\+ not started)?, interrupted by SIGPIPE$`)
 		if lines[0] != "pace: stdout closed: starting no more jobs, killing 1 running" || !re.MatchString(lines[1]) {
 			t.Errorf("stderr =\n%s\nwant the stop, then the summary", ts.errOut)
 		}

@@ -235,11 +235,17 @@ type sample struct {
 	done int64
 }
 
-// newProgress chooses the rate's unit from the rules: per second unless
-// every count rule allows less than one call a second. Cost rules say
-// nothing of items a second.
+// newProgress makes the progress of a run under rules with jobs at once.
 func newProgress(rules []throttle.Rule, jobs int) *progress {
-	p := &progress{rules: rules, jobs: jobs, unit: time.Second, unitStr: "/s"}
+	p := &progress{rules: rules, jobs: jobs}
+	p.unit, p.unitStr = rateUnit(rules)
+	return p
+}
+
+// rateUnit chooses the unit rates are shown in: per second unless every
+// count rule allows less than one call a second. Cost rules say nothing
+// of items a second.
+func rateUnit(rules []throttle.Rule) (time.Duration, string) {
 	fastest, counts := 0.0, false
 	for _, r := range rules {
 		if !r.Cost {
@@ -248,20 +254,19 @@ func newProgress(rules []throttle.Rule, jobs int) *progress {
 	}
 	switch {
 	case !counts || fastest >= 1:
+		return time.Second, "/s"
 	case fastest*60 >= 1:
-		p.unit, p.unitStr = time.Minute, "/min"
-	default:
-		p.unit, p.unitStr = time.Hour, "/h"
+		return time.Minute, "/min"
 	}
-	return p
+	return time.Hour, "/h"
 }
 
 // rate returns the rate shown, per unit: items done over the recent
-// window (at least a second, so that two quick items are not read as a
-// burst rate), and never more than any count rule's calls in its window
-// now divided by that window (st's Used: the calls of earlier runs and of
-// a fleet count too). So the figure is never above what a rule allows,
-// however it is read.
+// window (over at least a second, so that two quick items are not read
+// as a burst rate). Where that is above a count rule's N/W (a burst the
+// rule allows, which would read as the rule broken), it is each rule's
+// calls in its window now over the window instead (st's Used: the calls
+// of earlier runs and of a fleet count too), never above N/W.
 func (p *progress) rate(now time.Time, done int64, st throttle.Stats) float64 {
 	p.samples = append(p.samples, sample{now, done})
 	for len(p.samples) > 2 && now.Sub(p.samples[1].at) >= rateWindow {
@@ -270,11 +275,13 @@ func (p *progress) rate(now time.Time, done int64, st throttle.Stats) float64 {
 	first := p.samples[0]
 	span := max(now.Sub(first.at), time.Second)
 	r := float64(done-first.done) / span.Seconds()
-	for _, rs := range st.Rules {
-		if !rs.Rule.Cost && rs.Rule.Window > 0 {
-			r = min(r, float64(rs.Used)/rs.Rule.Window.Seconds())
-		}
+	rules := make([]throttle.Rule, len(st.Rules))
+	used := make(map[throttle.Rule]int, len(st.Rules))
+	for i, rs := range st.Rules {
+		rules[i] = rs.Rule
+		used[rs.Rule] = rs.Used
 	}
+	r = truthfulRate(r, rules, func(rule throttle.Rule) float64 { return float64(used[rule]) / rule.Window.Seconds() })
 	return r * p.unit.Seconds()
 }
 

@@ -248,13 +248,10 @@ func TestProgressText(t *testing.T) {
 		total int64
 		want  string
 	}{
-		// 50 done in 10s, but 50 calls in 500/m's minute: 0.83/s over
-		// that rule's window.
-		{"unknown total", 50, tallySnapshot{}, stats(0.4, 0.1), -1, "50 done, 0.83/s, 5/s at 40%"},
-		{"waiting on a rule", 50, tallySnapshot{Failed: 3, ItemsStarted: 53}, stats(1, 0.1), 100, "50/100 done, 3 failed, 0.83/s, waiting on 5/s, ETA 9s"},
-		// 1 call in 5/s's last second: 1/s, though 5/s over 10s.
-		{"busiest rule", 50, tallySnapshot{ItemsStarted: 50}, stats(0.2, 0.96), 100, "50/100 done, 1.00/s, 500/m at 96%, ETA 9s"},
-		{"paused by the server", 50, tallySnapshot{ItemsStarted: 50}, paused, -1, "50 done, 0.00/s, paused by the server for 3s"},
+		{"unknown total", 50, tallySnapshot{}, stats(0.4, 0.1), -1, "50 done, 5.00/s, 5/s at 40%"},
+		{"waiting on a rule", 50, tallySnapshot{Failed: 3, ItemsStarted: 53}, stats(1, 0.1), 100, "50/100 done, 3 failed, 5.00/s, waiting on 5/s, ETA 9s"},
+		{"busiest rule", 50, tallySnapshot{ItemsStarted: 50}, stats(0.2, 0.96), 100, "50/100 done, 5.00/s, 500/m at 96%, ETA 9s"},
+		{"paused by the server", 50, tallySnapshot{ItemsStarted: 50}, paused, -1, "50 done, 5.00/s, paused by the server for 3s"},
 		{"all done", 100, tallySnapshot{ItemsStarted: 100}, throttle.Stats{}, 100, "100/100 done, 10.0/s"},
 	} {
 		p := newProgress([]throttle.Rule{r5, r500}, 100)
@@ -498,5 +495,36 @@ func TestProgressETAAfterResume(t *testing.T) {
 	// Ten seconds later, with nothing started, the ETA has gone down by as much.
 	if got, _ := p.eta(now.Add(10*time.Second), 100, tl.snapshot(), time.Time{}); got != 40*time.Second {
 		t.Errorf("eta 10s later = %v, want 40s", got)
+	}
+}
+
+// TestProgressRateNeverAboveARule: a burst the rules allow (two calls at
+// once under 2/s, 100 in a second under 100/m) is not shown as a rate
+// above them, read per second or per minute.
+func TestProgressRateNeverAboveARule(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		rules string
+		done  int64
+		at    time.Duration
+		want  string
+	}{
+		{"2/s", 2, 200 * time.Millisecond, "2.00/s"}, // 10.00/s before
+		{"100/m", 100, 2 * time.Second, "1.67/s"},    // 100 in the minute, not 50/s
+		{"10/s,500/m", 50, 10 * time.Second, "5.00/s"},
+	} {
+		rules, err := throttle.ParseRules(tt.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := throttle.Stats{}
+		for _, r := range rules {
+			st.Rules = append(st.Rules, throttle.RuleStats{Rule: r, Used: int(min(tt.done, int64(r.N)))})
+		}
+		p := newProgress(rules, 4)
+		p.rate(t0, 0, throttle.Stats{})
+		if got := formatRate(p.rate(t0.Add(tt.at), tt.done, st)) + p.unitStr; got != tt.want {
+			t.Errorf("%s, %d done after %v: rate %s, want %s", tt.rules, tt.done, tt.at, got, tt.want)
+		}
 	}
 }

@@ -51,7 +51,11 @@ type session struct {
 // code; everything has been reported by then.
 func (s *session) run(ctx context.Context) error {
 	ios, o := s.f.IOStreams, s.opts
-	disp := newDisplay(ios, o.Progress, o.ProgressInterval)
+	mode := o.Progress
+	if o.Quiet && mode == progressAuto {
+		mode = progressNever // -q: no progress unless --progress asks for it
+	}
+	disp := newDisplay(ios, mode, o.ProgressInterval)
 	errOut := displayWriter{disp, ios.ErrOut}
 
 	// Interrupts: before the run, the first one cancels the setup.
@@ -113,8 +117,11 @@ func (s *session) run(ctx context.Context) error {
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}
 	sum, code := summarize(res)
-	if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
-		code = ExitFailed
+	sum.Brief = briefSummary(sum, disp.mode)
+	if !o.Quiet || code != ExitOK { // -q: no summary unless something failed
+		if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
+			code = ExitFailed
+		}
 	}
 	if o.SummaryFile != "" {
 		if err := writeSummaryFile(o.SummaryFile, sum); err != nil {
@@ -128,6 +135,20 @@ func (s *session) run(ctx context.Context) error {
 		return &ExitError{Code: code}
 	}
 	return nil
+}
+
+// briefUnder is the length under which a clean run at a terminal gets a
+// one-line summary.
+const briefUnder = 10 * time.Second
+
+// briefSummary reports whether s is worth only its first line: a run
+// shorter than briefUnder, drawn with a bar (at a terminal, where a
+// person reads it), in which nothing failed, stopped, or was paused or
+// learned from the server. CI logs (status lines) keep the details.
+func briefSummary(s *Summary, mode string) bool {
+	return mode == progressAlways && s.ExitCode == ExitOK && s.Elapsed < briefUnder &&
+		s.Interrupted == "" && s.Stopped == "" && s.NotStarted == 0 && s.Learned == nil &&
+		(s.HTTP == nil || s.HTTP.Pauses == 0)
 }
 
 // runFacts is what happened during a run: everything the summary and the

@@ -67,6 +67,9 @@ type Summary struct {
 	// JobLog is the job log the run wrote, if any: the text summary says
 	// how to draw it.
 	JobLog string
+	// Brief makes the text summary its first line alone: a short clean
+	// run at a terminal (see briefSummary).
+	Brief bool
 }
 
 // RuleSummary is one rule's share of a Summary.
@@ -274,11 +277,54 @@ func writeSummaryFile(name string, s *Summary) error {
 	return nil
 }
 
+// shownRate is the rate the text summary shows: the attempts per second
+// of the run (over at least a second: one quick start is not a rate). A
+// short run can start faster than a rule's N/W over its first window (a
+// burst the rule allows), and that figure would read as the rule broken:
+// then each rule's own measure is shown instead, the attempts over the
+// whole windows the run spans, at most N/W since a rule admits at most N
+// in each. It is in the unit of the rules (per second, minute or hour),
+// as the progress shows it.
+func (s *Summary) shownRate() (float64, string) {
+	var rules []throttle.Rule
+	for _, rs := range s.Rules {
+		rules = append(rules, rs.Rule)
+	}
+	r := truthfulRate(float64(s.Attempts)/max(s.Elapsed, time.Second).Seconds(), rules, func(r throttle.Rule) float64 {
+		windows := max(math.Ceil(s.Elapsed.Seconds()/r.Window.Seconds()), 1)
+		return float64(s.Attempts) / (windows * r.Window.Seconds())
+	})
+	unit, name := rateUnit(rules)
+	return r * unit.Seconds(), name
+}
+
+// truthfulRate returns rate (calls a second) if no count rule allows less,
+// else the least of the rules' own measures (calls a second over each
+// rule's window, which a rule keeps at most N/W): a rate shown is never
+// above what a rule allows, however it is read.
+func truthfulRate(rate float64, rules []throttle.Rule, measure func(throttle.Rule) float64) float64 {
+	least, over := rate, false
+	for _, r := range rules {
+		if r.Cost || r.Window <= 0 {
+			continue
+		}
+		if rate > float64(r.N)/r.Window.Seconds() {
+			over = true
+		}
+		least = min(least, measure(r))
+	}
+	if over {
+		return least
+	}
+	return rate
+}
+
 // writeText writes s for people.
 func (s *Summary) writeText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pace: %d ok, %d failed, %d retried in %s (%d %s, %s/s)",
-		s.OK, s.Failed, s.Retried, roundDuration(s.Elapsed), s.Attempts, plural(int(s.Attempts), "start"), formatRate(s.Rate))
+	rate, unit := s.shownRate()
+	fmt.Fprintf(&b, "pace: %d ok, %d failed, %d retried in %s (%d %s, %s%s)",
+		s.OK, s.Failed, s.Retried, roundDuration(s.Elapsed), s.Attempts, plural(int(s.Attempts), "start"), formatRate(rate), unit)
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, ", %d skipped (done in the job log)", s.Skipped)
 	}
@@ -295,6 +341,10 @@ func (s *Summary) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, ", stopped: %s", s.Stopped)
 	}
 	b.WriteByte('\n')
+	if s.Brief {
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	mark := func(k bindingKind, r throttle.Rule) string {
 		if s.Binding.kind == k && (k != bindRule || s.Binding.rule == r) {

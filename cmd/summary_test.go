@@ -241,7 +241,7 @@ func TestSummaryTextStopped(t *testing.T) {
 	s := &Summary{OK: 1, Attempts: 1, Jobs: 1, NotStarted: 3, NotStartedKnown: true, Stopped: "the limiter failed"}
 	var b bytes.Buffer
 	s.writeText(&b)
-	if got, want := lastLine(strings.SplitN(b.String(), "\n", 2)[0]), "pace: 1 ok, 0 failed, 0 retried in 0s (1 start, 0.00/s), 3 not started, stopped: the limiter failed"; got != want {
+	if got, want := lastLine(strings.SplitN(b.String(), "\n", 2)[0]), "pace: 1 ok, 0 failed, 0 retried in 0s (1 start, 1.00/s), 3 not started, stopped: the limiter failed"; got != want {
 		t.Errorf("first line = %q, want %q", got, want)
 	}
 }
