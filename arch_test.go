@@ -36,6 +36,7 @@ func TestImportBoundaries(t *testing.T) {
 		// library was weighed and rejected (internal/plot's doc).
 		{mod + "/internal/plot", isStd},
 		{mod + "/internal/redact", isStd},
+		{mod + "/internal/outfile", isStd},
 		{mod + "/throttle/redisrate", func(dep string) bool {
 			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/throttle/backend" || strings.HasPrefix(dep, mod+"/throttle/internal/") || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||

@@ -229,6 +229,14 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if err != nil {
 		return err
 	}
+	var more []pathFlag
+	if name, ok := strings.CutPrefix(opts.Data, "@"); ok && opts.HasData && !strings.Contains(name, "{") {
+		more = append(more, pathFlag{flag: "-d @FILE", path: name})
+	}
+	more = append(more, pathFlag{flag: "-o", path: outFile, output: true})
+	if err := o.checkPaths(more...); err != nil {
+		return err
+	}
 	if outDir != "" && !o.DryRun {
 		if err := os.MkdirAll(outDir, 0o777); err != nil {
 			return reportf(ios, ExitUsage, "output directory: %v", err)

@@ -3,8 +3,6 @@ package cmd
 import (
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 )
@@ -52,34 +50,4 @@ func (o *output) closed() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.gone
-}
-
-// writeFileAtomic writes data to name whole or not at all: into a new
-// temporary file in the same directory, synced, then renamed over name.
-func writeFileAtomic(name string, data []byte) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,28 +49,3 @@ func TestOutputBrokenPipe(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	name := filepath.Join(dir, "f")
-	for _, data := range []string{"first\n", "second, longer\n"} {
-		if err := writeFileAtomic(name, []byte(data)); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := os.ReadFile(name); string(got) != data {
-			t.Errorf("file = %q, want %q", got, data)
-		}
-	}
-	// Renaming over a directory fails: the temporary file goes away.
-	if err := writeFileAtomic(dir, []byte("x")); err == nil {
-		t.Errorf("writeFileAtomic(a directory) = nil, want an error")
-	}
-	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 {
-		t.Errorf("files left: %q, want only f", names)
-	}
-	// A name without a directory is in the working directory.
-	t.Chdir(dir)
-	if err := writeFileAtomic("g", []byte("g")); err != nil {
-		t.Errorf("writeFileAtomic(g) = %v", err)
-	}
-}

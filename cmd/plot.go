@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/plot"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -73,6 +74,9 @@ func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
 			if opts.Output == "" {
 				return flagErrorf("pace plot needs -o FILE.svg (or -o - for stdout)")
 			}
+			if err := opts.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -90,9 +94,31 @@ func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
 	return cmd
 }
 
+// check refuses a size past plot.MaxSize (a typo would write hundreds of
+// megabytes) and an -o that names the job log.
+func (opts *PlotOptions) check() error {
+	for _, d := range []struct {
+		flag string
+		n    int
+	}{{"--width", opts.Width}, {"--height", opts.Height}} {
+		if d.n > plot.MaxSize {
+			return flagErrorf("invalid argument %d for %q: want at most %d pixels", d.n, d.flag, plot.MaxSize)
+		}
+	}
+	if opts.Output == "-" {
+		return nil
+	}
+	return checkClashes([]pathFlag{{flag: "the job log", path: opts.File}, {flag: "-o", path: opts.Output, output: true}})
+}
+
 // runPlot reads the job log and writes the picture.
-func runPlot(_ context.Context, opts *PlotOptions) error {
+func runPlot(ctx context.Context, opts *PlotOptions) error {
 	ios := opts.IO
+	if opts.Output != "-" {
+		if err := outfile.Check(opts.Output); err != nil {
+			return reportf(ios, ExitUsage, "plot: -o %v", err)
+		}
+	}
 	r, name, closeFile, err := openFileArg(opts.File, ios.In)
 	if err != nil {
 		return reportf(ios, ExitUsage, "plot: %v", err)
@@ -144,8 +170,8 @@ func runPlot(_ context.Context, opts *PlotOptions) error {
 		}
 		return nil
 	}
-	if err := writeFileAtomic(opts.Output, b.Bytes()); err != nil {
-		return reportf(ios, ExitFailed, "plot: %v", err)
+	if err := outfile.WriteFile(ctx, opts.Output, b.Bytes()); err != nil {
+		return reportf(ios, ExitFailed, "plot: -o %v", err)
 	}
 	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), formatBytes(int64(b.Len())))
 	return nil

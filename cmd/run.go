@@ -154,6 +154,15 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	var sourceFiles []pathFlag
+	for _, s := range opts.Sources {
+		for _, name := range s.files {
+			sourceFiles = append(sourceFiles, pathFlag{flag: "::::", path: name})
+		}
+	}
+	if err := o.checkPaths(sourceFiles...); err != nil {
+		return err
+	}
 	ios := opts.IO
 	readOpts, err := o.readOptions()
 	if err != nil {

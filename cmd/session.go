@@ -124,7 +124,11 @@ func (s *session) run(ctx context.Context) error {
 		}
 	}
 	if o.SummaryFile != "" {
-		if err := writeSummaryFile(o.SummaryFile, sum); err != nil {
+		// A FIFO waits for its reader; an interrupt gives up.
+		sumCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		sigs.arm(func() int { return 0 }, cancel, func(error) { cancel() })
+		if err := writeSummaryFile(sumCtx, o.SummaryFile, sum); err != nil {
 			fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 			if code == ExitOK {
 				code = ExitFailed

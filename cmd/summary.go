@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -264,15 +266,17 @@ func writeSummary(w io.Writer, form string, s *Summary) error {
 	return nil
 }
 
-// writeSummaryFile writes s as JSON to the file name, whole: into a
-// temporary file beside it, renamed over it once written.
-func writeSummaryFile(name string, s *Summary) error {
+// writeSummaryFile writes s as JSON to the file name as package outfile
+// writes: a regular file whole (into a temporary file beside it, renamed
+// over it once written), a FIFO or a device straight. ctx bounds the wait
+// for a FIFO's reader.
+func writeSummaryFile(ctx context.Context, name string, s *Summary) error {
 	b, err := json.MarshalIndent(s.jsonForm(), "", "  ")
 	if err != nil {
-		return fmt.Errorf("summary file: %w", err)
+		return fmt.Errorf("--summary-file: %w", err)
 	}
-	if err := writeFileAtomic(name, append(b, '\n')); err != nil {
-		return fmt.Errorf("summary file: %w", err)
+	if err := outfile.WriteFile(ctx, name, append(b, '\n')); err != nil {
+		return fmt.Errorf("--summary-file %w", err)
 	}
 	return nil
 }

@@ -381,7 +381,7 @@ func TestWriteSummaryFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testSummary(t)
-	if err := writeSummaryFile(path, s); err != nil {
+	if err := writeSummaryFile(t.Context(), path, s); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)
@@ -389,12 +389,12 @@ func TestWriteSummaryFile(t *testing.T) {
 	if string(got) != string(want)+"\n" {
 		t.Errorf("summary file =\n%s\nwant\n%s", got, want)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("summary file mode = %v (%v), want 0644", fi.Mode(), err)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("summary file mode = %v (%v), want 0600, the mode of the file it replaced", fi.Mode(), err)
 	}
 	// A file that cannot be written leaves nothing behind and says why.
-	err := writeSummaryFile(filepath.Join(dir, "missing", "summary.json"), s)
-	if err == nil || !strings.HasPrefix(err.Error(), "summary file: ") {
+	err := writeSummaryFile(t.Context(), filepath.Join(dir, "missing", "summary.json"), s)
+	if err == nil || !strings.HasPrefix(err.Error(), "--summary-file ") {
 		t.Errorf("writeSummaryFile(missing dir) = %v, want a summary file error", err)
 	}
 	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 {

@@ -80,7 +80,8 @@ type Pause struct {
 // 1000×600 picture without a title.
 type Options struct {
 	// Width and Height are the picture's size in pixels; 0 means 1000
-	// and 600. Width must be at least 300 and Height at least 200.
+	// and 600. Width must be at least 300 and Height at least 200, and
+	// neither more than MaxSize.
 	// Height grows when the rules need more room than it leaves them.
 	Width, Height int
 	// Title is drawn at the top; it may hold any text.

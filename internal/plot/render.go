@@ -7,6 +7,11 @@ import (
 	"math"
 )
 
+// MaxSize is the largest width or height of a picture, in pixels: the
+// picture's size grows with its width (one bin per pixel), and 20000
+// pixels is already twice what the widest screens show.
+const MaxSize = 20000
+
 // Picture geometry, in pixels.
 const (
 	defaultWidth  = 1000
@@ -80,6 +85,9 @@ func check(rules []Rule, calls []Call, opts Options) error {
 	}
 	if opts.Height != 0 && opts.Height < minHeight {
 		return fmt.Errorf("plot: height %d is below the minimum of %d", opts.Height, minHeight)
+	}
+	if opts.Width > MaxSize || opts.Height > MaxSize {
+		return fmt.Errorf("plot: size %d×%d is above the maximum of %d×%d", opts.Width, opts.Height, MaxSize, MaxSize)
 	}
 	for _, r := range rules {
 		if r.N < 1 {

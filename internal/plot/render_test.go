@@ -318,6 +318,7 @@ func TestRenderErrors(t *testing.T) {
 		{"unknown outcome", ok, []Call{{Start: t0}, {Start: t0, Outcome: 9}}, Options{}, "plot: call 1: unknown outcome 9"},
 		{"narrow", ok, nil, Options{Width: 299}, "plot: width 299 is below the minimum of 300"},
 		{"flat", ok, nil, Options{Height: -1}, "plot: height -1 is below the minimum of 200"},
+		{"huge", ok, nil, Options{Width: 100_000_000}, "plot: size 100000000×0 is above the maximum of 20000×20000"},
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer

@@ -1,0 +1,241 @@
+// Package outfile writes the files pace's flags name (pace fetch -o,
+// pace plot -o, --summary-file) without ever replacing something that is
+// not a regular file.
+//
+// What is at the path decides how it is written:
+//
+//   - nothing, or a regular file: atomically. The data goes into a new
+//     temporary file in the same directory, which is renamed over the path
+//     once complete, so the path holds the old content or the new, never a
+//     part. A file that is replaced keeps its permission bits.
+//   - a character device or a FIFO (/dev/null, /dev/stdout at a terminal
+//     or a pipe, a named pipe): straight into it, as a shell's > would. It
+//     stays what it was: -o /dev/null discards.
+//   - a symbolic link: followed, and what it leads to is written by these
+//     same rules; the link itself is never replaced. A link to nothing
+//     creates its target.
+//   - a directory, a block device, a socket: refused.
+//
+// Check says beforehand whether a path can be written, so that a command
+// can refuse it before anything runs.
+package outfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// maxLinks is how many symbolic links are followed before giving up, as
+// the kernel's ELOOP does.
+const maxLinks = 40
+
+// kind is how a target is written.
+type kind int
+
+const (
+	kindNew     kind = iota // nothing there: created atomically
+	kindRegular             // a regular file: replaced atomically
+	kindStream              // a character device or a FIFO: written straight
+)
+
+// target is what a path leads to.
+type target struct {
+	path string // after following links
+	kind kind
+	perm fs.FileMode // a regular file's permission bits
+}
+
+// resolve follows the links of name and says how what it leads to is
+// written, or why it cannot be.
+func resolve(name string) (target, error) {
+	p := name
+	for hops := 0; ; hops++ {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return target{path: p, kind: kindNew}, nil
+		}
+		if err != nil {
+			return target{}, fmt.Errorf("%s: %w", name, unwrapPath(err))
+		}
+		m := fi.Mode()
+		switch {
+		case m&fs.ModeSymlink != 0:
+			if hops >= maxLinks {
+				return target{}, fmt.Errorf("%s: too many levels of symbolic links", name)
+			}
+			l, err := os.Readlink(p)
+			if err != nil {
+				return target{}, fmt.Errorf("%s: %w", name, unwrapPath(err))
+			}
+			if !filepath.IsAbs(l) {
+				dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+				if err != nil {
+					return target{}, fmt.Errorf("%s: %w", name, unwrapPath(err))
+				}
+				l = filepath.Join(dir, l)
+			}
+			p = l
+		case m.IsRegular():
+			return target{path: p, kind: kindRegular, perm: m.Perm()}, nil
+		case m.IsDir():
+			return target{}, fmt.Errorf("%s is a directory, not a file", name)
+		case m&fs.ModeCharDevice != 0 || m&fs.ModeNamedPipe != 0:
+			return target{path: p, kind: kindStream}, nil
+		default:
+			return target{}, fmt.Errorf("%s is not a regular file, a character device or a FIFO (%s)", name, describe(m))
+		}
+	}
+}
+
+// describe names what a file of mode m is.
+func describe(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
+}
+
+// Check reports whether name can be written, without writing it and
+// without leaving anything behind: it refuses what Create would refuse,
+// and for a new or regular file makes sure a file can be created in its
+// directory (it creates one there and removes it). A character device or
+// a FIFO is not opened.
+func Check(name string) error {
+	t, err := resolve(name)
+	if err != nil {
+		return err
+	}
+	if t.kind == kindStream {
+		return nil
+	}
+	f, err := createTemp(filepath.Dir(t.path), filepath.Base(t.path))
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// File is a file being written by Create: call Commit once everything is
+// written, or Abort to give up. It is not safe for concurrent use.
+type File struct {
+	f    *os.File
+	dest string // the path a temporary file is renamed to; "" when straight
+	perm fs.FileMode
+	done bool
+}
+
+// Create opens name for writing by the rules of the package comment. ctx
+// bounds the wait for a FIFO's reader: opening a FIFO blocks until one
+// comes, and cancelling ctx gives up.
+func Create(ctx context.Context, name string) (*File, error) {
+	t, err := resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	if t.kind == kindStream {
+		f, err := openStream(ctx, t.path)
+		if err != nil {
+			return nil, err
+		}
+		return &File{f: f}, nil
+	}
+	f, err := createTemp(filepath.Dir(t.path), filepath.Base(t.path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &File{f: f, dest: t.path, perm: t.perm}, nil
+}
+
+// Write writes p to the file.
+func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
+
+// Commit makes what was written the file's content: a temporary file is
+// synced and renamed over the path. On error nothing has changed at the
+// path (a device or FIFO may have received part of the data).
+func (f *File) Commit() error {
+	if f.done {
+		return errors.New("outfile: commit after commit or abort")
+	}
+	f.done = true
+	if f.dest == "" {
+		return f.f.Close()
+	}
+	err := f.f.Sync()
+	if err == nil && f.perm != 0 {
+		err = f.f.Chmod(f.perm)
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.f.Name(), f.dest)
+	}
+	if err != nil {
+		os.Remove(f.f.Name())
+	}
+	return err
+}
+
+// Abort gives up: a temporary file is removed and the path is left as it
+// was. After Commit it does nothing, so it can be deferred.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.f.Close()
+	if f.dest != "" {
+		os.Remove(f.f.Name())
+	}
+}
+
+// WriteFile writes data to name by the rules of the package comment:
+// whole or not at all onto a regular file or a new path.
+func WriteFile(ctx context.Context, name string, data []byte) error {
+	f, err := Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// createTemp creates a new hidden file in dir, named after base. Unlike
+// os.CreateTemp it asks for mode 0666, so that a new file gets the usual
+// permissions under the umask.
+func createTemp(dir, base string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, "."+base+".pace-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36)+".tmp")
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err))
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("cannot create a file in %s: too many name collisions", dir)
+}
+
+// unwrapPath returns the cause of a *fs.PathError, whose message would
+// name the temporary file.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
