@@ -52,7 +52,7 @@ func TestImportBoundaries(t *testing.T) {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords"
 		}},
 		{mod + "/runner/fetch", func(dep string) bool {
-			return isStd(dep) || isThrottle(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl"}, dep) ||
+			return isStd(dep) || isThrottle(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 	}

@@ -57,8 +57,12 @@ func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errO
 		r.margin = newMarginTracker(s.opts.Margin, s.opts.marginLeast, longest, marginGroup(s.opts.allRules(), b.Stats().Store.Name != ""))
 	}
 	// Job output goes through the display, which keeps track of what
-	// reaches the screen, so that the bar never covers it.
-	r.out = &output{w: disp.screen(s.f.IOStreams.Out, true), broken: func() {}}
+	// reaches the screen, so that the bar never covers it; an -o that
+	// takes every body (pace fetch -o /dev/null) is not the screen.
+	r.out = &output{w: s.out, broken: func() {}}
+	if r.out.w == nil {
+		r.out.w = disp.screen(s.f.IOStreams.Out, true)
+	}
 	if s.opts.Verbose {
 		r.log = newLogger(errOut)
 	}
@@ -102,6 +106,12 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.log.Log(context.Background(), level, "job finished", "seq", res.Job.Seq, "attempt", res.Job.Attempt,
 				"status", res.Status(), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
 		}
+		if errors.Is(ev.Result.Err, runner.ErrOutput) {
+			// Its body could not be kept (a full disk under -o DIR/):
+			// stop now, before another call spends quota in vain. The
+			// job's own failure line says why.
+			r.outputFailed(ev.Result.Err, fmt.Sprintf("job %d's output could not be written", ev.Job.Seq))
+		}
 		if ev.Retry {
 			r.record(ev.Result) // an attempt that is not the last: its output goes nowhere
 		}
@@ -120,7 +130,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 			}
 		})
 		if outErr != nil && !errors.Is(outErr, errStdoutGone) {
-			r.outputFailed(outErr)
+			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.done(res, r.s.show)
 		if !ev.RetryDropped { // else its row was written when it finished
@@ -202,8 +212,9 @@ func (r *recorder) halt(res *runner.Result) {
 }
 
 // outputFailed stops admissions after the first job whose output could not
-// be written (a full disk under stdout): every later job would fail alike.
-func (r *recorder) outputFailed(err error) {
+// be written (a full disk under stdout or under -o DIR/): every later job
+// would fail alike. what says so for the user.
+func (r *recorder) outputFailed(err error, what string) {
 	r.mu.Lock()
 	first := r.outputErr == nil
 	if first {
@@ -211,7 +222,7 @@ func (r *recorder) outputFailed(err error) {
 	}
 	r.mu.Unlock()
 	if first {
-		fmt.Fprintf(r.errOut, "pace: writing job output failed (%v): starting no more jobs; the running ones finish\n", err)
+		fmt.Fprintf(r.errOut, "pace: %s: starting no more jobs; the running ones finish\n", what)
 		r.stop()
 	}
 }

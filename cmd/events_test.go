@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -84,6 +85,46 @@ func TestSessionOutputFails(t *testing.T) {
 		rows := readRows(t, o.JobLog)
 		if len(rows) != 2 || rows[1].Exit != 1 || rows[2].Exit != 1 {
 			t.Errorf("job log rows %+v, want jobs 1 and 2 with Exitval 1", rows)
+		}
+	})
+}
+
+// lostOutput is an executor whose job 1 cannot keep its output (a full
+// disk under pace fetch -o DIR/): its result carries runner.ErrOutput.
+type lostOutput struct{ *fakeExec }
+
+func (e lostOutput) Execute(ctx context.Context, job *runner.Job) *runner.Result {
+	r := e.fakeExec.Execute(ctx, job)
+	if job.Item == "1" {
+		r.ExitCode = 1
+		r.Err = runner.Permanent(fmt.Errorf("job 1: GET http://x/1: %w: write out/.1.tmp: no space left on device", runner.ErrOutput))
+	}
+	return r
+}
+
+// TestSessionOutputFileFails: a job whose output could not be written
+// where the executor keeps it (-o DIR/ on a full disk) stops admissions,
+// as a failed write to stdout does: no more quota spent in vain.
+func TestSessionOutputFileFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions(t, 1)
+		ex := &fakeExec{}
+		ts := newTestSession(t, "1\n2\n3\n4\n5\n", o, lostOutput{ex})
+		if code := ts.run(); code != ExitFailed {
+			t.Errorf("run = exit %d, want %d", code, ExitFailed)
+		}
+		if got := ex.started(); !slices.Equal(got, []string{"1"}) {
+			t.Errorf("jobs started: %q, want only job 1, whose output was lost", got)
+		}
+		stderr := ts.errOut.String()
+		for _, want := range []string{
+			"pace: job 1: GET http://x/1: output could not be written: write out/.1.tmp: no space left on device\n",
+			"pace: job 1's output could not be written: starting no more jobs; the running ones finish\n",
+			"stopped: job output could not be written",
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
 		}
 	})
 }

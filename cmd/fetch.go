@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/fetch"
@@ -87,7 +89,8 @@ Output:
   (bodies past a few MB wait in a temporary file, not in memory); -k
   keeps input order. With -o DIR each body goes to its own file instead,
   named by --output-name (default {#}); a file appears only once complete,
-  so an interrupted run leaves no partial files. Any other status fails
+  so an interrupted run leaves no partial files; -o /dev/null discards
+  the bodies. Any other status fails
   the item: "pace: job 3: GET https://...: HTTP 404 Not Found" on stderr
   (with -v also the start of the error body), and the summary counts
   responses by status.
@@ -178,7 +181,7 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "add header `'NAME: VALUE'`; repeatable, placeholders allowed")
 	fl.StringVarP(&opts.Data, "data", "d", "", "send `STRING` as the body, or @FILE's content; placeholders allowed")
 	fl.BoolVar(&opts.Insecure, "insecure", false, "do not verify servers' TLS certificates")
-	fl.StringVarP(&opts.OutputDir, "output", "o", "", "write each body to its own file in `DIR/`, not to stdout;\na path without a trailing slash that is not a directory is one file, for one item")
+	fl.StringVarP(&opts.OutputDir, "output", "o", "", "write each body to its own file in `DIR/`, not to stdout;\na path without a trailing slash that is not a directory is one file, for one item;\na device or FIFO (/dev/null) takes every body")
 	fl.StringVar(&opts.OutputDir, "output-dir", "", "the same as -o DIR/")
 	fl.MarkHidden("output-dir")
 	fl.StringVar(&opts.OutputName, "output-name", "{#}", "file name `TEMPLATE` in -o DIR/")
@@ -225,10 +228,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 			}
 		}
 	}
-	outDir, outFile, err := opts.outputTarget()
-	if err != nil {
-		return err
-	}
+	outDir, outFile, outStream := opts.outputTarget()
 	var more []pathFlag
 	if name, ok := strings.CutPrefix(opts.Data, "@"); ok && opts.HasData && !strings.Contains(name, "{") {
 		more = append(more, pathFlag{flag: "-d @FILE", path: name})
@@ -305,6 +305,15 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		learn:       !opts.IgnoreServerLimits,
 		adopt:       opts.RulesFromServer,
 	}
+	if outStream != "" {
+		s.openOut = func(ctx context.Context) (io.WriteCloser, error) {
+			f, err := outfile.Create(ctx, outStream)
+			if err != nil {
+				return nil, fmt.Errorf("-o %w", err)
+			}
+			return streamFile{f}, nil
+		}
+	}
 	return s.run(ctx)
 }
 
@@ -312,24 +321,37 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 const longPause = 3 * time.Second
 
 // outputTarget tells -o DIR/ (one file per item in DIR) from -o FILE (one
-// file for the one item): a path that ends in a slash or is a directory
-// is a directory.
-func (opts *FetchOptions) outputTarget() (dir, file string, err error) {
+// file for the one item) and from -o STREAM (a character device or a FIFO,
+// such as /dev/null, which takes every body as stdout would): a path that
+// ends in a slash or is a directory is a directory; one that leads to a
+// device or a FIFO, a stream.
+func (opts *FetchOptions) outputTarget() (dir, file, stream string) {
 	o := opts.OutputDir
 	if o == "" {
-		return "", "", nil
+		return "", "", ""
 	}
 	if strings.HasSuffix(o, "/") || strings.HasSuffix(o, string(os.PathSeparator)) {
-		return o, "", nil
-	}
-	if fi, err := os.Stat(o); err == nil && fi.IsDir() {
-		return o, "", nil
+		return o, "", ""
 	}
 	if opts.OutputName != "{#}" {
-		return o, "", nil // --output-name says it is a directory
+		return o, "", "" // --output-name says it is a directory
 	}
-	return "", o, nil
+	if fi, err := os.Stat(o); err == nil {
+		switch m := fi.Mode(); {
+		case m.IsDir():
+			return o, "", ""
+		case m&(os.ModeCharDevice|os.ModeNamedPipe) != 0:
+			return "", "", o
+		}
+	}
+	return "", o, ""
 }
+
+// streamFile is an -o that takes every body: a device or a FIFO.
+type streamFile struct{ f *outfile.File }
+
+func (s streamFile) Write(p []byte) (int, error) { return s.f.Write(p) }
+func (s streamFile) Close() error                { return s.f.Commit() }
 
 // openInput opens the items of a fetch. With -o FILE there must be one
 // item: a URL given without placeholders is that item (stdin is not
@@ -355,8 +377,13 @@ func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.Read
 	in.close()
 	switch {
 	case errors.Is(err, errMore):
+		dir := strings.TrimSuffix(opts.OutputDir, filepath.Ext(opts.OutputDir))
+		if dir == "" || strings.HasSuffix(dir, "/") {
+			dir = opts.OutputDir + ".d"
+		}
 		return nil, fmt.Errorf("-o %s names one file, but %s holds more than one item: "+
-			"give a directory (-o %s/) for one file per item, named by --output-name", opts.OutputDir, in.name, opts.OutputDir)
+			"give a directory (-o %s/) for one file per item, named by --output-name, or -o /dev/null to discard the bodies",
+			opts.OutputDir, in.name, dir)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", in.name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -86,7 +87,7 @@ func TestFetchUsageErrors(t *testing.T) {
 		{[]string{"-o", "/dev/null/x/", "http://127.0.0.1:1/{}"}, "pace: output directory: mkdir /dev/null: not a directory\n"},
 		{[]string{"--rules-from-server", "--ignore-server-limits", "http://127.0.0.1:1/{}"},
 			"pace: --rules-from-server and --ignore-server-limits contradict each other: use one\n"},
-		{[]string{"-o", one, "http://127.0.0.1:1/{}"}, "pace: -o " + one + " names one file, but stdin holds more than one item: give a directory (-o " + one + "/) for one file per item, named by --output-name\n"},
+		{[]string{"-o", one, "http://127.0.0.1:1/{}"}, "pace: -o " + one + " names one file, but stdin holds more than one item: give a directory (-o " + strings.TrimSuffix(one, filepath.Ext(one)) + "/) for one file per item, named by --output-name, or -o /dev/null to discard the bodies\n"},
 	} {
 		code, stdout, stderr := execPace(t, "1\n2\n", append([]string{"fetch"}, tt.args...)...)
 		if code != ExitUsage || stdout != "" || !strings.HasPrefix(stderr, tt.want) {
@@ -97,20 +98,31 @@ func TestFetchUsageErrors(t *testing.T) {
 
 func TestFetchOutputTarget(t *testing.T) {
 	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	link := filepath.Join(dir, "null")
+	if err := os.Symlink(os.DevNull, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
-		output, name string
-		dir, file    string
+		output, name      string
+		dir, file, stream string
 	}{
-		{"", "{#}", "", ""},
-		{"out/", "{#}", "out/", ""},
-		{dir, "{#}", dir, ""}, // an existing directory
-		{filepath.Join(dir, "page.html"), "{#}", "", filepath.Join(dir, "page.html")},
-		{"out", "{/}.html", "out", ""}, // --output-name says it is a directory
+		{"", "{#}", "", "", ""},
+		{"out/", "{#}", "out/", "", ""},
+		{dir, "{#}", dir, "", ""}, // an existing directory
+		{filepath.Join(dir, "page.html"), "{#}", "", filepath.Join(dir, "page.html"), ""},
+		{"out", "{/}.html", "out", "", ""}, // --output-name says it is a directory
+		{os.DevNull, "{#}", "", "", os.DevNull},
+		{link, "{#}", "", "", link},
+		{fifo, "{#}", "", "", fifo},
 	} {
 		opts := &FetchOptions{OutputDir: tt.output, OutputName: tt.name}
-		d, f, err := opts.outputTarget()
-		if err != nil || d != tt.dir || f != tt.file {
-			t.Errorf("-o %q --output-name %q: outputTarget = %q, %q, %v; want dir %q, file %q", tt.output, tt.name, d, f, err, tt.dir, tt.file)
+		d, f, s := opts.outputTarget()
+		if d != tt.dir || f != tt.file || s != tt.stream {
+			t.Errorf("-o %q --output-name %q: outputTarget = %q, %q, %q; want dir %q, file %q, stream %q", tt.output, tt.name, d, f, s, tt.dir, tt.file, tt.stream)
 		}
 	}
 }
@@ -143,7 +155,7 @@ func TestFetchOneFileInput(t *testing.T) {
 		{stdin: "a\n", want: "a\n"},
 		{stdin: "\na\n\n", want: "a\n"},
 		{stdin: "a\x00", null: true, want: "a\x00"},
-		{stdin: "a\nb\n", err: "-o page.html names one file, but stdin holds more than one item: give a directory (-o page.html/) for one file per item, named by --output-name"},
+		{stdin: "a\nb\n", err: "-o page.html names one file, but stdin holds more than one item: give a directory (-o page/) for one file per item, named by --output-name, or -o /dev/null to discard the bodies"},
 	} {
 		in, err := opts.openInput(strings.NewReader(tt.stdin), true, items.ReadOptions{NUL: tt.null})
 		switch {

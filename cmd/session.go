@@ -45,6 +45,10 @@ type session struct {
 	learn, adopt bool
 	// metrics feeds --metrics-addr.
 	metrics metricsSource
+	// openOut, if set, opens where job output goes instead of stdout
+	// (pace fetch -o /dev/null); ctx bounds the wait for a FIFO's reader.
+	openOut func(ctx context.Context) (io.WriteCloser, error)
+	out     io.Writer // job output: stdout, or what openOut opened
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
@@ -64,6 +68,19 @@ func (s *session) run(ctx context.Context) error {
 	sigs := &interrupts{signals: s.f.Signals, grace: o.Grace, out: errOut}
 	sigs.watch(cancelSetup)
 	defer sigs.close()
+
+	s.out = ios.Out
+	if s.openOut != nil {
+		w, err := s.openOut(setupCtx)
+		if err != nil {
+			if sig := sigs.signal(); sig != nil {
+				return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+			}
+			return reportf(ios, ExitUsage, "%v", err)
+		}
+		defer w.Close()
+		s.out = w
+	}
 
 	jobs := o.Jobs
 	if limit, ok := openFileLimit(); ok {

@@ -602,6 +602,9 @@ func TestSessionSummaryFile(t *testing.T) {
 	})
 }
 
+// TestSessionSummaryFileFails: a summary file that cannot be written at
+// the end (its directory went away during the run; a missing one is
+// refused before anything runs) fails the run with one line.
 func TestSessionSummaryFileFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testOptions(t, 1)
@@ -610,7 +613,7 @@ func TestSessionSummaryFileFails(t *testing.T) {
 		if code := ts.run(); code != ExitFailed {
 			t.Errorf("run = exit %d, want %d: every job succeeded, but the summary file was not written", code, ExitFailed)
 		}
-		if stderr := ts.errOut.String(); !strings.HasPrefix(stderr, "pace: summary file: ") || strings.Count(stderr, "\n") != 1 {
+		if stderr := ts.errOut.String(); !strings.HasPrefix(stderr, "pace: --summary-file ") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("stderr = %q, want one line saying the summary file could not be written", stderr)
 		}
 	})

@@ -20,6 +20,12 @@ var ErrPermanent = errors.New("permanent failure")
 // counting it as an attempt, and a job log has no row for it.
 var ErrNotStarted = errors.New("could not start for lack of resources")
 
+// ErrOutput marks a job whose output could not be written where it goes
+// (a full disk under an output directory): a failure of the machine pace
+// runs on, not of the job, and every later job would fail alike. Executors
+// wrap it; a pool's user stops admissions when a result carries it.
+var ErrOutput = errors.New("output could not be written")
+
 // permanentFailure is an error that wraps ErrPermanent without saying so
 // in its message.
 type permanentFailure struct{ err error }

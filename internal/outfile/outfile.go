@@ -66,6 +66,12 @@ func resolve(name string) (target, error) {
 		m := fi.Mode()
 		switch {
 		case m&fs.ModeSymlink != 0:
+			// Where the link leads to a device or a FIFO, it is opened
+			// as it is: a link of /proc (/dev/stdout, /dev/fd/N) names
+			// a pipe that no path names.
+			if fi, err := os.Stat(p); err == nil && isStream(fi.Mode()) {
+				return target{path: p, kind: kindStream}, nil
+			}
 			if hops >= maxLinks {
 				return target{}, fmt.Errorf("%s: too many levels of symbolic links", name)
 			}
@@ -85,12 +91,17 @@ func resolve(name string) (target, error) {
 			return target{path: p, kind: kindRegular, perm: m.Perm()}, nil
 		case m.IsDir():
 			return target{}, fmt.Errorf("%s is a directory, not a file", name)
-		case m&fs.ModeCharDevice != 0 || m&fs.ModeNamedPipe != 0:
+		case isStream(m):
 			return target{path: p, kind: kindStream}, nil
 		default:
 			return target{}, fmt.Errorf("%s is not a regular file, a character device or a FIFO (%s)", name, describe(m))
 		}
 	}
+}
+
+// isStream reports whether m is a character device's or a FIFO's.
+func isStream(m fs.FileMode) bool {
+	return m&fs.ModeCharDevice != 0 || m&fs.ModeNamedPipe != 0
 }
 
 // describe names what a file of mode m is.

@@ -5,6 +5,7 @@ package outfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -87,5 +88,35 @@ func TestCharDeviceStaysDevice(t *testing.T) {
 	}
 	if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
 		t.Errorf("after the write: mode %v, %v: want a character device", fi.Mode(), err)
+	}
+}
+
+// TestProcLinkToPipe writes through a link of /proc/self/fd, as
+// /dev/stdout is when stdout is a pipe: the link names no path, and the
+// pipe gets the data.
+func TestProcLinkToPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	proc := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	if _, err := os.Lstat(proc); err != nil {
+		t.Skipf("no %s here: %v", proc, err)
+	}
+	link := filepath.Join(t.TempDir(), "stdout")
+	if err := os.Symlink(proc, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(t.Context(), link, []byte("piped\n")); err != nil {
+		t.Fatalf("WriteFile(link to a pipe) = %v", err)
+	}
+	w.Close()
+	if b, _ := io.ReadAll(r); string(b) != "piped\n" {
+		t.Errorf("pipe got %q, want %q", b, "piped\n")
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("link replaced: mode %v, %v", fi.Mode(), err)
 	}
 }

@@ -563,7 +563,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	body := &limitedBody{r: resp.Body, left: e.opts.MaxBody}
 	var n int64
 	if s.out != "" {
-		n, err = e.writeFile(s.out, body)
+		n, err = e.writeFile(jctx, s.out, body)
 		if err == nil {
 			h.File = s.out
 		}
@@ -582,7 +582,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 			res.TimedOut = true
 		case errors.Is(err, errBodyTooLarge):
 			fail(runner.Permanent(fmt.Errorf("body larger than %s (--max-body)", formatSize(e.opts.MaxBody))))
-		case errors.Is(err, errLocal):
+		case errors.Is(err, runner.ErrOutput):
 			fail(err) // writing here failed: sending again would not help
 		default:
 			fail(fmt.Errorf("read body: %w", err))
