@@ -48,7 +48,7 @@ type session struct {
 	// openOut, if set, opens where job output goes instead of stdout
 	// (pace fetch -o /dev/null); ctx bounds the wait for a FIFO's reader.
 	openOut func(ctx context.Context) (io.WriteCloser, error)
-	out     io.Writer // job output: stdout, or what openOut opened
+	out     io.Writer // what openOut opened; nil: job output goes to stdout
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
@@ -69,7 +69,6 @@ func (s *session) run(ctx context.Context) error {
 	sigs.watch(cancelSetup)
 	defer sigs.close()
 
-	s.out = ios.Out
 	if s.openOut != nil {
 		w, err := s.openOut(setupCtx)
 		if err != nil {
