@@ -20,7 +20,7 @@ func WithSlotPoll(o Options, d time.Duration) Options {
 func Advance(last, wall, clock int64) int64 { return advance(last, wall, clock) }
 
 // Queued returns how many callers queue for s's admission turn.
-func Queued(s *Store) int { return s.admitTurn.Queued() }
+func Queued(s *Store) int { return s.core.Queued() }
 
 // SetTxHook makes s call f in every admission transaction, once the call
 // is recorded and before the transaction commits. Set it before the first

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -68,46 +69,24 @@ func (s *Store) inForce(own time.Duration) int64 {
 	return longest + int64(own)
 }
 
-// publish records this store's margin at once, so that the other
-// processes widen their windows before this one next admits a call, until
-// what it recorded is the latest. A failure is left to the next
-// admission, which records the margin too.
-func (s *Store) publish() {
-	defer s.publishers.Done()
-	for {
-		s.mu.Lock()
-		own := s.margin
-		s.mu.Unlock()
-		var fleet time.Duration
-		err := s.update(context.Background(), func(tx *bbolt.Tx) error {
-			m := tx.Bucket(metaBucket)
-			if m == nil {
-				return errRefused // nothing to protect yet
-			}
-			now := advance(getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano())
-			var err error
-			fleet, err = s.fleetMargin(m, own, now, now+s.inForce(own))
-			return err
-		})
-		s.mu.Lock()
-		if err == nil {
-			s.fleet = max(s.fleet, fleet)
+// Publish records this store's margin own at once, so that the other
+// processes widen their windows before this one next admits a call, and
+// returns the widest margin in force; it implements gate.Store.
+func (ss *storeSide) Publish(ctx context.Context, own time.Duration) (time.Duration, error) {
+	s := (*Store)(ss)
+	var fleet time.Duration
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		m := tx.Bucket(metaBucket)
+		if m == nil {
+			return errRefused // nothing to protect yet
 		}
-		if err != nil || s.margin <= own || s.isClosed() {
-			s.publishing = false
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
+		now := advance(getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano())
+		var err error
+		fleet, err = s.fleetMargin(m, own, now, now+s.inForce(own))
+		return err
+	})
+	if errors.Is(err, errRefused) {
+		return own, nil
 	}
-}
-
-// isClosed reports whether Close was called.
-func (s *Store) isClosed() bool {
-	select {
-	case <-s.closed:
-		return true
-	default:
-		return false
-	}
+	return fleet, err
 }

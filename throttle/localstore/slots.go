@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // slotSet is this process's side of a quota's cap on calls in flight:
@@ -104,46 +103,27 @@ func (ss *slotSet) close() {
 	ss.files, ss.busy = nil, nil
 }
 
-// takeSlot takes one of the slots, waiting FIFO behind this process's
-// earlier callers. A caller that finds every slot held tries again every
-// poll interval (plus jitter); only it counts as having waited.
-func (s *Store) takeSlot(ctx context.Context) (int, error) {
-	if err := gate.Usable(ctx, s.closed); err != nil {
-		return -1, err
-	}
-	arrived := time.Now()
-	if err := s.slotTurn.Lock(ctx, s.closed); err != nil {
-		return -1, err
-	}
-	defer s.slotTurn.Unlock()
-	waited := false
-	for {
-		i, err := s.slots.tryTake(s.opened)
-		if err != nil {
-			s.failures.Add(1)
-			if err == throttle.ErrClosed {
-				return -1, err
-			}
-			return -1, fmt.Errorf("localstore: quota %q: slot: %w: %w", s.key, throttle.ErrBackend, err)
+// TrySlot takes the lowest slot free across every process, without
+// waiting, or says to try again after the poll interval; it implements
+// gate.Store.
+func (ss *storeSide) TrySlot(context.Context, uint64) (any, bool, time.Duration, error) {
+	s := (*Store)(ss)
+	i, err := s.slots.tryTake(s.opened)
+	if err != nil {
+		s.failures.Add(1)
+		if err == throttle.ErrClosed {
+			return nil, false, 0, err
 		}
-		if i >= 0 {
-			if waited {
-				s.mu.Lock()
-				s.slotWaits++
-				s.slotWait += time.Since(arrived)
-				s.mu.Unlock()
-			}
-			return i, nil
-		}
-		waited = true
-		d := s.cf.slotPoll
-		// Jitter of up to a quarter of the poll (jitter takes 5% of its
-		// argument), so that processes polling together drift apart.
-		if err := gate.Sleep(ctx, s.closed, d+gate.Jitter(5*d, s.cf.Jitter)); err != nil {
-			return -1, err
-		}
+		return nil, false, 0, fmt.Errorf("localstore: quota %q: slot: %w: %w", s.key, throttle.ErrBackend, err)
 	}
+	if i < 0 {
+		return nil, false, s.cf.slotPoll, nil
+	}
+	return i, true, 0, nil
 }
+
+// ReleaseSlot gives back slot i; it implements gate.Store.
+func (ss *storeSide) ReleaseSlot(slot any) { ss.slots.release(slot.(int)) }
 
 // holderInfo is what the holder of a slot writes into its file.
 type holderInfo struct {

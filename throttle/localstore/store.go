@@ -15,11 +15,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/backend"
-	"github.com/pace-cli/pace/throttle/internal/fifo"
 	"github.com/pace-cli/pace/throttle/internal/gate"
 	"github.com/pace-cli/pace/throttle/internal/link"
-	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Defaults of the Options.
@@ -93,33 +90,16 @@ type Store struct {
 	slots   *slotSet // nil without GlobalJobs
 	txHook  func()   // tests: called in an admission's transaction, after the records
 
-	admitTurn fifo.Lock  // one caller at a time asks the store for the rates
-	slotTurn  fifo.Lock  // one caller at a time waits for a slot
-	txMu      sync.Mutex // one transaction at a time in this process
-
-	closed    chan struct{}
-	closeOnce sync.Once
+	txMu sync.Mutex // one transaction at a time in this process
 
 	roundTrips atomic.Int64
 	failures   atomic.Int64
-	seq        atomic.Uint64 // ids of admissions without rules
 
-	id         []byte // this store's id among the processes sharing the quota
-	publishers sync.WaitGroup
+	id []byte // this store's id among the processes sharing the quota
 
-	mu         sync.Mutex
-	margin     time.Duration
-	fleet      time.Duration // the widest margin in force, at the last transaction
-	publishing bool
-	tally      *tally.Tally
-	used       []int // per rule in given order: weight in the window at the last transaction
-	sleeps     int64 // times the head of the admission queue slept
-	pause      gate.Pause
-	held       map[uint64]int // admission id -> slot it holds
-	inFlight   int
-	peak       int
-	slotWaits  int64
-	slotWait   time.Duration
+	// core keeps the admission turn, waits, pauses, margins, the tally
+	// and the calls in flight; the store brings its decisions and slots.
+	core *gate.Core
 }
 
 // Open returns a store that keeps opts.Rules for every process on this
@@ -171,13 +151,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		paths:  pathsOf(cf.Dir, cf.Key),
 		rules:  slices.Clone(cf.Rules),
 		opened: time.Now(),
-		closed: make(chan struct{}),
-		margin: cf.Margin,
-		tally:  tally.New(len(cf.Rules)),
-		used:   make([]int, len(cf.Rules)),
-		held:   make(map[uint64]int),
 		id:     []byte(rand.Text()[:16]),
 	}
+	s.core = gate.NewCore(gate.Config{Name: "localstore", Rules: s.rules, GlobalJobs: cf.GlobalJobs,
+		Margin: cf.Margin, Jitter: cf.Jitter, Timeout: cf.Timeout}, (*storeSide)(s))
 	s.ly, s.order = newLayout(s.rules, cf.CounterAbove, cf.GlobalJobs)
 	for j := range s.ly.sorted {
 		s.names = append(s.names, s.ly.bucketName(j))
@@ -282,35 +259,26 @@ func weight(r throttle.Rule, cost int) int64 {
 	return 1
 }
 
-// decision is the outcome of one admission transaction.
-type decision struct {
-	admitted bool
-	now      int64     // the store's instant, ns
-	decided  time.Time // when it was taken, on this process's clock
-	id       uint64    // the call's id, if admitted
-	wait     time.Duration
-	rule     int           // store order: the rule needing the longest wait, if refused
-	used     []int         // per rule, store order
-	margin   time.Duration // the widest margin in force, which the rules applied
-}
+// storeSide is a Store as its core sees it (gate.Store): the decisions
+// and the slots.
+type storeSide Store
 
-// admitOnce runs one admission transaction: it checks every rule at one
+// Admit runs one admission transaction: it checks every rule at one
 // instant and, only if all allow a call of the given cost, records it in
-// all of them.
-func (s *Store) admitOnce(ctx context.Context, cost int) (decision, error) {
-	s.mu.Lock()
-	margin := s.margin
-	s.mu.Unlock()
-	var d decision
+// all of them. It implements gate.Store.
+func (ss *storeSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+	s := (*Store)(ss)
+	var d gate.Decision
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		d = decision{used: make([]int, len(s.ly.sorted))}
+		d = gate.Decision{Used: make([]int, len(s.rules))}
 		m, err := s.paths.meta(tx)
 		if err != nil {
 			return err
 		}
 		last, wall, clock := getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano()
-		d.now, d.decided = advance(last, wall, clock), time.Now()
-		if err := s.checkSpec(m, d.now); err != nil {
+		now := advance(last, wall, clock)
+		d.At, d.Decided = time.Unix(0, now), time.Now()
+		if err := s.checkSpec(m, now); err != nil {
 			return err
 		}
 		if stored := m.Get(keySpec); stored != nil && string(stored) != s.ly.spec {
@@ -319,11 +287,11 @@ func (s *Store) admitOnce(ctx context.Context, cost int) (decision, error) {
 				return err
 			}
 		}
-		fleet, err := s.fleetMargin(m, margin, d.now, d.now+s.inForce(margin))
+		fleet, err := s.fleetMargin(m, margin, now, now+s.inForce(margin))
 		if err != nil {
 			return err
 		}
-		d.margin = fleet
+		d.Fleet = fleet
 		rs, err := s.rulesAt(tx, fleet, true)
 		if err != nil {
 			return err
@@ -331,33 +299,33 @@ func (s *Store) admitOnce(ctx context.Context, cost int) (decision, error) {
 		held := make([]int64, len(rs))
 		var wait int64
 		for j, r := range rs {
-			if held[j], err = r.trim(d.now); err != nil {
+			if held[j], err = r.trim(now); err != nil {
 				return err
 			}
-			d.used[j] = int(held[j])
-			if w := r.delay(d.now, held[j], weight(s.ly.sorted[j], cost)); w > wait {
-				wait, d.rule = w, j
+			d.Used[s.order[j]] = int(held[j])
+			if w := r.delay(now, held[j], weight(s.ly.sorted[j], cost)); w > wait {
+				wait, d.Rule = w, s.order[j]
 			}
 		}
 		if wait > 0 {
-			d.wait = time.Duration(wait)
+			d.Wait = time.Duration(wait)
 			return errRefused
 		}
-		d.admitted = true
-		d.id = uint64(getInt(m, keySerial)) + 1
+		d.Admitted = true
+		d.ID = uint64(getInt(m, keySerial)) + 1
 		expires := getInt(m, keyExpires)
 		for j, r := range rs {
 			c := weight(s.ly.sorted[j], cost)
-			if err := r.record(d.now, d.id, c, held[j]); err != nil {
+			if err := r.record(now, d.ID, c, held[j]); err != nil {
 				return err
 			}
-			d.used[j] = int(held[j] + c)
-			expires = max(expires, d.now+r.w+r.g)
+			d.Used[s.order[j]] = int(held[j] + c)
+			expires = max(expires, now+r.w+r.g)
 		}
 		for _, kv := range []struct {
 			k []byte
 			v int64
-		}{{keyLast, d.now}, {keyWall, clock}, {keySerial, int64(d.id)}, {keyExpires, expires}} {
+		}{{keyLast, now}, {keyWall, clock}, {keySerial, int64(d.ID)}, {keyExpires, expires}} {
 			if err := putInt(m, kv.k, kv.v); err != nil {
 				return err
 			}
@@ -406,150 +374,21 @@ func clearRules(tx *bbolt.Tx) error {
 // recorded the admission: it then counts against the quota although the
 // caller does not go ahead. The error is only ever on that safe side.
 func (s *Store) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
-	if err := s.checkCost(cost); err != nil {
-		return throttle.Admission{}, err
-	}
-	start := time.Now()
-	slot := -1
-	if s.slots != nil {
-		var err error
-		if slot, err = s.takeSlot(ctx); err != nil {
-			return throttle.Admission{}, err
-		}
-	}
-	at, id, decided, err := s.wait(ctx, cost)
-	if err != nil {
-		if slot >= 0 {
-			s.slots.release(slot)
-		}
-		return throttle.Admission{}, err
-	}
-	s.mu.Lock()
-	s.inFlight++
-	s.peak = max(s.peak, s.inFlight)
-	s.held[id] = slot // -1 without a slot: the admission is in flight all the same
-	s.mu.Unlock()
-	var latency time.Duration
-	if !decided.IsZero() {
-		latency = time.Since(decided) // the commit, and closing the store
-	}
-	return backend.NewAdmission((*owner)(s), id, id, at, cost, time.Since(start), latency), nil
-}
-
-// checkCost returns why a call of the given cost can never be admitted.
-func (s *Store) checkCost(cost int) error {
-	if cost < 1 {
-		return fmt.Errorf("localstore: cost %d: %w", cost, throttle.ErrBadCost)
-	}
-	if m := throttle.MaxCost(s.rules); m > 0 && cost > m {
-		return fmt.Errorf("localstore: cost %d exceeds the smallest cost rule (%d): %w", cost, m, throttle.ErrBadCost)
-	}
-	return nil
-}
-
-// wait waits until every rule admits a call of the given cost and
-// records it; it returns the admission's instant, its id, and when the
-// transaction that admitted it decided.
-func (s *Store) wait(ctx context.Context, cost int) (time.Time, uint64, time.Time, error) {
-	if err := gate.Usable(ctx, s.closed); err != nil {
-		return time.Time{}, 0, time.Time{}, err
-	}
-	if len(s.rules) == 0 {
-		s.mu.Lock()
-		s.tally.Admit(0)
-		s.mu.Unlock()
-		return time.Now(), s.seq.Add(1), time.Time{}, nil
-	}
-	arrived := time.Now()
-	s.mu.Lock()
-	sleeps := s.sleeps
-	s.mu.Unlock()
-	if err := s.admitTurn.Lock(ctx, s.closed); err != nil {
-		return time.Time{}, 0, time.Time{}, err
-	}
-	defer s.admitTurn.Unlock()
-	for {
-		if err := s.sleepPause(ctx); err != nil {
-			return time.Time{}, 0, time.Time{}, err
-		}
-		d, err := s.admitOnce(ctx, cost)
-		if err != nil {
-			return time.Time{}, 0, time.Time{}, err
-		}
-		s.mu.Lock()
-		for j, i := range s.order {
-			s.used[i] = d.used[j]
-		}
-		s.fleet = d.margin
-		if d.admitted {
-			var waited time.Duration
-			if s.sleeps != sleeps {
-				waited = max(time.Since(arrived), 1)
-			}
-			for i := range s.rules {
-				s.tally.Observe(i, s.used[i])
-			}
-			s.tally.Admit(waited)
-			s.mu.Unlock()
-			return time.Unix(0, d.now), d.id, d.decided, nil
-		}
-		s.sleeps++
-		s.tally.BlockedOnRule(s.order[d.rule])
-		s.mu.Unlock()
-		if err := gate.Sleep(ctx, s.closed, d.wait+gate.Jitter(d.wait, s.cf.Jitter)); err != nil {
-			return time.Time{}, 0, time.Time{}, err
-		}
-	}
-}
-
-// sleepPause sleeps out a pause set by PauseUntil. Requires the admission
-// turn held.
-func (s *Store) sleepPause(ctx context.Context) error {
-	for {
-		s.mu.Lock()
-		d := time.Until(s.pause.Until)
-		if d <= 0 {
-			s.mu.Unlock()
-			return nil
-		}
-		s.sleeps++
-		s.tally.BlockedOnPause()
-		s.mu.Unlock()
-		if err := gate.Sleep(ctx, s.closed, d); err != nil {
-			return err
-		}
-	}
-}
-
-// owner is a Store as the owner of its admissions.
-type owner Store
-
-// Release gives back the slot of the admission id, if it holds one.
-func (o *owner) Release(id uint64) {
-	s := (*Store)(o)
-	s.mu.Lock()
-	slot, ok := s.held[id]
-	if ok {
-		s.inFlight--
-		delete(s.held, id)
-	}
-	s.mu.Unlock()
-	if ok && slot >= 0 {
-		s.slots.release(slot)
-	}
+	return s.core.Admit(ctx, cost)
 }
 
 // Correct changes the cost recorded for the admission id, admitted at
-// at, in the cost rules still holding it, in one transaction.
-func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
-	s := (*Store)(o)
+// at, in the cost rules still holding it, in one transaction, and returns
+// each rule's use after it (given order); it implements gate.Store.
+func (ss *storeSide) Correct(id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
+	s := (*Store)(ss)
 	if !slices.ContainsFunc(s.rules, func(r throttle.Rule) bool { return r.Cost }) {
-		return nil
+		return nil, nil
 	}
-	s.mu.Lock()
-	margin := s.margin
-	s.mu.Unlock()
-	used := make([]int, len(s.ly.sorted))
+	used := make([]int, len(s.rules))
+	for i := range used {
+		used[i] = -1
+	}
 	err := s.update(context.Background(), func(tx *bbolt.Tx) error {
 		m, err := s.paths.meta(tx)
 		if err != nil {
@@ -580,23 +419,14 @@ func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
 					return err
 				}
 			}
-			used[j] = int(held)
+			used[s.order[j]] = int(held)
 		}
 		return nil
 	})
 	if errors.Is(err, errRefused) {
-		return nil
+		return nil, nil
 	}
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for j, i := range s.order {
-		s.used[i] = used[j]
-		s.tally.Observe(i, used[j])
-	}
-	return nil
+	return used, err
 }
 
 // PauseUntil makes this process admit nothing before t, whatever the
@@ -604,13 +434,7 @@ func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
 // word. The pause is local; other processes sharing the quota are not
 // told. reason says why, for diagnostics. A pause never shortens one
 // already in force.
-func (s *Store) PauseUntil(t time.Time, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pause.Extend(t, reason) {
-		s.tally.Paused()
-	}
-}
+func (s *Store) PauseUntil(t time.Time, reason string) { s.core.PauseUntil(t, reason) }
 
 // Seed does nothing: the store keeps the quota across runs.
 func (s *Store) Seed([]throttle.Call) error { return nil }
@@ -621,43 +445,23 @@ func (s *Store) Seed([]throttle.Call) error { return nil }
 // recorded in the store at once, in the background, so that the other
 // processes widen their windows before this one next admits a call. A
 // negative d is treated as 0.
-func (s *Store) SetMargin(d time.Duration) {
-	d = max(d, 0)
-	s.mu.Lock()
-	wider := d > s.margin && d > s.fleet
-	s.margin = d
-	start := wider && !s.publishing && !s.isClosed() && len(s.rules) > 0
-	if start {
-		s.publishing = true
-		s.publishers.Add(1)
-	}
-	s.mu.Unlock()
-	if start {
-		go s.publish()
-	}
-}
+func (s *Store) SetMargin(d time.Duration) { s.core.SetMargin(d) }
 
 // Close gives back the slots still held, lets other processes reset the
 // quota, and makes later and waiting calls return throttle.ErrClosed. A
 // transaction under way is finished first. Call it once every call has
 // finished. It returns nil.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		close(s.closed)
-		s.mu.Unlock()
-		s.publishers.Wait()
+	if s.core.Shutdown() {
 		s.txMu.Lock()
 		//lint:ignore SA2001 the lock is taken only to wait for a transaction under way
 		s.txMu.Unlock()
-		s.mu.Lock()
-		s.held = make(map[uint64]int)
-		s.mu.Unlock()
+		s.core.ReleaseHeld()
 		if s.slots != nil {
 			s.slots.close()
 		}
 		_ = s.present.Close()
-	})
+	}
 	return nil
 }
 
@@ -667,22 +471,9 @@ func (s *Store) Close() error {
 // processes; every other counter is this process's own. Store counts
 // transactions with the store file.
 func (s *Store) Stats() throttle.Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var st throttle.Stats
-	gate.Fill(&st, s.tally, s.rules, func(i int) int { return s.used[i] })
-	st.InFlight = s.inFlight
-	st.PeakInFlight = s.peak
-	st.MaxInFlight = s.cf.GlobalJobs
-	st.SlotWaits = s.slotWaits
-	st.SlotWaitTime = s.slotWait
-	st.PauseReason = s.pause.Reason
-	st.PausedUntil = s.pause.Until
-	st.Margin = max(s.margin, s.fleet)
-	st.Store = throttle.StoreStats{
+	return s.core.Stats(throttle.StoreStats{
 		Name:       "local",
 		RoundTrips: s.roundTrips.Load(),
 		Failures:   s.failures.Load(),
-	}
-	return st
+	})
 }

@@ -129,7 +129,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	for {
 		s.roundTrips.Add(1)
 		start := time.Now()
-		err := withDB(ctx, s.paths, s.cf.Timeout, false, s.cf.NoSync, s.closed, func(db *bbolt.DB) error {
+		err := withDB(ctx, s.paths, s.cf.Timeout, false, s.cf.NoSync, s.core.Closed(), func(db *bbolt.DB) error {
 			return db.Update(fn)
 		})
 		if err == nil || errors.Is(err, errRefused) {
@@ -160,7 +160,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 				s.key, s.paths.db, s.cf.Timeout, throttle.ErrBackend, err)
 		}
 		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
-		if err := gate.Sleep(ctx, s.closed, min(d, left)); err != nil {
+		if err := gate.Sleep(ctx, s.core.Closed(), min(d, left)); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, maxBackoff)

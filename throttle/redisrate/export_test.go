@@ -29,7 +29,7 @@ const (
 func Jitter(l *Limiter, wait time.Duration) time.Duration { return gate.Jitter(wait, l.cf.Jitter) }
 
 // Queued returns how many callers queue for l's admission turn.
-func Queued(l *Limiter) int { return l.admitTurn.Queued() }
+func Queued(l *Limiter) int { return l.core.Queued() }
 
 // ScriptLoads returns how many script calls l sent as EVAL (loading the
 // script) rather than EVALSHA. Stats().Store has no field for them.

@@ -62,11 +62,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/backend"
-	"github.com/pace-cli/pace/throttle/internal/fifo"
 	"github.com/pace-cli/pace/throttle/internal/gate"
 	"github.com/pace-cli/pace/throttle/internal/link"
-	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
 // Client is the part of a go-redis client that a Limiter uses: scripts
@@ -170,12 +167,8 @@ type Limiter struct {
 	idPrefix  string
 	seq       atomic.Uint64
 
-	admitTurn fifo.Lock // one caller at a time talks to Redis for the rates
-	slotTurn  fifo.Lock // one caller at a time waits for a fleet-wide slot
-
-	closed    chan struct{}
-	closeOnce sync.Once
-	renewers  sync.WaitGroup
+	renewMu  sync.Mutex // orders starting a lease's renewer with Close
+	renewers sync.WaitGroup
 
 	roundTrips  atomic.Int64
 	scriptLoads atomic.Int64
@@ -183,22 +176,9 @@ type Limiter struct {
 	leasesLost  atomic.Int64
 	clientTime  atomic.Int64
 
-	mu       sync.Mutex
-	isClosed bool
-	margin   time.Duration
-	// fleetMargin is the widest margin in force across the fleet, as the
-	// last admission attempt applied it.
-	fleetMargin time.Duration
-	publishing  bool
-	tally       *tally.Tally
-	used        []int // per rule in given order: weight in the window at the last reply
-	sleeps      int64 // times the head of the admission queue slept
-	pause       gate.Pause
-	leases      map[uint64]*lease
-	inFlight    int
-	peak        int
-	slotWaits   int64
-	slotWait    time.Duration
+	// core keeps the admission turn, waits, pauses, margins, the tally
+	// and the calls in flight; Redis brings the decisions and the slots.
+	core *gate.Core
 }
 
 // Open returns a limiter that keeps opts.Rules for every process sharing
@@ -254,15 +234,12 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		name:     cf.Key,
 		rules:    slices.Clone(cf.Rules),
 		cf:       cf,
-		margin:   cf.Margin,
 		idPrefix: rand.Text()[:16],
-		closed:   make(chan struct{}),
-		used:     make([]int, len(cf.Rules)),
-		leases:   make(map[uint64]*lease),
 		slotKey:  "pace:{" + cf.Key + "}:slots",
 		margKey:  "pace:{" + cf.Key + "}:margins",
-		tally:    tally.New(len(cf.Rules)),
 	}
+	l.core = gate.NewCore(gate.Config{Name: "redisrate", Rules: l.rules, GlobalJobs: cf.GlobalJobs,
+		Margin: cf.Margin, Jitter: cf.Jitter, Timeout: cf.Timeout}, (*redisSide)(l))
 	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
 
 	// Rules are stored sorted, so that processes listing the same rules in
@@ -351,11 +328,8 @@ func (l *Limiter) Keys() []string { return append(slices.Clone(l.keys), l.margKe
 // microseconds: a window is never shortened); the time to live of the
 // rules key in ms, margin excluded; and, in microseconds, how long this
 // process's margin stays in force after an admission: as long as the call
-// counts, its longest window plus its margin.
-func (l *Limiter) windows() (ws []int64, ttl int64, own, ownTTL int64) {
-	l.mu.Lock()
-	margin := l.margin
-	l.mu.Unlock()
+// counts, its longest window plus margin (this process's).
+func (l *Limiter) windows(margin time.Duration) (ws []int64, ttl int64, own, ownTTL int64) {
 	ws = make([]int64, len(l.order))
 	var longest int64
 	for j, i := range l.order {
@@ -410,70 +384,21 @@ func (l *Limiter) mismatch(stored string) error {
 // recorded the admission: it then counts against the quota although the
 // caller does not go ahead. The error is only ever on that safe side.
 func (l *Limiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
-	if err := l.checkCost(cost); err != nil {
-		return throttle.Admission{}, err
-	}
-	start := time.Now()
-	var ls *lease
-	var err error
-	if l.cf.GlobalJobs > 0 {
-		if ls, err = l.takeSlot(ctx); err != nil {
-			return throttle.Admission{}, err
-		}
-	}
-	at, id, rtt, err := l.wait(ctx, cost)
-	if err != nil {
-		if ls != nil {
-			l.release(ls)
-		}
-		return throttle.Admission{}, err
-	}
-	l.mu.Lock()
-	l.inFlight++
-	l.peak = max(l.peak, l.inFlight)
-	l.leases[id] = ls // nil without a slot: the admission is in flight all the same
-	l.mu.Unlock()
-	// The reply's way back from Redis's decision is the latency.
-	return backend.NewAdmission((*owner)(l), id, id, at, cost, time.Since(start), rtt/2), nil
+	return l.core.Admit(ctx, cost)
 }
 
-// checkCost returns why a call of the given cost can never be admitted.
-func (l *Limiter) checkCost(cost int) error {
-	if cost < 1 {
-		return fmt.Errorf("redisrate: cost %d: %w", cost, throttle.ErrBadCost)
-	}
-	if m := throttle.MaxCost(l.rules); m > 0 && cost > m {
-		return fmt.Errorf("redisrate: cost %d exceeds the smallest cost rule (%d): %w", cost, m, throttle.ErrBadCost)
-	}
-	return nil
-}
-
-// owner is a Limiter as the owner of its admissions.
-type owner Limiter
-
-// Release gives back the fleet-wide slot of the admission id, if it
-// holds one.
-func (o *owner) Release(id uint64) {
-	l := (*Limiter)(o)
-	l.mu.Lock()
-	ls, ok := l.leases[id]
-	if ok {
-		l.inFlight--
-		delete(l.leases, id)
-	}
-	l.mu.Unlock()
-	if ls != nil {
-		l.release(ls)
-	}
-}
+// redisSide is a Limiter as its core sees it (gate.Store): the decisions
+// and the slots.
+type redisSide Limiter
 
 // Correct changes the cost recorded for the admission id in the cost
-// rules still holding it, in one script call.
-func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
-	l := (*Limiter)(o)
+// rules still holding it, in one script call, and returns each rule's use
+// after it (given order; -1 for a count rule); it implements gate.Store.
+func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
+	l := (*Limiter)(rs)
 	var keys []string
 	var args []any
-	ws, _, own, _ := l.windows()
+	ws, _, own, _ := l.windows(margin)
 	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
@@ -484,145 +409,84 @@ func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
 		args = append(args, r.N, ws[j], l.mode(r), 0)
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	n := len(keys) / 2
 	keys = append(keys, l.margKey)
 	reply, err := l.run(context.Background(), correctScript, keys, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a, ok := reply.([]any)
 	if !ok || len(a) != 1+n {
-		return fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
+		return nil, fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	used := make([]int, len(l.rules))
+	for i := range used {
+		used[i] = -1
+	}
 	k := 1
 	for _, i := range l.order {
 		if !l.rules[i].Cost {
 			continue
 		}
 		if n, ok := a[k].(int64); ok {
-			l.used[i] = int(n)
-			l.tally.Observe(i, int(n))
+			used[i] = int(n)
 		}
 		k++
 	}
-	return nil
+	return used, nil
 }
 
-// wait waits until every rule admits a call of the given cost fleet-wide
-// and records it; it returns the admission's server time, its id, and the
-// round trip of the script call that admitted it.
-func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.Duration, error) {
-	if err := gate.Usable(ctx, l.closed); err != nil {
-		return time.Time{}, 0, 0, err
-	}
+// Admit runs one admission script call for a call of the given cost: it
+// checks every rule at Redis's instant and, only if all allow the call,
+// records it in all of them. It implements gate.Store.
+func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+	l := (*Limiter)(rs)
 	id := l.seq.Add(1)
-	if len(l.rules) == 0 {
-		l.mu.Lock()
-		l.tally.Admit(0)
-		l.mu.Unlock()
-		return time.Now(), id, 0, nil
+	ws, ttl, own, ownTTL := l.windows(margin)
+	args := make([]any, 0, 7+4*len(l.order))
+	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
+	for j, i := range l.order {
+		r := l.rules[i]
+		w := 1
+		if r.Cost {
+			w = cost
+		}
+		args = append(args, r.N, ws[j], l.mode(r), w)
 	}
-	arrived := time.Now()
-	l.mu.Lock()
-	sleeps := l.sleeps
-	l.mu.Unlock()
-	if err := l.admitTurn.Lock(ctx, l.closed); err != nil {
-		return time.Time{}, 0, 0, err
+	sent := time.Now()
+	reply, err := l.run(ctx, admitScript, l.admitKeys, args)
+	rtt := time.Since(sent)
+	if err != nil {
+		return gate.Decision{}, err
 	}
-	defer l.admitTurn.Unlock()
-
-	member := l.memberID(id)
-	for {
-		if err := l.sleepPause(ctx); err != nil {
-			return time.Time{}, 0, 0, err
-		}
-		ws, ttl, own, ownTTL := l.windows()
-		args := make([]any, 0, 7+4*len(l.order))
-		args = append(args, l.spec, member, time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
-		for j, i := range l.order {
-			r := l.rules[i]
-			w := 1
-			if r.Cost {
-				w = cost
-			}
-			args = append(args, r.N, ws[j], l.mode(r), w)
-		}
-		sent := time.Now()
-		reply, err := l.run(ctx, admitScript, l.admitKeys, args)
-		rtt := time.Since(sent)
-		if err != nil {
-			return time.Time{}, 0, 0, err
-		}
-		r, err := parseAdmitReply(reply, len(l.rules))
-		if err != nil {
-			return time.Time{}, 0, 0, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
-		}
-		if r.mismatch {
-			return time.Time{}, 0, 0, l.mismatch(r.stored)
-		}
-		if !r.clock {
-			l.clientTime.Add(1)
-		}
-		l.mu.Lock()
-		for j, i := range l.order {
-			l.used[i] = r.used[j]
-		}
-		l.fleetMargin = r.margin
-		if r.admitted {
-			var waited time.Duration
-			if l.sleeps != sleeps {
-				waited = max(time.Since(arrived), 1)
-			}
-			for i := range l.rules {
-				l.tally.Observe(i, l.used[i])
-			}
-			l.tally.Admit(waited)
-			l.mu.Unlock()
-			return time.UnixMicro(r.now), id, rtt, nil
-		}
-		l.sleeps++
-		l.tally.BlockedOnRule(l.order[r.rule])
-		l.mu.Unlock()
-		if err := gate.Sleep(ctx, l.closed, r.wait+gate.Jitter(r.wait, l.cf.Jitter)); err != nil {
-			return time.Time{}, 0, 0, err
-		}
+	r, err := parseAdmitReply(reply, len(l.rules))
+	if err != nil {
+		return gate.Decision{}, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
 	}
-}
-
-// sleepPause sleeps out a pause set by PauseUntil. Requires the admission
-// turn held.
-func (l *Limiter) sleepPause(ctx context.Context) error {
-	for {
-		l.mu.Lock()
-		d := time.Until(l.pause.Until)
-		if d <= 0 {
-			l.mu.Unlock()
-			return nil
-		}
-		l.sleeps++
-		l.tally.BlockedOnPause()
-		l.mu.Unlock()
-		if err := gate.Sleep(ctx, l.closed, d); err != nil {
-			return err
-		}
+	if r.mismatch {
+		return gate.Decision{}, l.mismatch(r.stored)
 	}
+	if !r.clock {
+		l.clientTime.Add(1)
+	}
+	d := gate.Decision{Admitted: r.admitted, At: time.UnixMicro(r.now), ID: id, Wait: r.wait,
+		Used: make([]int, len(l.rules)), Fleet: r.margin, Latency: rtt / 2} // the reply's way back from Redis's decision
+	for j, i := range l.order {
+		d.Used[i] = r.used[j]
+	}
+	if !r.admitted {
+		d.Rule = l.order[r.rule]
+	}
+	return d, nil
 }
 
 // PauseUntil makes this process admit nothing before t, whatever Redis
 // says: a server that answered 429 with Retry-After has the last word. The
 // pause is local; other processes sharing the quota are not told. reason
 // says why, for diagnostics. A pause never shortens one already in force.
-func (l *Limiter) PauseUntil(t time.Time, reason string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pause.Extend(t, reason) {
-		l.tally.Paused()
-	}
-}
+func (l *Limiter) PauseUntil(t time.Time, reason string) { l.core.PauseUntil(t, reason) }
 
 // Seed does nothing: Redis keeps the quota across runs.
 func (l *Limiter) Seed([]throttle.Call) error { return nil }
@@ -633,50 +497,22 @@ func (l *Limiter) Seed([]throttle.Call) error { return nil }
 // once, in the background, so that the other processes widen their
 // windows before this one next asks to admit a call. A negative d is
 // treated as 0.
-func (l *Limiter) SetMargin(d time.Duration) {
-	d = max(d, 0)
-	l.mu.Lock()
-	wider := d > l.margin && d > l.fleetMargin
-	l.margin = d
-	start := wider && !l.publishing && !l.isClosed && len(l.rules) > 0
-	if start {
-		l.publishing = true
-		l.renewers.Add(1)
-	}
-	l.mu.Unlock()
-	if start {
-		go l.publish()
-	}
-}
+func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 
-// publish records this process's margin in Redis until what it recorded
-// is the latest; a failure is left to the next admission, which records
-// the margin too.
-func (l *Limiter) publish() {
-	defer l.renewers.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), l.cf.Timeout)
-	defer cancel()
-	go func() {
-		select {
-		case <-l.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	for {
-		_, _, own, ownTTL := l.windows()
-		reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
-		l.mu.Lock()
-		if m, ok := reply.(int64); ok && err == nil {
-			l.fleetMargin = max(l.fleetMargin, time.Duration(m)*time.Microsecond)
-		}
-		if err != nil || l.isClosed || l.margin <= time.Duration(own)*time.Microsecond {
-			l.publishing = false
-			l.mu.Unlock()
-			return
-		}
-		l.mu.Unlock()
+// Publish records this process's margin in Redis at once and returns the
+// fleet's widest margin; it implements gate.Store.
+func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
+	l := (*Limiter)(rs)
+	_, _, own, ownTTL := l.windows(margin)
+	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
+	if err != nil {
+		return 0, err
 	}
+	m, ok := reply.(int64)
+	if !ok {
+		return 0, fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
+	}
+	return time.Duration(m) * time.Microsecond, nil
 }
 
 // Close stops renewing the leases of fleet-wide slots still held and gives
@@ -684,32 +520,21 @@ func (l *Limiter) publish() {
 // Call it once every call has finished. It closes the client if Dial made
 // it.
 func (l *Limiter) Close() error {
-	var err error
-	l.closeOnce.Do(func() {
-		l.mu.Lock()
-		l.isClosed = true
-		l.mu.Unlock()
-		close(l.closed)
-		l.renewers.Wait()
-		l.mu.Lock()
-		held := make([]*lease, 0, len(l.leases))
-		for _, ls := range l.leases {
-			if ls != nil {
-				held = append(held, ls)
-			}
+	if !l.core.Shutdown() {
+		return nil
+	}
+	l.renewMu.Lock()
+	//lint:ignore SA2001 the lock orders Close after a renewer being started
+	l.renewMu.Unlock()
+	l.renewers.Wait()
+	l.core.ReleaseHeld()
+	l.health.setReport(nil)
+	if l.owned {
+		if c, ok := l.client.(interface{ Close() error }); ok {
+			return c.Close()
 		}
-		l.mu.Unlock()
-		for _, ls := range held {
-			l.release(ls)
-		}
-		l.health.setReport(nil)
-		if l.owned {
-			if c, ok := l.client.(interface{ Close() error }); ok {
-				err = c.Close()
-			}
-		}
-	})
-	return err
+	}
+	return nil
 }
 
 // Stats returns a snapshot of the limiter's diagnostics. Used and Usage
@@ -718,26 +543,13 @@ func (l *Limiter) Close() error {
 // fleet-wide cap; every other counter is this process's own. Store counts
 // the traffic with Redis.
 func (l *Limiter) Stats() throttle.Stats {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var s throttle.Stats
-	gate.Fill(&s, l.tally, l.rules, func(i int) int { return l.used[i] })
-	s.InFlight = l.inFlight
-	s.PeakInFlight = l.peak
-	s.MaxInFlight = l.cf.GlobalJobs
-	s.SlotWaits = l.slotWaits
-	s.SlotWaitTime = l.slotWait
-	s.PauseReason = l.pause.Reason
-	s.PausedUntil = l.pause.Until
-	s.Margin = max(l.margin, l.fleetMargin)
-	s.Store = throttle.StoreStats{
+	return l.core.Stats(throttle.StoreStats{
 		Name:       "redis",
 		RoundTrips: l.roundTrips.Load(),
 		Failures:   l.failures.Load(),
 		LeasesLost: l.leasesLost.Load(),
 		ClientTime: l.clientTime.Load(),
-	}
-	return s
+	})
 }
 
 // memberID returns the id of admission id in Redis: unique to this process

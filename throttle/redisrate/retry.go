@@ -106,7 +106,7 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 		// Sleep between half and all of backoff, but try once more at the
 		// deadline rather than sleep past it.
 		d := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
-		if err := gate.Sleep(ctx, l.closed, min(d, left)); err != nil {
+		if err := gate.Sleep(ctx, l.core.Closed(), min(d, left)); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, maxBackoff)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/internal/gate"
 )
 
 // lease is a fleet-wide slot held by this process: a member of the
@@ -26,61 +25,41 @@ func (l *Limiter) slotArgs(op, id string) []any {
 	return []any{op, id, l.cf.GlobalJobs, l.cf.Lease.Microseconds(), time.Now().UnixMicro()}
 }
 
-// takeSlot takes one of the fleet-wide slots, waiting FIFO behind this
-// process's earlier callers, and starts renewing its lease. A caller that
-// finds every slot taken asks again when the earliest lease would expire,
-// or after the poll interval if that comes first (slots are mostly freed by
-// release, which nobody announces). Only a caller that found every slot
-// taken counts as having waited.
-func (l *Limiter) takeSlot(ctx context.Context) (*lease, error) {
-	if err := gate.Usable(ctx, l.closed); err != nil {
-		return nil, err
+// TrySlot takes one of the fleet-wide slots if one is free, and starts
+// renewing its lease; if none is, it says to ask again when the earliest
+// lease would expire, or after the poll interval if that comes first
+// (slots are mostly freed by release, which nobody announces). It
+// implements gate.Store.
+func (rs *redisSide) TrySlot(ctx context.Context, attempt uint64) (any, bool, time.Duration, error) {
+	l := (*Limiter)(rs)
+	id := l.idPrefix + ".s" + strconv.FormatUint(attempt, 36)
+	reply, err := l.run(ctx, slotsScript, []string{l.slotKey}, l.slotArgs("take", id))
+	if err != nil {
+		return nil, false, 0, err
 	}
-	arrived := time.Now()
-	if err := l.slotTurn.Lock(ctx, l.closed); err != nil {
-		return nil, err
+	ok, wait, err := parseTakeReply(reply)
+	if err != nil {
+		return nil, false, 0, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
 	}
-	defer l.slotTurn.Unlock()
-	keys := []string{l.slotKey}
-	id := l.idPrefix + ".s" + strconv.FormatUint(l.seq.Add(1), 36)
-	waited := false
-	for {
-		reply, err := l.run(ctx, slotsScript, keys, l.slotArgs("take", id))
-		if err != nil {
-			return nil, err
-		}
-		ok, wait, err := parseTakeReply(reply)
-		if err != nil {
-			return nil, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
-		}
-		if ok {
-			break
-		}
-		waited = true
-		d := min(wait, l.cf.slotPoll)
-		if err := gate.Sleep(ctx, l.closed, d+gate.Jitter(d, l.cf.Jitter)); err != nil {
-			// The slot may have been taken by a reply that never arrived;
-			// its lease then runs out on its own.
-			return nil, err
-		}
+	if !ok {
+		return nil, false, min(wait, l.cf.slotPoll), nil
 	}
 	ls := &lease{id: id, stop: make(chan struct{}), done: make(chan struct{})}
-	l.mu.Lock()
-	if l.isClosed {
-		l.mu.Unlock()
+	l.renewMu.Lock()
+	if l.core.IsClosed() {
+		l.renewMu.Unlock()
 		close(ls.done) // no renewer
 		l.release(ls)
-		return nil, throttle.ErrClosed
-	}
-	if waited {
-		l.slotWaits++
-		l.slotWait += time.Since(arrived)
+		return nil, false, 0, throttle.ErrClosed
 	}
 	l.renewers.Add(1)
-	l.mu.Unlock()
+	l.renewMu.Unlock()
 	go l.renew(ls)
-	return ls, nil
+	return ls, true, 0, nil
 }
+
+// ReleaseSlot gives a lease back; it implements gate.Store.
+func (rs *redisSide) ReleaseSlot(slot any) { (*Limiter)(rs).release(slot.(*lease)) }
 
 // renew extends ls every Lease/3 until it is released or the limiter
 // closed. A renewal that fails is tried again at the next tick; a lease
@@ -97,7 +76,7 @@ func (l *Limiter) renew(ls *lease) {
 		case <-t.C:
 		case <-ls.stop:
 			return
-		case <-l.closed:
+		case <-l.core.Closed():
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)

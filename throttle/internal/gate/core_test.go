@@ -1,0 +1,97 @@
+package gate_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/gate"
+)
+
+// fakeStore refuses the first call it is asked for with a wait of 1s,
+// then admits; it has two slots.
+type fakeStore struct {
+	asked, slotsHeld int
+	released         []any
+}
+
+func (f *fakeStore) Admit(_ context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+	f.asked++
+	if f.asked == 1 {
+		return gate.Decision{Wait: time.Second, Rule: 1, Used: []int{1, 5}}, nil
+	}
+	return gate.Decision{Admitted: true, At: time.Now(), ID: uint64(f.asked), Used: []int{2, 5 + cost}, Fleet: margin}, nil
+}
+
+func (f *fakeStore) Correct(id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
+	return []int{-1, 3}, nil
+}
+
+func (f *fakeStore) Publish(_ context.Context, m time.Duration) (time.Duration, error) { return m, nil }
+
+func (f *fakeStore) TrySlot(context.Context, uint64) (any, bool, time.Duration, error) {
+	if f.slotsHeld == 2 {
+		return nil, false, 100 * time.Millisecond, nil
+	}
+	f.slotsHeld++
+	return f.slotsHeld, true, 0, nil
+}
+
+func (f *fakeStore) ReleaseSlot(s any) {
+	f.slotsHeld--
+	f.released = append(f.released, s)
+}
+
+// TestCore: the wait loop sleeps what the store says and charges the wait
+// to its rule; admissions count in flight until released, once; Close
+// gives back the slots still held.
+func TestCore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 10, Window: time.Second}, {N: 100, Window: time.Minute, Cost: true}}
+		f := &fakeStore{}
+		c := gate.NewCore(gate.Config{Name: "fake", Rules: rules, GlobalJobs: 2, Timeout: time.Second}, f)
+		ctx := context.Background()
+		start := time.Now()
+		a, err := c.Admit(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Waited != time.Second || !a.At.Equal(start.Add(time.Second)) || a.Cost != 3 {
+			t.Errorf("admission %+v, want admitted at +1s after waiting 1s", a)
+		}
+		s := c.Stats(throttle.StoreStats{Name: "fake"})
+		if s.Admitted != 1 || s.Waits != 1 || s.Rules[1].Waits != 1 || s.Rules[1].Used != 8 || s.InFlight != 1 || s.Store.Name != "fake" {
+			t.Errorf("stats %+v, want one admission that waited on rule 1, 8 used, 1 in flight", s)
+		}
+		if err := a.Correct(1); err != nil {
+			t.Fatal(err)
+		}
+		if s := c.Stats(throttle.StoreStats{}); s.Rules[1].Used != 3 || s.Rules[0].Used != 2 {
+			t.Errorf("used %d, %d after a correction, want 2 (unchanged) and 3", s.Rules[0].Used, s.Rules[1].Used)
+		}
+		b, _ := c.Admit(ctx, 1)
+		copyA := a
+		a.Release()
+		copyA.Release()
+		if s := c.Stats(throttle.StoreStats{}); s.InFlight != 1 || f.slotsHeld != 1 {
+			t.Errorf("in flight %d, slots held %d after releasing one of two twice, want 1, 1", s.InFlight, f.slotsHeld)
+		}
+		if _, err := c.Admit(ctx, 101); err == nil {
+			t.Error("Admit(101) under cost:100/m succeeded")
+		}
+		c.Shutdown()
+		c.ReleaseHeld()
+		if f.slotsHeld != 0 {
+			t.Errorf("%d slots held after close, want 0", f.slotsHeld)
+		}
+		b.Release() // after close: nothing more to give back
+		if len(f.released) != 2 {
+			t.Errorf("released %v, want each slot once", f.released)
+		}
+		if _, err := c.Admit(ctx, 1); err != throttle.ErrClosed {
+			t.Errorf("Admit after Shutdown = %v, want ErrClosed", err)
+		}
+	})
+}
