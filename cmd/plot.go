@@ -170,8 +170,23 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 		}
 		return nil
 	}
-	if err := outfile.WriteFile(ctx, opts.Output, b.Bytes()); err != nil {
-		return reportf(ios, ExitFailed, "plot: -o %v", err)
+	// A FIFO waits for its reader: a signal ends the wait, and leaves the
+	// FIFO as it was.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- outfile.WriteFile(wctx, opts.Output, b.Bytes()) }()
+	var werr error
+	select {
+	case werr = <-done:
+	case sig := <-opts.Signals:
+		cancel()
+		if <-done != nil {
+			return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", signalName(sig), name)
+		}
+	}
+	if werr != nil {
+		return reportf(ios, ExitFailed, "plot: -o %v", werr)
 	}
 	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), formatBytes(int64(b.Len())))
 	return nil
