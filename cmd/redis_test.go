@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -324,6 +325,55 @@ func deadRedisURL(t *testing.T) string {
 	return "redis://pace:dead5ecret@" + addr
 }
 
+// silentRedisURL returns the URL, with a password, of a loopback port
+// that accepts connections and never answers: a Redis that hangs.
+func silentRedisURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go silentServe(ln)
+	t.Cleanup(func() { ln.Close() })
+	return "redis://pace:dead5ecret@" + ln.Addr().String()
+}
+
+// silentServe accepts connections on ln and reads them without answering
+// until ln is closed.
+func silentServe(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}()
+	}
+}
+
+// TestRedisRefusedAtStart: an address where nothing listens (a wrong
+// port, a Redis not started) is not an outage to ride out: pace exits 3
+// at once, long before --redis-timeout, saying what is wrong, for every
+// command that opens the quota.
+func TestRedisRefusedAtStart(t *testing.T) {
+	url := deadRedisURL(t)
+	for _, args := range [][]string{
+		{"run", "-r", "1/s", "--redis", url, "--redis-timeout", "1m", "--", "echo"},
+		{"fetch", "-r", "1/s", "--redis", url, "--redis-timeout", "1m", "http://127.0.0.1:1/{}"},
+		{"exec", "-r", "1/s", "--redis", url, "--redis-timeout", "1m", "--", "echo"},
+	} {
+		start := time.Now()
+		code, stdout, stderr := execPace(t, "1\n", args...)
+		if code != ExitBackend || stdout != "" || time.Since(start) > 30*time.Second {
+			t.Errorf("pace %s at a port where nothing listens = exit %d after %v, stdout %q; want 3 at once", args[0], code, time.Since(start), stdout)
+		}
+		if !strings.Contains(stderr, "connection refused: no Redis listens at 127.0.0.1:") || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "dead5ecret") {
+			t.Errorf("pace %s at a port where nothing listens: stderr %q; want one line saying no Redis listens there, and no password", args[0], stderr)
+		}
+	}
+}
+
 // TestRedisInterruptWhileConnecting: a signal while pace waits for a Redis
 // that does not answer stops it at once, before anything ran.
 func TestRedisInterruptWhileConnecting(t *testing.T) {
@@ -335,7 +385,7 @@ func TestRedisInterruptWhileConnecting(t *testing.T) {
 		sigs := make(chan os.Signal, 1)
 		sigs <- tt.sig
 		start := time.Now()
-		code := Execute(&Factory{IOStreams: ios, Signals: sigs}, []string{"run", "-r", "1/s", "--redis", deadRedisURL(t), "--redis-timeout", "1m", "--", "echo"})
+		code := Execute(&Factory{IOStreams: ios, Signals: sigs}, []string{"run", "-r", "1/s", "--redis", silentRedisURL(t), "--redis-timeout", "1m", "--", "echo"})
 		if code != tt.code || out.String() != "" || time.Since(start) > 10*time.Second {
 			t.Errorf("%v while Redis is down: exit %d after %v, stdout %q; want %d at once, nothing run", tt.sig, code, time.Since(start), out, tt.code)
 		}

@@ -162,13 +162,14 @@ func cmdServerstats(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	redis start NAME [redis-server args...]  $NAME=redis://127.0.0.1:PORT, $NAME_ADDR=127.0.0.1:PORT
 //	redis dead NAME                          the same for a port where nothing listens
+//	redis silent NAME                        the same for a port that never answers
 //
 // The server is killed when the script ends. Scripts that start one
 // begin with "[!exec:redis-server] skip"; the Go tests of this package
 // fail under CI=true when redis-server is missing.
 func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: redis {start|dead} NAME [args...]")
+		ts.Fatalf("usage: redis {start|dead|silent} NAME [args...]")
 	}
 	var addr string
 	switch args[0] {
@@ -179,8 +180,14 @@ func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		addr = ln.Addr().String()
 		ln.Close()
+	case "silent":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		go silentServe(ln)
+		ts.Defer(func() { ln.Close() })
+		addr = ln.Addr().String()
 	default:
-		ts.Fatalf("redis %s: want start or dead", args[0])
+		ts.Fatalf("redis %s: want start, dead or silent", args[0])
 	}
 	ts.Setenv(args[1], "redis://"+addr)
 	ts.Setenv(args[1]+"_ADDR", addr)

@@ -92,10 +92,15 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 
 // Dial parses rawURL (see ParseURL), makes a client for it and opens a
 // limiter on it (see Open). The limiter owns the client: Close closes it.
-// Errors never show the URL's password.
+// Errors never show the URL's password. An address where nothing listens
+// (every address refuses connections) fails at once with an error
+// wrapping throttle.ErrBackend instead of being waited for as an outage.
 func Dial(ctx context.Context, rawURL string, opts Options) (*Limiter, error) {
 	uo, err := ParseURL(rawURL)
 	if err != nil {
+		return nil, err
+	}
+	if err := probe(ctx, uo); err != nil {
 		return nil, err
 	}
 	client := redis.NewUniversalClient(uo)
