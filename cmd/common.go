@@ -3,6 +3,7 @@ package cmd
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,26 @@ const (
 	summaryJSON = "json"
 	summaryNone = "none"
 )
+
+// progressModes are the values of --progress.
+var progressModes = []string{progressAuto, progressAlways, progressLines, progressNever}
+
+// bareProgress makes --progress with no value mean --progress=always: a
+// --progress followed by "--", another flag or nothing no longer takes
+// that as its value (pace run --progress -- echo {}). Only the arguments
+// before the first "--" are looked at.
+func bareProgress(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if a == "--progress" && (i+1 == len(out) || strings.HasPrefix(out[i+1], "-")) {
+			out[i] = "--progress=" + progressAlways
+		}
+	}
+	return out
+}
 
 // defaultGrace is how long running jobs may go on after the first
 // interrupt before they are killed.
@@ -119,7 +140,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
 	fl.StringVar(&o.ColSep, "colsep", "", "split each item into columns {1} {2} ... at every match of `REGEX`")
 	fl.Var(setDurationValue{&o.Margin, &o.MarginSet}, "margin",
-		"widen every rule's window by `DURATION`, fixed, so that a server counting arrivals\nstill sees the rules kept despite start-up and network jitter\n(default: adapts to the jitter pace measures, at least "+margin.String()+")")
+		"widen every rule's window by `DURATION`, fixed, so that a server counting arrivals\nstill sees the rules kept despite start-up and network jitter\n(default: adapts to the lags pace measures: at least "+least.String()+", wider while\ncalls leave late; the summary shows it)")
 	fl.Var(durationValue{&o.Timeout}, "timeout", "kill a job's process group after `DURATION` (0: no timeout)")
 	fl.Var(intValue{&o.Retries}, "retries", "run a failed job up to `N` more times; each attempt is admitted by the rules again")
 	fl.BoolVarP(&o.KeepOrder, "keep-order", "k", false, "print output in input order, not completion order")
@@ -127,23 +148,22 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run; run nothing, consume no quota")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
-	fl.Var(enumValue{&o.Progress, []string{progressAuto, progressAlways, progressLines, progressNever}}, "progress",
-		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal, status lines otherwise")
+	fl.Var(enumValue{&o.Progress, progressModes}, "progress",
+		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal, status lines otherwise; --progress alone: always")
 	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "time between status lines (--progress lines), at least 1s")
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
 	fl.StringVar(&o.SummaryFile, "summary-file", "", "also write the summary as JSON to `FILE` (see docs/summary.md)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`HOST:PORT`/metrics while the run goes,\nsuch as 127.0.0.1:9090 (see docs/metrics.md)")
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
-	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's (default never)")
-	fl.Lookup("margin").DefValue = margin.String()
+	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's")
+	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
 	fl.Lookup("grace").DefValue = defaultGrace.String()
 	fl.Lookup("progress-interval").DefValue = defaultProgressInterval.String()
 	addJobLogFlags(cmd, &o.JobLogOptions)
 	addRedisFlags(cmd, &o.Redis)
 
-	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
-		[]string{progressAuto, progressAlways, progressLines, progressNever}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(progressModes, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("summary", cobra.FixedCompletions(
 		[]string{summaryText, summaryJSON, summaryNone}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)

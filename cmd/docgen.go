@@ -66,7 +66,12 @@ func genMarkdown(c *cobra.Command) []byte {
 	if c.Example != "" {
 		fmt.Fprintf(&b, "### Examples\n\n```\n%s\n```\n\n", c.Example)
 	}
-	if fl := c.NonInheritedFlags(); fl.HasAvailableFlags() {
+	if fl := c.NonInheritedFlags(); grouped(c) {
+		fmt.Fprintf(&b, "### Options\n\n")
+		for _, fs := range flagsByGroup(c) {
+			fmt.Fprintf(&b, "%s:\n\n```\n%s```\n\n", fs.Name(), fs.FlagUsages())
+		}
+	} else if fl.HasAvailableFlags() {
 		fmt.Fprintf(&b, "### Options\n\n```\n%s```\n\n", fl.FlagUsages())
 	}
 	if fl := c.InheritedFlags(); fl.HasAvailableFlags() {

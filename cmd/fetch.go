@@ -157,6 +157,7 @@ func NewCmdFetch(f *Factory, runF func(*FetchOptions) error) *cobra.Command {
 		},
 	}
 	addFetchFlags(cmd, opts)
+	groupFlags(cmd)
 	return cmd
 }
 

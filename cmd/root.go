@@ -10,13 +10,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const rootLong = `pace runs jobs (pace run) while keeping several rate rules at once, such
 as 10/s AND 500/min AND 10000/day, plus a cap on jobs in flight.
 
-"pace [flags] -- COMMAND..." is short for "pace run [flags] -- COMMAND...".
-See "pace run --help" for rules, placeholders and interrupts, and
+"pace [flags] -- COMMAND..." is short for "pace run [flags] -- COMMAND...",
+with every flag of pace run. See "pace run --help" for those flags, rules,
+placeholders and interrupts, "pace fetch --help" for URLs, and
 "pace audit --help" to check a job log against rules.
 
 ` + exitCodesHelp
@@ -61,6 +63,9 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.SetVersionTemplate("pace version {{.Version}}\n")
 	root.Flags().SetInterspersed(false)
 	addRunFlags(root, opts)
+	// pace's own help does not repeat pace run's forty flags: they are
+	// there for the shorthand, and pace run --help shows them.
+	root.Flags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
 	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil))
@@ -92,7 +97,7 @@ func Main() int {
 // says where the usage is (exit 2).
 func Execute(f *Factory, args []string) int {
 	root := NewCmdRoot(f)
-	root.SetArgs(args)
+	root.SetArgs(bareProgress(args))
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)

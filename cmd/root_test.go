@@ -108,7 +108,7 @@ func TestRootHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"fetch", "--help"}, {"audit", "--help"}} {
 		code, stdout, _ := execPace(t, "", args...)
-		if code != ExitOK || !strings.Contains(stdout, "Usage:") || !strings.Contains(stdout, "Flags:") {
+		if code != ExitOK || !strings.Contains(stdout, "Usage:") || !strings.Contains(stdout, "Flags") {
 			t.Errorf("pace %q = exit %d, stdout %q; want the help", args, code, stdout)
 		}
 	}

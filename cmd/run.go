@@ -121,6 +121,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	}
 	cmd.Flags().SetInterspersed(false) // flags after the command are the command's
 	addRunFlags(cmd, opts)
+	groupFlags(cmd)
 	return cmd
 }
 
