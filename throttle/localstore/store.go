@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -193,16 +194,21 @@ func unusableDir(dir string, err error) error {
 }
 
 // checkStored checks, before any job runs, that the quota is not kept
-// with other rules, creating the store if there is none.
+// with other rules. It only reads: a commit, even an empty one, would cost
+// the fsyncs of a real one, and the first admission creates the store.
 func (s *Store) checkStored(ctx context.Context) error {
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		m, err := s.paths.meta(tx)
-		if err != nil {
+		if err != nil || m == nil {
 			return err
 		}
 		now := advance(getInt(m, keyLast), getInt(m, keyWall), time.Now().UnixNano())
 		return s.checkSpec(m, now)
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no store yet: nobody keeps the quota
+	}
+	return err
 }
 
 // checkSpec returns a *throttle.MismatchError if the store keeps the quota with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -613,7 +614,13 @@ func TestInspectResetKeys(t *testing.T) {
 			}
 			defer a.Release()
 		}
-		open(t, dir, "other", "1/s", localstore.Options{})
+		// A quota is in the directory once a call has been recorded: Open
+		// only reads.
+		if a, err := open(t, dir, "other", "1/s", localstore.Options{}).Admit(ctx, 1); err != nil {
+			t.Fatal(err)
+		} else {
+			a.Release()
+		}
 		time.Sleep(100 * time.Millisecond)
 		q, err := localstore.Inspect(dir, "q")
 		if err != nil {
@@ -792,4 +799,55 @@ func TestFleetMargin(t *testing.T) {
 			t.Errorf("narrow's Stats().Margin = %v once wide's margin expired, want 0", m)
 		}
 	})
+}
+
+// commits returns how many write transactions the store file at path has
+// committed (bbolt's transaction id), 0 for no file.
+func commits(t *testing.T, path string) int {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id int
+	_ = db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil })
+	return id
+}
+
+// TestOneTransactionPerAdmission: checking the stored rules at Open
+// commits nothing (an empty commit costs the fsyncs of a real one), and
+// each admission is one write transaction: pace exec pays for one.
+func TestOneTransactionPerAdmission(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "one", "10/s", localstore.Options{})
+	path := s.Path()
+	if n := commits(t, path); n != 0 {
+		t.Errorf("%d commits after Open of a new quota, want 0", n)
+	}
+	for i := range 3 {
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		if n, want := commits(t, path), 2+i; n != want {
+			t.Errorf("transaction %d after %d admissions, want %d (bbolt creates a file at 1, then one per admission)", n, i+1, want)
+		}
+	}
+	_ = s.Close()
+	before := commits(t, path)
+	s = open(t, dir, "one", "10/s", localstore.Options{})
+	if n := commits(t, path); n != before {
+		t.Errorf("Open of an existing quota committed %d transactions, want none", n-before)
+	}
+	_ = s.Close()
+	// A mismatch is still found at Open, by reading.
+	if _, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "one",
+		Rules: []throttle.Rule{{N: 11, Window: time.Second}}}); !errors.As(err, new(*throttle.MismatchError)) {
+		t.Errorf("Open with other rules = %v, want a *throttle.MismatchError", err)
+	}
 }

@@ -122,6 +122,18 @@ func transient(err error) bool {
 // for one that cannot pass, update gives up with an error wrapping
 // throttle.ErrBackend (or ctx's error, ErrClosed, a *throttle.MismatchError).
 func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	return s.transact(ctx, true, fn)
+}
+
+// view runs fn in one read-only transaction of the store, as update does
+// (retries included); it commits nothing, and so writes nothing. A store
+// that does not exist yet gives fs.ErrNotExist.
+func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	return s.transact(ctx, false, fn)
+}
+
+// transact runs fn in one transaction, read-write if write.
+func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) error) error {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
 	var failingSince time.Time
@@ -129,10 +141,13 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	for {
 		s.roundTrips.Add(1)
 		start := time.Now()
-		err := withDB(ctx, s.paths, s.cf.Timeout, false, s.cf.NoSync, s.core.Closed(), func(db *bbolt.DB) error {
+		err := withDB(ctx, s.paths, s.cf.Timeout, !write, s.cf.NoSync, s.core.Closed(), func(db *bbolt.DB) error {
+			if !write {
+				return db.View(fn)
+			}
 			return db.Update(fn)
 		})
-		if err == nil || errors.Is(err, errRefused) {
+		if err == nil || errors.Is(err, errRefused) || !write && errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		var me *throttle.MismatchError
