@@ -73,6 +73,16 @@ after a reset may be refused. It asks first on a terminal; elsewhere it
 needs --yes. It refuses while a process uses the quota (with Redis: while
 one holds a slot; a process sharing only rates cannot be seen).
 
+With --json, show writes the quota as one object (without --key, the
+local store's quotas as an array): key, store ("local" or "redis"),
+path or url, spec, idle, now, next, next_in_seconds, rules (rule, n,
+window_seconds, cost, counter, used, usage), global_jobs and slots (the
+local store's: slot, pid, started, since, alive; Redis's leases: lease,
+holder, expires, alive). A quota the store keeps nothing of is no quota
+for either store: one line on stderr, nothing on stdout, exit 1. Redis
+forgets a quota once every call has left its longest window; the local
+store keeps its file and shows it idle.
+
 Exit codes:
   0  done
   1  no such quota, the quota is in use, or reset declined
@@ -391,6 +401,11 @@ func quotaShowLocal(opts *QuotaOptions, dir string) error {
 	code := ExitOK
 	for _, k := range keys {
 		q, err := localstore.Inspect(dir, k)
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(ios.ErrOut, "pace: no quota %q in %s\n", k, dir)
+			code = max(code, ExitFailed)
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(ios.ErrOut, "pace: %s\n", userMessage(err))
 			code = max(code, quotaExitCode(err))
@@ -462,6 +477,10 @@ func quotaShowRedis(ctx context.Context, opts *QuotaOptions) error {
 	q, err := redisrate.Inspect(ctx, c, opts.redisKey())
 	if err != nil {
 		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
+	}
+	if q.Spec == "" && len(q.Leases) == 0 {
+		// Redis keeps nothing of it: as the local store without a file.
+		return reportf(ios, ExitFailed, "no quota %q in redis %s", opts.redisKey(), url)
 	}
 	if err := writeQuotaViews(ios.Out, []quotaView{redisView(q, url)}, opts.JSON, false); err != nil {
 		return reportf(ios, ExitFailed, "write: %v", err)

@@ -264,3 +264,31 @@ func TestQuotaRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaShowUnknownKey: a quota the store keeps nothing of is shown
+// alike by the local store and Redis: one line on stderr, nothing on
+// stdout (with --json too), exit 1.
+func TestQuotaShowUnknownKey(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	dir := t.TempDir()
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--state", dir}, `pace: no quota "nope" in ` + dir + "\n"},
+		{[]string{"--redis", url}, `pace: no quota "nope" in redis ` + url + "\n"},
+	} {
+		for _, asJSON := range []bool{false, true} {
+			args := append([]string{"quota", "show", "--key", "nope"}, tt.args...)
+			if asJSON {
+				args = append(args, "--json")
+			}
+			code, stdout, stderr := execPace(t, "", args...)
+			if code != ExitFailed || stdout != "" || stderr != tt.want {
+				t.Errorf("pace %s = exit %d, stdout %q, stderr %q; want 1, nothing, %q", strings.Join(args, " "), code, stdout, stderr, tt.want)
+			}
+		}
+	}
+}
