@@ -25,6 +25,11 @@ func TestImportBoundaries(t *testing.T) {
 	isThrottle := func(dep string) bool {
 		return dep == mod+"/throttle" || dep == mod+"/throttle/internal/link" || dep == mod+"/throttle/internal/tally"
 	}
+	// isEngine: throttle and the library around it, what pace knows about
+	// servers (standard library only, as the rules below check).
+	isEngine := func(dep string) bool {
+		return isThrottle(dep) || slices.Contains([]string{mod + "/throttle/learn", mod + "/throttle/margin", mod + "/throttle/pacehttp"}, dep)
+	}
 	rules := []struct {
 		pkg     string
 		allowed func(dep string) bool
@@ -32,6 +37,13 @@ func TestImportBoundaries(t *testing.T) {
 		// throttle's internal packages link and tally are standard
 		// library only themselves (they are in throttle's -deps).
 		{mod + "/throttle", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, mod+"/throttle/internal/") }},
+		// The engine around the limiter is the library too: what pace
+		// knows about servers, for any Go program.
+		{mod + "/throttle/learn", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
+		{mod + "/throttle/margin", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
+		{mod + "/throttle/pacehttp", func(dep string) bool {
+			return isStd(dep) || isEngine(dep) || strings.HasPrefix(dep, "vendor/golang.org/x/")
+		}},
 		// The picture and the redactor lean on nothing: a plotting
 		// library was weighed and rejected (internal/plot's doc).
 		{mod + "/internal/plot", isStd},
@@ -49,10 +61,11 @@ func TestImportBoundaries(t *testing.T) {
 		}},
 		{mod + "/runner", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
 		{mod + "/runner/command", func(dep string) bool {
-			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords"
+			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords" ||
+				strings.HasPrefix(dep, "golang.org/x/sys/") // pidfd, clone flags: the system's own calls
 		}},
 		{mod + "/runner/fetch", func(dep string) bool {
-			return isStd(dep) || isThrottle(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
+			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/margin"
 )
 
 // recorder handles what the pool reports: it counts (tally), prints each
@@ -34,11 +35,9 @@ type recorder struct {
 	tally  *tally
 	out    *output
 	log    *slog.Logger // nil without --verbose
-	// backend and margin adapt the backend's margin to the lags measured;
-	// margin is nil when --margin fixed it.
-	backend throttle.Backend
-	margin  *marginTracker
-	learn   *learner // nil unless pace learns from the server
+	// margin adapts the backend's margin to the lags measured; nil when
+	// --margin fixed it.
+	margin *margin.Tracker
 
 	mu        sync.Mutex
 	halted    *halted
@@ -48,13 +47,10 @@ type recorder struct {
 }
 
 func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errOut io.Writer, stop func()) *recorder {
-	r := &recorder{s: s, backend: b, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: newTally(s.opts.allRules())}
+	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: newTally(s.opts.allRules())}
 	if !s.opts.MarginSet && len(s.opts.allRules()) > 0 {
-		var longest time.Duration
-		for _, rule := range s.opts.allRules() {
-			longest = max(longest, rule.Window)
-		}
-		r.margin = newMarginTracker(s.opts.Margin, s.opts.marginLeast, longest, marginGroup(s.opts.allRules(), b.Stats().Store.Name != ""))
+		r.margin = margin.New(b, margin.Config{Floor: s.opts.Margin, Least: s.opts.marginLeast,
+			Rules: s.opts.allRules(), Shared: b.Stats().Store.Name != ""})
 	}
 	// Job output goes through the display, which keeps track of what
 	// reaches the screen, so that the bar never covers it; an -o that
@@ -75,10 +71,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 	switch ev.Kind {
 	case runner.JobStarted:
 		if r.margin != nil {
-			r.margin.started(ev.Admission.At, ev.Admission.Latency)
-		}
-		if r.learn != nil {
-			r.learn.started(ev.Job)
+			r.margin.Started(ev.Admission.At, ev.Admission.Latency)
 		}
 		if r.log != nil {
 			a := ev.Admission
@@ -87,16 +80,13 @@ func (r *recorder) onEvent(ev runner.Event) {
 		}
 	case runner.JobNotStarted:
 		if r.margin != nil {
-			r.margin.forget(ev.Result.Start)
+			r.margin.Forget(ev.Result.Start)
 		}
 		if r.log != nil {
 			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", ev.Result.Err)
 		}
 	case runner.JobFinished:
 		r.adaptMargin(ev.Result)
-		if r.learn != nil {
-			r.learn.observe(ev.Result)
-		}
 		if r.log != nil {
 			res := ev.Result
 			level := slog.LevelInfo
@@ -150,15 +140,13 @@ func (r *recorder) adaptMargin(res *runner.Result) {
 		return
 	}
 	if res.Sent.IsZero() {
-		r.margin.forget(res.Start)
+		r.margin.Forget(res.Start)
 		return
 	}
-	before := r.margin.current
-	m := r.margin.observe(time.Now(), res.Start, res.Lag, res.Runtime)
+	before, m := r.margin.Observe(res.Start, res.Lag, res.Runtime)
 	if m == before {
 		return
 	}
-	r.backend.SetMargin(m)
 	if r.log != nil && (m-before >= time.Millisecond || before-m >= 10*time.Millisecond) {
 		r.log.Info("margin", "now", m.Round(time.Millisecond), "lag", res.Lag.Round(time.Microsecond))
 	}

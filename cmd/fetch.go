@@ -15,10 +15,9 @@ import (
 
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/outfile"
-	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/fetch"
-	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
 // defaultFetchRetries is --retries for pace fetch: a 429 or 503 is
@@ -59,7 +58,7 @@ type FetchOptions struct {
 	// (RateLimit-Policy and the like) as rules of the run, with -r.
 	RulesFromServer bool
 	// CostFrom reads each call's true cost from its response.
-	CostFrom fetch.CostSource
+	CostFrom pacehttp.CostSource
 }
 
 const fetchLong = `Fetch one URL per input item over HTTP, in process, at most -j at a time,
@@ -243,7 +242,6 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 			return reportf(ios, ExitUsage, "output directory: %v", err)
 		}
 	}
-	red := redact.New(opts.RedactParams...)
 	errOut := ios.ErrOut
 	ex, err := fetch.New(fetch.Options{
 		Client:             fetch.NewClient(fetch.ClientOptions{Conns: o.Jobs, Insecure: opts.Insecure}),
@@ -260,8 +258,10 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		MaxBody:            opts.MaxBody,
 		MaxServerPause:     opts.MaxServerPause,
 		IgnoreServerLimits: opts.IgnoreServerLimits,
-		Redactor:           red,
+		SecretParams:       opts.RedactParams,
 		CostFrom:           opts.CostFrom,
+		Learn:              !opts.IgnoreServerLimits,
+		Adopt:              opts.RulesFromServer,
 		OnPause: func(d time.Duration, reason string) {
 			if d >= longPause {
 				fmt.Fprintf(errOut, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
@@ -296,15 +296,13 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		f:           opts.Factory,
 		opts:        o,
 		executor:    executor,
-		useBackend:  func(b throttle.Backend) { ex.SetPauser(b) },
+		useBackend:  ex.Use,
 		input:       in,
 		readOpts:    readOpts,
 		print:       printFetchResult(o.Tag, o.Verbose, ex.ShowItem),
 		logCommand:  fetchJobLogCommand,
 		show:        ex.ShowItem,
 		filesPerJob: 4, // a connection, an output file, two spill files
-		learn:       !opts.IgnoreServerLimits,
-		adopt:       opts.RulesFromServer,
 	}
 	if outStream != "" {
 		s.openOut = func(ctx context.Context) (io.WriteCloser, error) {
@@ -417,7 +415,7 @@ func printFetchResult(tag, verbose bool, show func(item string) string) func(out
 }
 
 // costFromValue is the pflag.Value of --cost-from-response.
-type costFromValue struct{ c *fetch.CostSource }
+type costFromValue struct{ c *pacehttp.CostSource }
 
 func (v costFromValue) String() string {
 	if v.c == nil || v.c.Kind == "" {
@@ -427,7 +425,7 @@ func (v costFromValue) String() string {
 }
 
 func (v costFromValue) Set(s string) error {
-	c, err := fetch.ParseCostSource(s)
+	c, err := pacehttp.ParseCostSource(s)
 	if err != nil {
 		return err
 	}

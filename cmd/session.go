@@ -12,6 +12,7 @@ import (
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
 // session is one run of a pool over the items of an input with the
@@ -24,9 +25,12 @@ type session struct {
 	f    *Factory
 	opts *CommonOptions
 	// executor prepares and runs each job; useBackend, if set, hands it
-	// the backend once that is open (fetch pauses it on a 429).
+	// the backend once the run starts, and returns the transport through
+	// which it listens to the server (pace fetch): the pool admits
+	// through its Backend, which keeps the rules learned from the server.
+	// hint says a thing on stderr.
 	executor   runner.Executor
-	useBackend func(throttle.Backend)
+	useBackend func(b throttle.Backend, hint func(string)) *pacehttp.Transport
 	// input and readOpts say where the items come from.
 	input    *input
 	readOpts items.ReadOptions
@@ -40,9 +44,6 @@ type session struct {
 	// filesPerJob is how many file descriptors a job may hold at once,
 	// for the cap on -j that the open-file limit sets.
 	filesPerJob int
-	// learn makes pace learn the server's limits from its answers (429s,
-	// published policies); adopt keeps the rules the server publishes.
-	learn, adopt bool
 	// metrics feeds --metrics-addr.
 	metrics metricsSource
 	// openOut, if set, opens where job output goes instead of stdout
@@ -107,9 +108,6 @@ func (s *session) run(ctx context.Context) error {
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
 	}
 	defer backend.Close()
-	if s.useBackend != nil {
-		s.useBackend(backend)
-	}
 
 	// The job log: earlier rows count against the rules (joblog.go).
 	jl, err := openJobLog(&o.JobLogOptions, o.allRules(), s.executor.Prepare, s.logCommand)
@@ -211,13 +209,12 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(func() { pool.Stop(); cancelRead() }) }
 
-	var learn *learner
-	if s.learn {
-		learn = newLearner(backend, o.allRules(), s.adopt, func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) })
-		backend = learn
+	var tr *pacehttp.Transport
+	if s.useBackend != nil {
+		tr = s.useBackend(backend, func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) })
+		backend = tr.Backend()
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
-	rec.learn = learn
 	rec.tally.seed(earlierCalls(jl)) // the ETA counts what earlier runs spent
 	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
@@ -234,7 +231,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	var limiter runner.Limiter = backend
 	if rec.log != nil {
-		limiter = loggingLimiter{Backend: backend, log: rec.log}
+		limiter = loggingLimiter{Backend: backend, log: rec.log, reorder: o.Reorder}
 	}
 	var err error
 	pool, err = runner.NewPool(runner.Options{
@@ -293,10 +290,14 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		})
 	}
 	var learnedRules func() []throttle.Rule
-	if learn != nil {
-		learnedRules = learn.rules
+	if tr != nil {
+		learnedRules = func() []throttle.Rule { rules, _ := tr.Learned(); return rules }
 	}
-	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o, learnedRules) })
+	// The display plans with the -j the pool really runs (capped by the
+	// open-file limit), not the one asked for.
+	shown := *o
+	shown.Jobs = jobs
+	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, &shown, learnedRules) })
 
 	start := time.Now()
 	facts.limitErr = pool.Run(jobCtx, in)
@@ -326,8 +327,8 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	facts.pipe = rec.out.closed()
 	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
-	if learn != nil {
-		l := learn.report()
+	if tr != nil {
+		_, l := tr.Learned()
 		facts.learned = &l
 	}
 	facts.halted = rec.haltedBy()

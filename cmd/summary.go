@@ -17,6 +17,7 @@ import (
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/learn"
 )
 
 // summarySchemaVersion is the version of the JSON summary's schema
@@ -387,7 +388,7 @@ func (s *Summary) writeText(w io.Writer) error {
 		s.HTTP.writeText(tw, s.Binding.kind == bindServer)
 	}
 	if l := s.Learned; l != nil {
-		fmt.Fprintf(tw, "  learned\t%s\n", l.text())
+		fmt.Fprintf(tw, "  learned\t%s\n", learnedText(l))
 	}
 	if s.JobLog != "" {
 		// The job log's header keeps the rules: plot needs no -r.
@@ -438,9 +439,13 @@ func (h *HTTPSummary) writeText(tw *tabwriter.Writer, binding bool) {
 	}
 }
 
-// text says what pace learned: "server allowed about 5/s; pace slowed to
-// 5/s after 4 refusals", "kept the server's 100/m (--rules-from-server)".
-func (l *learned) text() string {
+// learned is what pace learned from the server.
+type learned = learn.Report
+
+// learnedText says what pace learned: "server allowed about 5/s; pace
+// slowed to 5/s after 4 refusals", "kept the server's 100/m
+// (--rules-from-server)".
+func learnedText(l *learned) string {
 	var parts []string
 	if l.First != nil {
 		s := fmt.Sprintf("server allowed about %s; pace slowed to it after %d %s", l.First, l.Refusals, plural(l.Refusals, "refusal"))

@@ -22,11 +22,14 @@ func newLogger(w io.Writer) *slog.Logger {
 }
 
 // loggingLimiter logs every admission that had to wait: how long and on
-// what. The pool admits one job at a time, so the change in the backend's
-// statistics across one Admit belongs to that admission.
+// what. A FIFO pool admits one job at a time, so the change in the
+// backend's statistics across one Admit belongs to that admission; with
+// --allow-reorder admissions overlap, and what each waited on cannot be
+// told apart (reorder set): the log says how long only.
 type loggingLimiter struct {
 	throttle.Backend
-	log *slog.Logger
+	log     *slog.Logger
+	reorder bool
 }
 
 // Admit admits through the backend and logs the wait.
@@ -38,7 +41,11 @@ func (l loggingLimiter) Admit(ctx context.Context, cost int) (throttle.Admission
 	}
 	if a.Waited >= time.Millisecond {
 		after := l.Stats()
-		l.log.Info("waited", "on", waitedOn(before, after), "wait", a.Waited.Round(time.Microsecond), "margin", after.Margin.Round(time.Millisecond))
+		on := waitedOn(before, after)
+		if l.reorder {
+			on = "rules, slots or a pause (admissions overlap with --allow-reorder)"
+		}
+		l.log.Info("waited", "on", on, "wait", a.Waited.Round(time.Microsecond), "margin", after.Margin.Round(time.Millisecond))
 	}
 	return a, nil
 }

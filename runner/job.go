@@ -81,6 +81,10 @@ type Job struct {
 	// Cost is what the call costs under cost rules, set by
 	// Executor.Prepare; 0 means 1.
 	Cost int
+	// Admission is the admission the attempt runs under, set by the pool
+	// before Execute (the zero Admission when none). The pool releases
+	// and corrects it; executors only read it.
+	Admission throttle.Admission
 }
 
 // CommandLine returns Argv as one line, each argument quoted for a POSIX

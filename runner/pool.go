@@ -371,6 +371,7 @@ func (s *state) admitted(a admission, admitCtx, ctx context.Context, results cha
 	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admission: a.a, InFlight: s.inFlight})
 	wg.Go(func() {
 		job := a.job
+		job.Admission = a.a
 		res := s.pool.opts.Executor.Execute(ctx, &job)
 		end := time.Now()
 		if res.Cost > 0 && res.Cost != a.a.Cost {
@@ -397,7 +398,7 @@ func (s *state) ended(r *Result) {
 	if errors.Is(r.Err, ErrNotStarted) && !s.stopping && starts < notStartedRetries {
 		s.pool.opts.OnEvent(Event{Kind: JobNotStarted, Job: r.Job, Result: r, InFlight: s.inFlight})
 		job := r.Job
-		job.Argv = nil
+		job.Argv, job.Admission = nil, throttle.Admission{}
 		d := min(notStartedBackoff<<starts, time.Second)
 		r.Close()
 		s.retries = append(s.retries, retry{job: job, notBefore: time.Now().Add(d), starts: starts + 1})
@@ -409,7 +410,7 @@ func (s *state) ended(r *Result) {
 	if again {
 		job := r.Job
 		job.Attempt++
-		job.Argv = nil
+		job.Argv, job.Admission = nil, throttle.Admission{}
 		var notBefore time.Time
 		if f := s.pool.opts.RetryDelay; f != nil {
 			if d := f(r); d > 0 {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,20 +21,13 @@ import (
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/tmpl"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
 )
-
-// defaultBackoff is how long admissions pause after a 429 or 503 that
-// says neither Retry-After nor when the quota resets. Each such answer in
-// a row doubles it, up to maxBackoff; a success resets it.
-const defaultBackoff = time.Second
-
-// maxBackoff caps the pause after repeated 429s or 503s without
-// Retry-After.
-const maxBackoff = time.Minute
 
 // DefaultMaxServerPause is the longest pause a server may ask for (with
 // Retry-After or rate-limit headers) before the item fails instead.
-const DefaultMaxServerPause = 5 * time.Minute
+const DefaultMaxServerPause = pacehttp.DefaultMaxServerPause
 
 // DefaultMaxBody is the largest body kept per item by default.
 const DefaultMaxBody = 4 << 30
@@ -89,11 +81,6 @@ func permanentStatus(code int) bool {
 	return code >= 300 && code < 500
 }
 
-// Pauser stops admissions until an instant; every throttle.Backend is one.
-type Pauser interface {
-	PauseUntil(t time.Time, reason string)
-}
-
 // Options configure an Executor.
 type Options struct {
 	// Client sends the requests; required. NewClient makes a suitable one.
@@ -131,10 +118,14 @@ type Options struct {
 	// MaxBody fails an item whose body grows past it; 0 means
 	// DefaultMaxBody.
 	MaxBody int64
-	// Pauser receives the server's requests to stop admissions (429/503
-	// Retry-After, spent rate-limit quota); nil ignores them. Set it
-	// before the first Execute.
-	Pauser Pauser
+	// Backend admits the jobs the pool did not admit (a job without an
+	// Admission) and receives the server's requests to stop admissions
+	// (429/503 Retry-After, spent rate-limit quota); nil means one
+	// without rules. Use replaces it.
+	Backend throttle.Backend
+	// Learn and Adopt make the executor learn the server's rule from its
+	// refusals, and keep the rules it publishes (see package learn).
+	Learn, Adopt bool
 	// MaxServerPause is the longest pause a server may ask for: a longer
 	// one fails the item instead of pausing; 0 means
 	// DefaultMaxServerPause.
@@ -148,21 +139,23 @@ type Options struct {
 	// Backoff is the first pause after a 429 or 503 that gives no
 	// Retry-After; 0 means defaultBackoff.
 	Backoff time.Duration
-	// Redactor hides credentials in everything the executor shows; nil
-	// means the built-in rules (see package redact).
-	Redactor *redact.Redactor
+	// SecretParams are more query parameter names whose values are hidden
+	// wherever a URL is shown, besides the built-in ones (see package
+	// redact).
+	SecretParams []string
 	// CostFrom, if set, reads each call's true cost from its 2xx response
-	// into Result.Cost, so that the pool corrects the cost the rules
-	// counted. A response that does not say fails its item (its body is
-	// kept, and its cost stays the estimate).
-	CostFrom CostSource
+	// and corrects the cost the rules counted (Result.Cost). A response
+	// that does not say keeps the estimate: its item does not fail, and
+	// Use's hint is told once.
+	CostFrom pacehttp.CostSource
 	// SpillLimit and TempDir configure each body's Capture; see
 	// runner.NewCapture.
 	SpillLimit int64
 	TempDir    string
 }
 
-// Executor fetches one URL per job over HTTP, in process. The body of a
+// Executor fetches one URL per job over HTTP, in process, through a
+// pacehttp.Transport: the one path by which pace listens to servers. The body of a
 // 2xx response goes whole into Result.Stdout (a Capture, spilling to disk
 // past SpillLimit) or into a file; any other status fails the job with a
 // statusError. The server has the last word: a 429 or 503 pauses all
@@ -183,10 +176,8 @@ type Executor struct {
 	data    *tmpl.Template
 	red     *redact.Redactor
 	bufs    sync.Pool
-
-	mu      sync.Mutex
-	boLast  time.Duration // the last backoff pause; 0 after a success
-	boUntil time.Time     // when it ends
+	tr      *pacehttp.Transport
+	client  *http.Client // opts.Client through tr
 }
 
 // headerTemplate is one -H line, split.
@@ -216,19 +207,18 @@ func New(opts Options) (*Executor, error) {
 		opts.OutputName = "{#}"
 	}
 	opts.Backoff = max(opts.Backoff, 0)
-	if opts.Backoff == 0 {
-		opts.Backoff = defaultBackoff
-	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
 	if opts.MaxServerPause <= 0 {
 		opts.MaxServerPause = DefaultMaxServerPause
 	}
-	e := &Executor{opts: opts, red: opts.Redactor}
-	if e.red == nil {
-		e.red = redact.New()
+	e := &Executor{opts: opts, red: redact.New(opts.SecretParams...)}
+	b := opts.Backend
+	if b == nil {
+		b, _ = throttle.New(throttle.Options{})
 	}
+	e.Use(b, nil)
 	e.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	varies := false
 	if opts.URL != "" {
@@ -307,9 +297,25 @@ func checkURLTemplate(t string, red *redact.Redactor) error {
 	return nil
 }
 
-// SetPauser makes p receive the server's requests to pause admissions. Call
-// it before the first Execute.
-func (e *Executor) SetPauser(p Pauser) { e.opts.Pauser = p }
+// Use makes b the backend behind the executor's transport, and returns
+// the transport: its Backend is what the pool should admit through (b,
+// with the rules learned from the server in front). hint, if set, is told
+// what is worth saying once. Call it before the first Execute.
+func (e *Executor) Use(b throttle.Backend, hint func(string)) *pacehttp.Transport {
+	base := e.opts.Client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	e.tr = pacehttp.New(b, pacehttp.Options{
+		Base: base, CostFrom: e.opts.CostFrom, Learn: e.opts.Learn, Adopt: e.opts.Adopt, Hint: hint,
+		IgnoreServerLimits: e.opts.IgnoreServerLimits, MaxServerPause: e.opts.MaxServerPause,
+		Backoff: e.opts.Backoff, OnPause: e.opts.OnPause, FixedMargin: true,
+	})
+	c := *e.opts.Client
+	c.Transport = e.tr
+	e.client = &c
+	return e.tr
+}
 
 // ShowItem returns item as it may be shown, for instance as a --tag
 // prefix: URL credentials redacted, or redact.Placeholder altogether when
@@ -504,26 +510,18 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		jctx, cancel = context.WithTimeoutCause(ctx, e.opts.Timeout, errTimeout)
 		defer cancel()
 	}
-	var sent time.Time
-	var sentMu sync.Mutex
-	jctx = httptrace.WithClientTrace(jctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			sentMu.Lock()
-			if sent.IsZero() { // the first request, not a redirect's
-				sent = time.Now()
-			}
-			sentMu.Unlock()
-		},
-	})
+	info := &pacehttp.Info{}
+	jctx = pacehttp.WithInfo(jctx, info)
+	if !job.Admission.At.IsZero() {
+		jctx = pacehttp.Admitted(jctx, job.Admission)
+	}
 	req, err := e.request(jctx, s)
 	if err != nil {
 		fail(err)
 		return res
 	}
-	resp, err := e.opts.Client.Do(req)
-	sentMu.Lock()
-	res.Sent = sent
-	sentMu.Unlock()
+	resp, err := e.client.Do(req)
+	res.Sent = info.Sent
 	if err != nil {
 		if errors.Is(context.Cause(jctx), errTimeout) {
 			res.TimedOut = true
@@ -536,16 +534,18 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 	defer resp.Body.Close()
 	h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
-	if !e.opts.IgnoreServerLimits {
-		h.Policy, h.PolicyHeader = parsePolicy(resp.Header)
-	}
+	h.Policy, h.PolicyHeader = info.Policy, info.PolicyHeader
+	h.RetryAfter, h.PauseUntil, h.PauseReason = info.RetryAfter, info.PauseUntil, info.PauseReason
 	if h.Status == "" {
 		h.Status = strconv.Itoa(resp.StatusCode)
 	}
-	if perr := e.serverSignals(resp, h); perr != nil {
+	var long *pacehttp.PauseTooLong
+	if errors.As(info.PauseErr, &long) && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		// The refused item would wait that long: it fails instead.
 		res.ExitCode = 1
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-		fail(perr)
+		fail(runner.Permanent(fmt.Errorf("the server asked for a pause of %s (%s), longer than --max-server-pause %s",
+			long.Asked.Round(time.Second), long.Reason, long.Max)))
 		return res
 	}
 
@@ -591,11 +591,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 	h.Bytes = n
 	res.ExitCode = 0
-	if c, err := e.responseCost(resp, res.Stdout, h.File); err != nil {
-		fail(runner.Permanent(err))
-	} else {
-		res.Cost = c
-	}
+	res.Cost = info.Cost // the transport corrected the admission; 0 if the response did not say
 	return res
 }
 

@@ -536,7 +536,7 @@ func TestFetchRedacts(t *testing.T) {
 		http.Redirect(w, r, "http://"+refused+"/gone?"+r.URL.RawQuery, http.StatusFound)
 	})
 	srv := serve(t, mux)
-	e := newFetch(t, Options{Redactor: redact.New("myparam")})
+	e := newFetch(t, Options{SecretParams: []string{"myparam"}})
 	const (
 		mine       = "hunter2-mine"
 		credential = "AKIDEXAMPLE"
@@ -739,7 +739,7 @@ func TestFetchKeepsRulesAgainstStrictServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newFetch(t, Options{Pauser: lim})
+	e := newFetch(t, Options{Backend: lim})
 	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e}, nItemsURL(srv.URL, 30)...)
 	st := ss.Stats()
 	if st.Refused != 0 || st.Accepted != 30 || len(done) != 30 {

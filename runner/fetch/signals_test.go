@@ -18,153 +18,13 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		v      string
-		want   time.Time
-		wantOK bool
-	}{
-		{"5", now.Add(5 * time.Second), true},
-		{" 7 ", now.Add(7 * time.Second), true},
-		{"0", now, true},
-		// The three HTTP-date forms of RFC 9110.
-		{"Sat, 01 Mar 2025 12:00:09 GMT", now.Add(9 * time.Second), true},
-		{"Saturday, 01-Mar-25 12:00:09 GMT", now.Add(9 * time.Second), true},
-		{"Sat Mar  1 12:00:09 2025", now.Add(9 * time.Second), true},
-		// A date in the past means: now.
-		{"Sat, 01 Mar 2025 11:00:00 GMT", now, true},
-		// An absurd delay is capped instead of overflowing.
-		{"99999999999999999999999", now.Add(maxServerDelay), true},
-		{"1.5", time.Time{}, false},
-		{"-1", time.Time{}, false},
-		{"+3", time.Time{}, false},
-		{"", time.Time{}, false},
-		{"soon", time.Time{}, false},
-		{"0x10", time.Time{}, false},
+// noRules returns a backend without rules.
+func noRules(t testing.TB) throttle.Backend {
+	b, err := throttle.New(throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		got, ok := parseRetryAfter(tt.v, now)
-		if ok != tt.wantOK || !got.Equal(tt.want) {
-			t.Errorf("ParseRetryAfter(%q) = %v, %v, want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
-		}
-	}
-}
-
-func TestParseRateLimit(t *testing.T) {
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	epoch := now.Add(30 * time.Second).Unix()
-	hdr := func(kv ...string) http.Header {
-		h := http.Header{}
-		for i := 0; i < len(kv); i += 2 {
-			h.Add(kv[i], kv[i+1])
-		}
-		return h
-	}
-	tests := []struct {
-		name   string
-		h      http.Header
-		want   rateLimit
-		wantOK bool
-	}{
-		{"none", hdr(), rateLimit{}, false},
-		{"ietf fields", hdr("RateLimit-Remaining", "0", "RateLimit-Reset", "3"),
-			rateLimit{0, now.Add(3 * time.Second), "RateLimit-Remaining"}, true},
-		{"ietf fields, no reset", hdr("RateLimit-Remaining", "4"),
-			rateLimit{4, time.Time{}, "RateLimit-Remaining"}, true},
-		{"ietf fractional reset", hdr("RateLimit-Remaining", "0", "RateLimit-Reset", "0.25"),
-			rateLimit{0, now.Add(250 * time.Millisecond), "RateLimit-Remaining"}, true},
-		{"draft 06 dictionary", hdr("RateLimit", "limit=10, remaining=0, reset=7"),
-			rateLimit{0, now.Add(7 * time.Second), "RateLimit"}, true},
-		{"draft 08 list, most exhausted policy wins", hdr("RateLimit", `"burst";r=5;t=1, "daily";r=0;t=3600`),
-			rateLimit{0, now.Add(time.Hour), "RateLimit"}, true},
-		{"draft 08 list across field lines", hdr("RateLimit", `"a";r=2;t=1`, "RateLimit", `"b";r=2;t=9`),
-			rateLimit{2, now.Add(9 * time.Second), "RateLimit"}, true},
-		{"structured field preferred", hdr("RateLimit", `"p";r=0;t=2`, "X-RateLimit-Remaining", "50"),
-			rateLimit{0, now.Add(2 * time.Second), "RateLimit"}, true},
-		{"x delta seconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "60"),
-			rateLimit{0, now.Add(time.Minute), "X-RateLimit-Remaining"}, true},
-		{"x epoch seconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(epoch)),
-			rateLimit{0, time.Unix(epoch, 0), "X-RateLimit-Remaining"}, true},
-		{"x epoch milliseconds", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(epoch*1000+500)),
-			rateLimit{0, time.UnixMilli(epoch*1000 + 500), "X-RateLimit-Remaining"}, true},
-		{"x epoch in the past", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", itoa(now.Unix()-100)),
-			rateLimit{0, now, "X-RateLimit-Remaining"}, true},
-		{"x reset-after", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "1.5"),
-			rateLimit{0, now.Add(1500 * time.Millisecond), "X-RateLimit-Remaining"}, true},
-		{"garbage remaining", hdr("RateLimit-Remaining", "lots"), rateLimit{}, false},
-		{"negative remaining", hdr("X-RateLimit-Remaining", "-1"), rateLimit{}, false},
-		{"garbage reset ignored", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "tomorrow"),
-			rateLimit{0, time.Time{}, "X-RateLimit-Remaining"}, true},
-		{"structured without remaining falls through", hdr("RateLimit", "limit=10", "RateLimit-Remaining", "3"),
-			rateLimit{3, time.Time{}, "RateLimit-Remaining"}, true},
-	}
-	for _, tt := range tests {
-		got, ok := ParseRateLimit(tt.h, now)
-		if ok != tt.wantOK || got.Remaining != tt.want.Remaining || !got.Reset.Equal(tt.want.Reset) || got.Header != tt.want.Header {
-			t.Errorf("%s: ParseRateLimit(%v) = %+v, %v, want %+v, %v", tt.name, tt.h, got, ok, tt.want, tt.wantOK)
-		}
-	}
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-func FuzzParseRateLimit(f *testing.F) {
-	f.Add("0", "3", "limit=1, remaining=0, reset=1", "1700000000")
-	f.Add("x", "1e9", `"a";r=0;t=5`, "-5")
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, rem, reset, structured, xreset string) {
-		h := http.Header{}
-		h.Set("RateLimit-Remaining", rem)
-		h.Set("RateLimit-Reset", reset)
-		h.Set("RateLimit", structured)
-		h.Set("X-RateLimit-Reset", xreset)
-		if rem == "x" {
-			h.Del("RateLimit-Remaining")
-			h.Set("X-RateLimit-Remaining", "0")
-		}
-		rl, ok := ParseRateLimit(h, now)
-		if !ok {
-			return
-		}
-		if rl.Remaining < 0 {
-			t.Errorf("Remaining = %d < 0", rl.Remaining)
-		}
-		if !rl.Reset.IsZero() && (rl.Reset.Before(now) || rl.Reset.After(now.Add(maxServerDelay))) {
-			t.Errorf("Reset = %v, outside [now, now+%v]", rl.Reset, maxServerDelay)
-		}
-		if until, ok := parseRetryAfter(reset, now); ok && (until.Before(now) || until.After(now.Add(maxServerDelay))) {
-			t.Errorf("ParseRetryAfter(%q) = %v, outside [now, now+max]", reset, until)
-		}
-	})
-}
-
-// roundTripFunc is a transport made of a function: a server in the test's
-// process, without sockets, so that fetches run in synctest bubbles.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// response is what a roundTripFunc answers: a status, header pairs and a
-// short body.
-func response(req *http.Request, code int, header ...string) *http.Response {
-	h := http.Header{}
-	for i := 0; i+1 < len(header); i += 2 {
-		h.Add(header[i], header[i+1])
-	}
-	body := "body\n"
-	return &http.Response{
-		Status: strconv.Itoa(code) + " " + http.StatusText(code), StatusCode: code,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
-		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-	}
-}
-
-// inProcess returns a client whose every request answer returns.
-func inProcess(answer func(req *http.Request) *http.Response) *http.Client {
-	return &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return answer(req), nil
-	})}
+	return b
 }
 
 // pauseCall is one PauseUntil a fakePauser received, or one OnPause call
@@ -175,8 +35,10 @@ type pauseCall struct {
 	reason string
 }
 
-// fakePauser records PauseUntil and OnPause calls.
+// fakePauser is a backend without rules that records PauseUntil and
+// OnPause calls.
 type fakePauser struct {
+	throttle.Backend
 	mu     sync.Mutex
 	calls  []pauseCall
 	onCall []pauseCall
@@ -224,7 +86,10 @@ func TestFetchServerSignals(t *testing.T) {
 			want: 5 * time.Second, reason: "429 Retry-After: 5", retryAfter: 5 * time.Second},
 		{name: "503 retry-after date", code: 503, header: []string{"Retry-After", "Sat, 01 Mar 2025 12:00:09 GMT"},
 			want: 9 * time.Second, reason: "503 Retry-After: Sat, 01 Mar 2025 12:00:09 GMT", retryAfter: 9 * time.Second},
-		{name: "429 retry-after 0", code: 429, header: []string{"Retry-After", "0"}},
+		// Retry-After: 0 asks for no wait, but refusals that keep coming
+		// must not be retried at once: pace backs off.
+		{name: "429 retry-after 0", code: 429, header: []string{"Retry-After", "0"},
+			want: time.Second, reason: "429 Retry-After: 0"},
 		{name: "retry-after ignored on 500", code: 500, header: []string{"Retry-After", "5"}},
 		{name: "429 without retry-after backs off", code: 429, want: time.Second, reason: "429 without Retry-After: backoff 1s"},
 		{name: "429 uses the rate-limit reset", code: 429, header: []string{"RateLimit-Remaining", "0", "RateLimit-Reset", "4"},
@@ -264,10 +129,10 @@ func TestFetchServerSignals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				now := in2025()
-				p := &fakePauser{}
+				p := &fakePauser{Backend: noRules(t)}
 				e := newFetch(t, Options{
 					Client:             inProcess(func(req *http.Request) *http.Response { return response(req, tt.code, tt.header...) }),
-					Pauser:             p,
+					Backend:            p,
 					OnPause:            p.onPause,
 					IgnoreServerLimits: tt.ignore,
 					MaxServerPause:     tt.maxPause,
@@ -313,10 +178,10 @@ func TestFetchBackoffDoubles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		var code int // read by requests made one at a time
-		p := &fakePauser{}
+		p := &fakePauser{Backend: noRules(t)}
 		e := newFetch(t, Options{
 			Client:  inProcess(func(req *http.Request) *http.Response { return response(req, code) }),
-			Pauser:  p,
+			Backend: p,
 			Backoff: time.Second,
 		})
 		step := func(at time.Duration, c int, wantUntil time.Duration) {
@@ -345,8 +210,8 @@ func TestFetchBackoffDoubles(t *testing.T) {
 			fetchOne(t, e, "http://api.example/x")
 		}
 		last := p.calls[len(p.calls)-1]
-		if d := time.Until(last.until); d != maxBackoff {
-			t.Errorf("after many 429s: backoff %v, want the cap %v", d, maxBackoff)
+		if d := time.Until(last.until); d != time.Minute {
+			t.Errorf("after many 429s: backoff %v, want the cap %v", d, time.Minute)
 		}
 	})
 }
@@ -377,7 +242,7 @@ func TestFetch429PausesAllAdmissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newFetch(t, Options{})
-	e.SetPauser(lim)
+	e.Use(lim, nil)
 	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e, Retries: 2}, nItemsURL(srv.URL, 12)...)
 	ok := 0
 	for _, r := range done {
@@ -440,7 +305,7 @@ func TestFetchHonoursRateLimitHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := newFetch(t, Options{Pauser: lim})
+			e := newFetch(t, Options{Backend: lim})
 			failed := 0
 			for _, r := range runPool(t, runner.Options{Jobs: 1, Limiter: lim, Executor: e}, nItemsURL(srv.URL, 5)...) {
 				if !r.OK() {
@@ -453,3 +318,34 @@ func TestFetchHonoursRateLimitHeaders(t *testing.T) {
 		})
 	}
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// roundTripFunc is a transport made of a function: a server in the test's
+// process, without sockets, so that fetches run in synctest bubbles.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// response is what a roundTripFunc answers: a status, header pairs and a
+// short body.
+func response(req *http.Request, code int, header ...string) *http.Response {
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Add(header[i], header[i+1])
+	}
+	body := "body\n"
+	return &http.Response{
+		Status: strconv.Itoa(code) + " " + http.StatusText(code), StatusCode: code,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+	}
+}
+
+// inProcess returns a client whose every request answer returns.
+func inProcess(answer func(req *http.Request) *http.Response) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return answer(req), nil
+	})}
+}
+

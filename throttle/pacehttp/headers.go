@@ -1,13 +1,10 @@
-package fetch
+package pacehttp
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pace-cli/pace/runner"
 )
 
 // maxServerDelay caps the delays servers ask for, so that a garbled
@@ -59,7 +56,7 @@ type rateLimit struct {
 	Header string
 }
 
-// ParseRateLimit reads a response's rate-limit headers, at instant now.
+// parseRateLimit reads a response's rate-limit headers, at instant now.
 // It understands, in this order of preference:
 //
 //   - rateLimit: "policy";r=0;t=5 (IETF draft 08 and later: r is the
@@ -73,7 +70,7 @@ type rateLimit struct {
 //     from 1e12, or X-rateLimit-Reset-After in delta seconds.
 //
 // It reports false when no family gives a usable Remaining.
-func ParseRateLimit(h http.Header, now time.Time) (rateLimit, bool) {
+func parseRateLimit(h http.Header, now time.Time) (rateLimit, bool) {
 	if v := h.Values("RateLimit"); len(v) > 0 {
 		if rl, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
 			return rl, true
@@ -232,85 +229,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// serverSignals pauses admissions when resp asks for it, and records the
-// pause in h. A pause longer than MaxServerPause is not taken: it returns
-// an error for the item instead, so that a garbled or hostile header
-// cannot stall the run for days.
-func (e *Executor) serverSignals(resp *http.Response, h *runner.HTTPInfo) error {
-	now := time.Now()
-	var until time.Time
-	var reason string
-	backedOff := false // the pause is pace's own backoff, not the server's word
-	later := func(t time.Time, why string) {
-		if t.After(until) {
-			until, reason = t, why
-		}
-	}
-	if !e.opts.IgnoreServerLimits {
-		if rl, ok := ParseRateLimit(resp.Header, now); ok && rl.Remaining == 0 && rl.Reset.After(now) {
-			later(rl.Reset, rl.Header+": 0")
-		}
-	}
-	code := resp.StatusCode
-	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-		if t, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			h.RetryAfter = t.Sub(now)
-			e.resetBackoff()
-			later(t, fmt.Sprintf("%d Retry-After: %s", code, strings.TrimSpace(resp.Header.Get("Retry-After"))))
-		} else if until.IsZero() {
-			t, d := e.backoff(now)
-			later(t, fmt.Sprintf("%d without Retry-After: backoff %v", code, d))
-			backedOff = true
-		}
-	} else if code >= 200 && code <= 299 {
-		e.resetBackoff()
-	}
-	if until.IsZero() || !until.After(now) {
-		return nil
-	}
-	if d := until.Sub(now); d > e.opts.MaxServerPause {
-		if (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) && !backedOff {
-			// The refused item would wait that long: it fails instead.
-			return runner.Permanent(fmt.Errorf("the server asked for a pause of %s (%s), longer than --max-server-pause %s",
-				d.Round(time.Second), reason, e.opts.MaxServerPause))
-		}
-		// A body that came is kept; the pause (headers saying the quota
-		// is spent, or pace's own backoff) is cut to the longest allowed.
-		until = now.Add(e.opts.MaxServerPause)
-	}
-	h.PauseUntil, h.PauseReason = until, reason
-	if e.opts.Pauser != nil {
-		e.opts.Pauser.PauseUntil(until, "server: "+reason)
-	}
-	if e.opts.OnPause != nil {
-		e.opts.OnPause(until.Sub(now), reason)
-	}
-	return nil
-}
-
-// backoff returns the end of the pause for a 429/503 without Retry-After
-// at now, and its length. While an earlier backoff pause is still in
-// force, answers to requests sent before it began share it; after it, the
-// next one is twice as long, up to maxBackoff.
-func (e *Executor) backoff(now time.Time) (time.Time, time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if now.Before(e.boUntil) {
-		return e.boUntil, e.boLast
-	}
-	d := e.opts.Backoff
-	if e.boLast > 0 {
-		d = min(2*e.boLast, maxBackoff)
-	}
-	e.boLast, e.boUntil = d, now.Add(d)
-	return e.boUntil, d
-}
-
-// resetBackoff makes the next backoff the first again.
-func (e *Executor) resetBackoff() {
-	e.mu.Lock()
-	e.boLast, e.boUntil = 0, time.Time{}
-	e.mu.Unlock()
 }

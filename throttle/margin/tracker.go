@@ -1,4 +1,4 @@
-package cmd
+package margin
 
 import (
 	"cmp"
@@ -9,7 +9,7 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-// The adaptive margin. A rule is kept on pace's clock, but the server
+// The adaptive margin, measured. A rule is kept on pace's clock, but the server
 // counts arrivals. A call admitted at t reaches the server at t + lag, and
 // lags vary. A rule N per W refuses call B at the server only if all N
 // calls admitted before it in the window arrive within W before B does:
@@ -39,9 +39,9 @@ import (
 // longer than the window, so the margin is wide enough in time. It
 // narrows again slowly, as the late calls leave the span it remembers.
 
-// marginTracker turns measured lags into the margin. It is not safe for
-// concurrent use.
-type marginTracker struct {
+// tracker turns measured lags into the margin. It is not safe for
+// concurrent use: Tracker guards it.
+type tracker struct {
 	floor, least time.Duration
 	ceiling      time.Duration
 	span         time.Duration // how long a call's lag counts
@@ -72,16 +72,17 @@ const unknownLag = time.Duration(1<<63 - 1)
 // observation (BenchmarkMarginTrackerFull).
 const maxLagSamples = 1024
 
-// newMarginTracker returns a tracker for a run whose longest rule window is
+// newTracker returns a tracker for a run whose longest rule window is
 // longest and whose tightest rule allows group calls per window (1 when a
 // refusal can follow from one late call), with the command's floor and
 // least margin (see above): lags count for that long (at least 10s, at
-// most 10 minutes), and the margin never exceeds half of it (at least 1s).
-func newMarginTracker(floor, least, longest time.Duration, group int) *marginTracker {
-	return &marginTracker{
+// most 10 minutes), and the margin never exceeds half the longest window
+// (nor a minute), or the floor if that is more.
+func newTracker(floor, least, longest time.Duration, group int) *tracker {
+	return &tracker{
 		floor:   floor,
 		least:   min(least, floor),
-		ceiling: max(floor, min(max(longest/2, time.Second), time.Minute)),
+		ceiling: max(floor, min(longest/2, time.Minute)),
 		span:    min(max(longest, 10*time.Second), 10*time.Minute),
 		window:  longest,
 		group:   max(group, 1),
@@ -90,11 +91,11 @@ func newMarginTracker(floor, least, longest time.Duration, group int) *marginTra
 	}
 }
 
-// marginGroup returns the group of a tracker for rules kept by a backend:
+// group returns the group of a tracker for rules kept by a backend:
 // the least N of the count rules, or 1 where one late call can be enough
 // (a cost rule, whose calls may each fill it; a backend shared with other
 // processes, whose calls this process does not see).
-func marginGroup(rules []throttle.Rule, shared bool) int {
+func group(rules []throttle.Rule, shared bool) int {
 	group := 0
 	for _, r := range rules {
 		if r.Cost || shared {
@@ -110,7 +111,7 @@ func marginGroup(rules []throttle.Rule, shared bool) int {
 // started records a call admitted at at, latency before its admission
 // returned (throttle.Admission), and under way: until its lags are known,
 // it counts as one that may arrive late.
-func (m *marginTracker) started(at time.Time, latency time.Duration) {
+func (m *tracker) started(at time.Time, latency time.Duration) {
 	i := len(m.samples)
 	ns := at.UnixNano()
 	for i > 0 && m.samples[i-1].at > ns {
@@ -120,14 +121,14 @@ func (m *marginTracker) started(at time.Time, latency time.Duration) {
 }
 
 // forget drops the pending call admitted at at: it never left.
-func (m *marginTracker) forget(at time.Time) {
+func (m *tracker) forget(at time.Time) {
 	if i := m.pendingAt(at); i >= 0 {
 		m.samples = slices.Delete(m.samples, i, i+1)
 	}
 }
 
 // pendingAt returns the index of a pending call admitted at at, or -1.
-func (m *marginTracker) pendingAt(at time.Time) int {
+func (m *tracker) pendingAt(at time.Time) int {
 	for i := len(m.samples) - 1; i >= 0; i-- {
 		if s := m.samples[i]; s.pending && s.at == at.UnixNano() {
 			return i
@@ -142,7 +143,7 @@ func (m *marginTracker) pendingAt(at time.Time) int {
 // negative if the job did not wait for its call to arrive. It returns the
 // margin from now on: widened at once to cover the lags, narrowed by at
 // most an eighth of the difference per call.
-func (m *marginTracker) observe(now, at time.Time, lag, runtime time.Duration) time.Duration {
+func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Duration {
 	i := m.pendingAt(at)
 	if i < 0 {
 		m.started(at, 0)
@@ -197,7 +198,7 @@ func (m *marginTracker) observe(now, at time.Time, lag, runtime time.Duration) t
 // in buffers the tracker keeps, so that an observation allocates nothing.
 // The lag is the latest bound (hi) if upper, and then pending calls count
 // as arbitrarily late; else it is the soonest (lo), over the calls seen.
-func (m *marginTracker) lateLeast(samples []lagSample, from int64, upper bool) time.Duration {
+func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Duration {
 	idx := m.idx[:0]
 	start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
 	for i := start; i < len(samples); i++ {

@@ -1,4 +1,4 @@
-package cmd
+package margin
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func call(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) 
 // the whole spread of the lags pace saw, at once, over the floor (for
 // pace fetch, least is the floor).
 func TestMarginTrackerWholeSpread(t *testing.T) {
-	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
+	m := newTracker(ms(10), ms(10), time.Second, 1)
 	for i, tt := range []struct {
 		lag, want float64
 	}{
@@ -47,7 +47,7 @@ func TestMarginTrackerGroup(t *testing.T) {
 		{4, 10 + 4 - 2},  // 4, 9, 12, 10
 		{50, 10 + 2 - 2}, // fewer samples than N: the least of all
 	} {
-		m := newMarginTracker(ms(10), ms(10), time.Second, tt.group)
+		m := newTracker(ms(10), ms(10), time.Second, tt.group)
 		for _, l := range lags {
 			m.observe(t0, t0, ms(l), ms(l)) // a burst: all admitted at t0
 		}
@@ -63,7 +63,7 @@ func TestMarginTrackerGroup(t *testing.T) {
 // The order of admission counts, not the order lags are reported in.
 func TestMarginTrackerSpacedCalls(t *testing.T) {
 	lags := []float64{50, 1, 1, 1, 1, 1} // admitted 100ms apart
-	m := newMarginTracker(ms(10), ms(10), time.Second, 5)
+	m := newTracker(ms(10), ms(10), time.Second, 5)
 	for i := len(lags) - 1; i >= 0; i-- {
 		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
 		m.observe(t0.Add(time.Second), at, ms(lags[i]), ms(lags[i]))
@@ -78,12 +78,12 @@ func TestMarginTrackerSpacedCalls(t *testing.T) {
 // the bound (at least least plus what pace saw); a job still running, or
 // one whose runtime says nothing, holds the floor.
 func TestMarginTrackerBound(t *testing.T) {
-	m := newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m := newTracker(ms(50), ms(10), time.Second, 1)
 	m.seen = 0 // compare the target, not the slow narrowing
 	if got := m.observe(call(0), call(0), ms(1), ms(15)); got != ms(14) {
 		t.Errorf("one job ended 15ms after admission, left 1ms after: margin %v, want 14ms", got)
 	}
-	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m = newTracker(ms(50), ms(10), time.Second, 1)
 	m.observe(call(0), call(0), ms(1), ms(2))
 	m.seen = 0
 	if got := m.observe(call(1), call(1), ms(2), ms(3)); got != ms(11) {
@@ -98,7 +98,7 @@ func TestMarginTrackerBound(t *testing.T) {
 	if got := m.observe(call(4), call(4), ms(2), -1); got != ms(50) {
 		t.Errorf("a runtime that bounds nothing: margin %v, want the floor, 50ms", got)
 	}
-	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m = newTracker(ms(50), ms(10), time.Second, 1)
 	m.observe(call(0), call(0), ms(1), ms(2))
 	if got := m.observe(call(1), call(1), ms(80), ms(81)); got != ms(89) {
 		t.Errorf("a call seen leaving 80ms late: margin %v, want least 10ms + 79ms", got)
@@ -106,7 +106,7 @@ func TestMarginTrackerBound(t *testing.T) {
 	// A slow job holds the margin up only while its call can still open a
 	// window: a second (the window) and the margin later, quick jobs
 	// bound it again.
-	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m = newTracker(ms(50), ms(10), time.Second, 1)
 	m.observe(call(0), call(0), ms(1), ms(45))
 	if got := m.observe(call(1), call(1), ms(1), ms(5)); got != ms(44) {
 		t.Errorf("after a job of 45ms: margin %v, want 44ms", got)
@@ -116,7 +116,7 @@ func TestMarginTrackerBound(t *testing.T) {
 		t.Errorf("once the slow call left every window: margin %v, want least 10ms", got)
 	}
 	// The latency of a remote admission counts in the bound, as in the lag.
-	m = newMarginTracker(ms(50), ms(10), time.Second, 1)
+	m = newTracker(ms(50), ms(10), time.Second, 1)
 	m.seen = 0
 	m.started(call(0), ms(3))
 	if got := m.observe(call(0), call(0), ms(4), ms(20)); got != ms(19) {
@@ -127,7 +127,7 @@ func TestMarginTrackerBound(t *testing.T) {
 // Late calls leave the span they count for, and the margin narrows by an
 // eighth of the difference per call (at least 1ms), never below the floor.
 func TestMarginTrackerNarrows(t *testing.T) {
-	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
+	m := newTracker(ms(10), ms(10), time.Second, 1)
 	m.observe(t0, t0, ms(1), ms(1))
 	if got := m.observe(t0, t0, ms(81), ms(81)); got != ms(90) {
 		t.Fatalf("margin %v after a spread of 80ms, want 90ms", got)
@@ -149,12 +149,22 @@ func TestMarginTrackerNarrows(t *testing.T) {
 	}
 }
 
-// The margin never exceeds half the longest window (at least 1s).
+// The margin never exceeds half the longest window (docs/design.md), nor
+// the floor where that is more.
 func TestMarginTrackerCeiling(t *testing.T) {
-	m := newMarginTracker(ms(10), ms(10), time.Second, 1)
-	m.observe(t0, t0, 0, 0)
-	if got := m.observe(t0, t0, 5*time.Second, 5*time.Second); got != time.Second {
-		t.Errorf("margin %v after a 5s lag under a 1s window, want the 1s ceiling", got)
+	for _, tt := range []struct {
+		floor, longest, want time.Duration
+	}{
+		{ms(10), time.Second, 500 * time.Millisecond},
+		{ms(10), 10 * time.Second, 5 * time.Second},
+		{ms(50), ms(60), ms(50)},
+		{ms(10), time.Hour, time.Minute},
+	} {
+		m := newTracker(tt.floor, tt.floor, tt.longest, 1)
+		m.observe(t0, t0, 0, 0)
+		if got := m.observe(t0, t0, 5*time.Minute, 5*time.Minute); got != tt.want {
+			t.Errorf("floor %v, longest window %v: margin %v after a 5m lag, want the ceiling %v", tt.floor, tt.longest, got, tt.want)
+		}
 	}
 }
 
@@ -177,8 +187,8 @@ func TestMarginGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := marginGroup(rs, tt.shared); got != tt.want {
-			t.Errorf("marginGroup(%s, shared %v) = %d, want %d", tt.spec, tt.shared, got, tt.want)
+		if got := group(rs, tt.shared); got != tt.want {
+			t.Errorf("group(%s, shared %v) = %d, want %d", tt.spec, tt.shared, got, tt.want)
 		}
 	}
 }
@@ -186,7 +196,7 @@ func TestMarginGroup(t *testing.T) {
 // BenchmarkMarginTrackerFull measures one observation with the tracker
 // holding as many samples as it keeps (a fast run with a long window).
 func BenchmarkMarginTrackerFull(b *testing.B) {
-	m := newMarginTracker(ms(50), ms(10), time.Minute, 5)
+	m := newTracker(ms(50), ms(10), time.Minute, 5)
 	at := t0
 	for i := range maxLagSamples {
 		at = t0.Add(time.Duration(i) * time.Millisecond)

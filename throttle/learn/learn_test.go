@@ -1,0 +1,235 @@
+package learn
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// sharedBackend is an in-memory backend that reports itself shared with
+// other processes, whose calls add fleet to the caller's rule's count.
+type sharedBackend struct {
+	*throttle.Limiter
+	fleet int
+}
+
+func (b *sharedBackend) Stats() throttle.Stats {
+	st := b.Limiter.Stats()
+	st.Store.Name = "redis"
+	for i := range st.Rules {
+		st.Rules[i].Used += b.fleet
+	}
+	return st
+}
+
+// slowBackend takes a millisecond to admit, as a remote store does, and
+// lets concurrent callers overtake each other.
+type slowBackend struct{ *throttle.Limiter }
+
+func (b slowBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
+	time.Sleep(time.Millisecond)
+	return b.Limiter.Admit(ctx, cost)
+}
+
+func mem(t *testing.T, rules ...throttle.Rule) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(throttle.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var twentyPerSecond = throttle.Rule{N: 20, Window: time.Second}
+
+// learnRun admits five calls through a learner on b under 20/s, of which
+// the server accepts the first `accepted` and refuses the rest with 429,
+// and returns the rules the learner then keeps.
+func learnRun(t *testing.T, b throttle.Backend, accepted int) []throttle.Rule {
+	return learnMore(t, New(b, []throttle.Rule{twentyPerSecond}, Options{}), accepted)
+}
+
+// learnMore is learnRun on l.
+func learnMore(t *testing.T, l *Backend, accepted int) []throttle.Rule {
+	for i := range 5 {
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		time.Sleep(10 * time.Millisecond)
+		code := 200
+		if i >= accepted {
+			code = 429
+		}
+		l.Observe(a, Outcome{Status: code, RetryAfter: time.Second})
+	}
+	return l.Rules()
+}
+
+// Alone, a process that had 4 calls accepted before a refusal infers that
+// the server allows about 4/s. In a fleet that filled the caller's rule,
+// the same refusal says a call arrived early, not that the rule is loose:
+// the process must not slow to its own share, unless refusals go on. A
+// fleet whose calls were refused learns its share.
+func TestLearnerInFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		if got := learnRun(t, mem(t, twentyPerSecond), 4); len(got) != 1 || got[0] != (throttle.Rule{N: 4, Window: time.Second}) {
+			t.Errorf("alone: learned %v, want 4/s", got)
+		}
+		l := New(&sharedBackend{mem(t, twentyPerSecond), 15}, []throttle.Rule{twentyPerSecond}, Options{})
+		if got := learnMore(t, l, 4); len(got) != 0 {
+			t.Errorf("fleet at 20/s, one refusal: learned %v, want nothing", got)
+		}
+		time.Sleep(time.Second)
+		if got := learnMore(t, l, 4); len(got) != 1 || got[0].N > 4 {
+			t.Errorf("fleet at 20/s, another refusal a second later: learned %v, want this process's share", got)
+		}
+		if got := learnRun(t, &sharedBackend{mem(t, twentyPerSecond), 15}, 1); len(got) != 1 || got[0] != (throttle.Rule{N: 1, Window: time.Second}) {
+			t.Errorf("fleet at 20/s, 4 of 5 refused: learned %v, want this process's share, 1/s", got)
+		}
+	})
+}
+
+// Callers admitting concurrently (a backend that lets calls overtake)
+// while the server refuses: the learned rule is kept by every admission
+// (none slips past the check another passed), every admission is
+// recorded, and a refusal is charged to its own call, not another's.
+func TestLearnerConcurrentAdmissions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, each = 16, 12
+		b := slowBackend{mem(t, throttle.Rule{N: 100, Window: time.Second})}
+		l := New(b, []throttle.Rule{{N: 100, Window: time.Second}}, Options{Adopt: true})
+		// The server publishes 5/s; the learner adopts it.
+		first, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first.Release()
+		l.Observe(first, Outcome{Status: 200, Policy: []throttle.Rule{{N: 5, Window: time.Second}}, PolicyHeader: "RateLimit-Policy"})
+
+		var mu sync.Mutex
+		calls := []throttle.Call{{At: first.At, Cost: 1}}
+		refused := map[throttle.Admission]bool{}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range each {
+					a, err := l.Admit(context.Background(), 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					calls = append(calls, throttle.Call{At: a.At, Cost: 1})
+					mu.Unlock()
+					time.Sleep(time.Duration(1+w) * time.Millisecond)
+					code := 200
+					if (w+i)%7 == 0 {
+						code = 429
+						mu.Lock()
+						refused[a] = true
+						mu.Unlock()
+					}
+					a.Release()
+					l.Observe(a, Outcome{Status: code, RetryAfter: time.Second})
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range throttle.Check([]throttle.Rule{{N: 5, Window: time.Second}}, calls) {
+			if r.Violations > 0 {
+				t.Errorf("learned rule 5/s broken %d times over %d concurrent admissions", r.Violations, len(calls))
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.recent) != workers*each+1 {
+			t.Errorf("learner recorded %d admissions, want %d", len(l.recent), workers*each+1)
+		}
+		for _, c := range l.recent {
+			if c.refused != refused[c.adm] {
+				t.Errorf("admission at %v: refused = %v, want %v (a refusal charged to another call)", c.adm.At, c.refused, refused[c.adm])
+			}
+		}
+	})
+}
+
+// A published policy that would stall a run (a window of 11,574 days, or
+// one far slower than the caller's rules) is not adopted, and the learner
+// says why; a plausible one is.
+func TestLearnerRefusesImplausiblePolicy(t *testing.T) {
+	var hints []string
+	l := New(mem(t), []throttle.Rule{{N: 10, Window: time.Second}}, Options{Adopt: true, Hint: func(s string) { hints = append(hints, s) }})
+	a, err := l.Admit(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	huge := throttle.Rule{N: 1, Window: 1e9 * time.Second}
+	l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{huge}, PolicyHeader: "RateLimit-Policy"})
+	if got := l.Rules(); len(got) != 0 {
+		t.Errorf("adopted %v from a policy with a window of %v", got, huge.Window)
+	}
+	slow := throttle.Rule{N: 1, Window: 24 * time.Hour}
+	l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{slow}, PolicyHeader: "RateLimit-Policy"})
+	if got := l.Rules(); len(got) != 0 {
+		t.Errorf("adopted %v, more than %d times slower than 10/s", got, MaxPolicySlowdown)
+	}
+	if len(hints) != 2 || !strings.Contains(hints[0], "ignores") || !strings.Contains(hints[1], "slower") {
+		t.Errorf("hints = %q, want two saying the policy is ignored and why", hints)
+	}
+	ok := throttle.Rule{N: 100, Window: time.Minute}
+	l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{ok}, PolicyHeader: "RateLimit-Policy"})
+	if got := l.Rules(); len(got) != 1 || got[0] != ok {
+		t.Errorf("rules = %v, want the plausible policy %v adopted", got, ok)
+	}
+}
+
+// Without Adopt a published policy is only hinted at, once.
+func TestLearnerHintsPolicyOnce(t *testing.T) {
+	var hints []string
+	l := New(mem(t), nil, Options{Hint: func(s string) { hints = append(hints, s) }})
+	for i := range 3 {
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 10 + i%2, Window: time.Second}}, PolicyHeader: "RateLimit-Policy"})
+	}
+	if len(hints) != 1 || !strings.Contains(hints[0], "--rules-from-server") {
+		t.Errorf("hints = %q, want one naming --rules-from-server", hints)
+	}
+	if got := l.Rules(); len(got) != 0 {
+		t.Errorf("rules = %v without Adopt, want none", got)
+	}
+}
+
+// A caller that gives up while waiting on a learned rule gets its
+// context's error and leaves no reservation behind.
+func TestLearnerCancelledWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(mem(t), nil, Options{Adopt: true})
+		a, _ := l.Admit(context.Background(), 1)
+		a.Release()
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 1, Window: time.Minute}}, PolicyHeader: "RateLimit-Policy"})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := l.Admit(ctx, 1); err != context.DeadlineExceeded {
+			t.Fatalf("Admit under a spent learned rule = %v, want DeadlineExceeded", err)
+		}
+		if l.reserved != 0 {
+			t.Errorf("reserved = %d after a cancelled wait, want 0", l.reserved)
+		}
+		time.Sleep(time.Minute)
+		if _, err := l.Admit(context.Background(), 1); err != nil {
+			t.Errorf("Admit a window later = %v, want nil", err)
+		}
+	})
+}

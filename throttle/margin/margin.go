@@ -1,0 +1,87 @@
+// Package margin adapts the margin a throttle.Backend adds to every
+// rule's window to the lags it measures between a call's admission and
+// its leaving, so that a server counting arrivals sees every rule kept
+// while the margin stays as narrow as the lags allow.
+//
+// A caller tells a Tracker when a call was admitted (Started), when it
+// never left (Forget), and, once it has ended, when it left and how long
+// it ran (Observe); the Tracker sets the backend's margin.
+package margin
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Config configures a Tracker.
+type Config struct {
+	// Floor is the margin before anything is measured, and the most that
+	// a call's end is trusted to prove: a caller whose calls end when
+	// they have arrived (a curl waiting for its answer) may narrow below
+	// it, down to Least; one that cannot tell keeps Least = Floor.
+	Floor, Least time.Duration
+	// Rules are the rules the backend keeps.
+	Rules []throttle.Rule
+	// Shared says that other processes admit through the same quota:
+	// their calls are not seen here, so one late call can be enough for
+	// a refusal.
+	Shared bool
+}
+
+// Tracker adapts a backend's margin. It is safe for concurrent use.
+type Tracker struct {
+	b  throttle.Backend
+	mu sync.Mutex
+	t  *tracker
+}
+
+// New returns a tracker that sets b's margin, starting at c.Floor.
+func New(b throttle.Backend, c Config) *Tracker {
+	var longest time.Duration
+	for _, r := range c.Rules {
+		longest = max(longest, r.Window)
+	}
+	m := &Tracker{b: b, t: newTracker(c.Floor, c.Least, longest, group(c.Rules, c.Shared))}
+	b.SetMargin(m.t.current)
+	return m
+}
+
+// Started records a call admitted at at whose Admission had latency
+// Latency: until it has ended, it counts as one that may arrive late.
+func (m *Tracker) Started(at time.Time, latency time.Duration) {
+	m.mu.Lock()
+	m.t.started(at, latency)
+	m.mu.Unlock()
+}
+
+// Forget drops the call admitted at at: it never left.
+func (m *Tracker) Forget(at time.Time) {
+	m.mu.Lock()
+	m.t.forget(at)
+	m.mu.Unlock()
+}
+
+// Observe records the lags of the call admitted at at, which has ended:
+// it left lag after its admission, and ran for runtime after its
+// admission returned (negative if the caller cannot tell that the call
+// had arrived when it ended). It sets the backend's margin and returns
+// the margin before and after.
+func (m *Tracker) Observe(at time.Time, lag, runtime time.Duration) (before, after time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before = m.t.current
+	after = m.t.observe(time.Now(), at, lag, runtime)
+	if after != before {
+		m.b.SetMargin(after) // under the lock: margins reach b in order
+	}
+	return before, after
+}
+
+// Margin returns the margin now.
+func (m *Tracker) Margin() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.t.current
+}

@@ -1,0 +1,53 @@
+package pacehttp_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
+)
+
+// An http.Client under a rule looser than the server's: the server keeps
+// 5 calls a second and answers 429 with Retry-After past them; the client
+// was told 20 a second. The transport pauses on the first refusals,
+// learns the server's rule from them, and slows to it, as pace fetch
+// does.
+func Example() {
+	srv, _ := strictserver.New(strictserver.Options{
+		Rules:      []throttle.Rule{{N: 5, Window: time.Second}},
+		RetryAfter: time.Second,
+	})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	lim, _ := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 20, Window: time.Second}}})
+	tr := pacehttp.New(lim, pacehttp.Options{Learn: true})
+	client := &http.Client{Transport: tr}
+
+	ok := 0
+	for range 20 {
+		resp, err := client.Get(ts.URL)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close() // gives the admission back
+		if resp.StatusCode == http.StatusOK {
+			ok++
+		}
+	}
+	rules, report := tr.Learned()
+	fmt.Println("refused at first:", report.Refusals > 0)
+	fmt.Println("learned:", throttle.FormatRules(rules))
+	fmt.Println("refused in all, at most:", 20-ok <= 5)
+	// Output:
+	// refused at first: true
+	// learned: 5/s
+	// refused in all, at most: true
+}

@@ -1,0 +1,496 @@
+// Package pacehttp puts pace's engine in front of any HTTP client: a
+// Transport (an http.RoundTripper) admits each request through a
+// throttle.Backend, stamps when it left, and listens to the server: a 429
+// or 503 with Retry-After, and rate-limit headers that say the quota is
+// spent, pause every admission; refusals teach it the server's rule
+// (package learn); a response that tells its true cost corrects the cost
+// counted; the margin adapts to the lags it measures (package margin).
+//
+// Most callers want New with the backend of their rules, then an
+// http.Client whose Transport is the result:
+//
+//	lim, _ := throttle.New(rules)
+//	client := &http.Client{Transport: pacehttp.New(lim, pacehttp.Options{Learn: true})}
+//
+// A request holds its admission, and the backend's in-flight slot, until
+// its response body is closed or read to its end; a caller that drops a
+// body without closing it keeps the slot, as it keeps the connection.
+package pacehttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/learn"
+	"github.com/pace-cli/pace/throttle/margin"
+)
+
+// DefaultMaxServerPause is the longest pause a server may ask for (with
+// Retry-After or rate-limit headers); a longer one is cut to it.
+const DefaultMaxServerPause = 5 * time.Minute
+
+// DefaultMargin is the least margin a Transport keeps: what a request's
+// path from the admission to the server's clock may add.
+const DefaultMargin = 10 * time.Millisecond
+
+// defaultBackoff is how long admissions pause after a 429 or 503 that
+// says neither Retry-After nor when the quota resets. Each such answer in
+// a row doubles it, up to maxBackoff; a success resets it.
+const (
+	defaultBackoff = time.Second
+	maxBackoff     = time.Minute
+)
+
+// Options configure a Transport. The zero value admits every request at
+// cost 1 and honours the server's pauses.
+type Options struct {
+	// Base sends the requests; nil means http.DefaultTransport.
+	Base http.RoundTripper
+	// Cost returns a request's cost under cost rules; nil means 1. Its
+	// error fails the request before it is admitted.
+	Cost func(*http.Request) (int, error)
+	// CostFrom reads each call's true cost from its 2xx response and
+	// corrects the cost the rules counted. A response that does not say
+	// keeps the estimate (Info.CostErr says why).
+	CostFrom CostSource
+	// Learn infers the server's rule from its refusals and keeps it in
+	// front of the backend; Adopt also keeps the rules the server
+	// publishes (RateLimit-Policy). Hint is told, once each, things worth
+	// saying: a policy the server publishes, a cost the response did not
+	// tell.
+	Learn, Adopt bool
+	Hint         func(string)
+	// IgnoreServerLimits ignores rate-limit headers (RateLimit*,
+	// X-RateLimit-*) and learns nothing from them. Retry-After on a 429
+	// or 503 is always honoured.
+	IgnoreServerLimits bool
+	// MaxServerPause is the longest pause a server may ask for. A refusal
+	// asking for longer pauses nothing (Info.PauseErr says so: the caller
+	// decides); rate-limit headers on a success asking for longer pause
+	// for MaxServerPause. 0 means DefaultMaxServerPause.
+	MaxServerPause time.Duration
+	// Backoff is the first pause after a 429 or 503 that gives no
+	// Retry-After; 0 means one second.
+	Backoff time.Duration
+	// Margin is the least margin the backend keeps, adapted upwards to
+	// the lags measured; 0 means DefaultMargin. FixedMargin keeps it as
+	// it is.
+	Margin      time.Duration
+	FixedMargin bool
+	// OnPause, if set, is told of every pause a response starts.
+	OnPause func(d time.Duration, reason string)
+}
+
+// Transport is an http.RoundTripper that admits each request under a
+// backend's rules and listens to the server's answers. Make one with New.
+// It is safe for concurrent use.
+type Transport struct {
+	base    http.RoundTripper
+	backend throttle.Backend // what admits: the learner, if any, in front
+	learner *learn.Backend   // nil unless Options.Learn
+	margin  *margin.Tracker  // nil with FixedMargin
+	opts    Options
+
+	mu       sync.Mutex
+	boLast   time.Duration // the last backoff pause; 0 after a success
+	boUntil  time.Time     // when it ends
+	hinted   map[string]bool
+	requests int64
+	pauses   int64
+}
+
+// New returns a Transport admitting through b.
+func New(b throttle.Backend, opts Options) *Transport {
+	if opts.Base == nil {
+		opts.Base = http.DefaultTransport
+	}
+	if opts.MaxServerPause <= 0 {
+		opts.MaxServerPause = DefaultMaxServerPause
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = defaultBackoff
+	}
+	if opts.Margin <= 0 {
+		opts.Margin = DefaultMargin
+	}
+	t := &Transport{base: opts.Base, backend: b, opts: opts, hinted: map[string]bool{}}
+	var rules []throttle.Rule
+	st := b.Stats()
+	for _, r := range st.Rules {
+		rules = append(rules, r.Rule)
+	}
+	if opts.Learn && !opts.IgnoreServerLimits {
+		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint})
+		t.backend = t.learner
+	}
+	if !opts.FixedMargin && len(rules) > 0 {
+		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin,
+			Rules: rules, Shared: st.Store.Name != ""})
+	}
+	return t
+}
+
+// Backend returns what the Transport admits through: the backend, with
+// the rules learned from the server in front of it. A caller that admits
+// a request itself (see Admitted) admits through it.
+func (t *Transport) Backend() throttle.Backend { return t.backend }
+
+// Stats returns the backend's statistics.
+func (t *Transport) Stats() throttle.Stats { return t.backend.Stats() }
+
+// Learned returns the rules learned from the server now, and what the
+// learner did; nothing without Options.Learn.
+func (t *Transport) Learned() ([]throttle.Rule, learn.Report) {
+	if t.learner == nil {
+		return nil, learn.Report{}
+	}
+	return t.learner.Rules(), t.learner.Report()
+}
+
+// hint says msg once, if Options.Hint is set.
+func (t *Transport) hint(msg string) {
+	if t.opts.Hint == nil {
+		return
+	}
+	t.mu.Lock()
+	seen := t.hinted[msg]
+	t.hinted[msg] = true
+	t.mu.Unlock()
+	if !seen {
+		t.opts.Hint(msg)
+	}
+}
+
+// Info is what the Transport did with a request and learned from its
+// response. A caller that wants it passes one with WithInfo.
+type Info struct {
+	// Admission is the request's admission.
+	Admission throttle.Admission
+	// Sent is when the request had been written; zero if it never was.
+	Sent time.Time
+	// RetryAfter is the wait a 429 or 503 asked for; 0 if none.
+	RetryAfter time.Duration
+	// PauseUntil and PauseReason: the pause the response started, if any.
+	PauseUntil  time.Time
+	PauseReason string
+	// PauseErr is a *PauseTooLong when a refusal asked for a pause
+	// longer than Options.MaxServerPause, which was not taken.
+	PauseErr error
+	// Policy holds the rules the server published, from PolicyHeader.
+	Policy       []throttle.Rule
+	PolicyHeader string
+	// Cost is the call's true cost as the response told it, once the
+	// body has been read (for a JSON cost); 0 if it did not tell. The
+	// Transport corrects the admissions it made itself; a caller that
+	// admitted a request (Admitted) corrects its own with this cost.
+	Cost int
+	// CostErr says why the response did not tell the cost, if
+	// Options.CostFrom asked for it.
+	CostErr error
+}
+
+// PauseTooLong is the Info.PauseErr of a refusal whose server asked for
+// a pause longer than Options.MaxServerPause.
+type PauseTooLong struct {
+	Asked  time.Duration // the pause asked for
+	Reason string        // the header that asked, such as "429 Retry-After: 3600"
+	Max    time.Duration // Options.MaxServerPause
+}
+
+func (e *PauseTooLong) Error() string {
+	return fmt.Sprintf("pacehttp: the server asked for a pause of %s (%s), longer than the longest allowed, %s",
+		e.Asked.Round(time.Second), e.Reason, e.Max)
+}
+
+type infoKey struct{}
+type admittedKey struct{}
+
+// WithInfo returns a context whose requests report to info. Use one
+// context, and one Info, per request.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// Admitted returns a context for a request that was admitted already, as
+// a, through Backend: the Transport neither admits it again, nor releases
+// or corrects it, and the redirects it follows count as the same call.
+// The rest (the server's pauses, learning, reading the cost from the
+// response into Info.Cost) is as for any request. The margin is the
+// caller's to adapt: it knows when its admission returned.
+func Admitted(ctx context.Context, a throttle.Admission) context.Context {
+	return context.WithValue(ctx, admittedKey{}, a)
+}
+
+// RoundTrip admits req, sends it, and listens to the response. Its errors
+// are the admission's (the context's, the backend's) or the base
+// transport's.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	info, _ := ctx.Value(infoKey{}).(*Info)
+	if info == nil {
+		info = &Info{}
+	}
+	a, admitted := ctx.Value(admittedKey{}).(throttle.Admission)
+	own := !admitted
+	var returned time.Time
+	if own {
+		cost := 1
+		if t.opts.Cost != nil {
+			var err error
+			if cost, err = t.opts.Cost(req); err != nil {
+				closeBody(req)
+				return nil, err
+			}
+		}
+		var err error
+		if a, err = t.backend.Admit(ctx, cost); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		returned = time.Now()
+		if t.margin != nil {
+			t.margin.Started(a.At, a.Latency)
+		}
+	}
+	info.Admission = a
+	t.mu.Lock()
+	t.requests++
+	t.mu.Unlock()
+
+	var sent time.Time
+	var sentMu sync.Mutex
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			sentMu.Lock()
+			if sent.IsZero() {
+				sent = time.Now()
+			}
+			sentMu.Unlock()
+		},
+	}
+	resp, err := t.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	arrived := time.Now()
+	sentMu.Lock()
+	if info.Sent.IsZero() {
+		info.Sent = sent
+	}
+	sentMu.Unlock()
+	if own && t.margin != nil {
+		if sent.IsZero() {
+			t.margin.Forget(a.At)
+		} else {
+			// The answer came by arrived: the call had reached the server.
+			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), arrived.Sub(returned))
+		}
+	}
+	if err != nil {
+		if own {
+			a.Release()
+		}
+		return nil, err
+	}
+	t.listen(a, resp, info)
+	b := &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own,
+		json: t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)}
+	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
+		t.correct(&b.a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
+	}
+	if own || b.json {
+		resp.Body = b
+	}
+	return resp, nil
+}
+
+// closeBody closes a request's body that will not be sent, as a
+// RoundTripper must.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// okStatus reports whether code is a 2xx.
+func okStatus(code int) bool { return code >= 200 && code <= 299 }
+
+// correct reads the call's cost with cost into info and, if the
+// Transport admitted the call (own), corrects a; or records why it could
+// not.
+func (t *Transport) correct(a *throttle.Admission, own bool, info *Info, cost func() (int, error)) {
+	c, err := cost()
+	if err != nil {
+		info.CostErr = err
+		t.hint(fmt.Sprintf("%s: keeping the estimated cost; later answers that do not tell are not reported", err))
+		return
+	}
+	info.Cost = c
+	if own {
+		if err := a.Correct(c); err != nil {
+			info.CostErr = err
+		}
+	}
+	info.Admission = *a
+}
+
+// listen pauses admissions when resp asks for it, learns from it, and
+// records both in info.
+func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info) {
+	now := time.Now()
+	h := resp.Header
+	if !t.opts.IgnoreServerLimits {
+		info.Policy, info.PolicyHeader = parsePolicy(h)
+	}
+	var until time.Time
+	var reason string
+	backedOff := false // the pause is the transport's own backoff, not the server's word
+	later := func(u time.Time, why string) {
+		if u.After(until) {
+			until, reason = u, why
+		}
+	}
+	if !t.opts.IgnoreServerLimits {
+		if rl, ok := parseRateLimit(h, now); ok && rl.Remaining == 0 && rl.Reset.After(now) {
+			later(rl.Reset, rl.Header+": 0")
+		}
+	}
+	code := resp.StatusCode
+	refused := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
+	if refused {
+		if u, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+			info.RetryAfter = u.Sub(now)
+			t.resetBackoff()
+			ra := strings.TrimSpace(h.Get("Retry-After"))
+			if !u.After(now) {
+				// Retry-After: 0 (or a date past): the server asks for no
+				// wait, but a refusal that comes again and again must
+				// not be retried at once: back off.
+				u, _ = t.backoff(now)
+				backedOff = true
+			}
+			later(u, fmt.Sprintf("%d Retry-After: %s", code, ra))
+		} else if until.IsZero() {
+			u, d := t.backoff(now)
+			later(u, fmt.Sprintf("%d without Retry-After: backoff %v", code, d))
+			backedOff = true
+		}
+	} else if okStatus(code) {
+		t.resetBackoff()
+	}
+	if until.After(now) {
+		if d := until.Sub(now); d > t.opts.MaxServerPause {
+			if refused && !backedOff {
+				// Not taken: a garbled or hostile header must not stall
+				// every request for days. The caller decides.
+				info.PauseErr = &PauseTooLong{Asked: d, Reason: reason, Max: t.opts.MaxServerPause}
+				until = time.Time{}
+			} else {
+				// A body that came is kept; the pause (headers saying
+				// the quota is spent, or the transport's own backoff) is
+				// cut to the longest allowed.
+				until = now.Add(t.opts.MaxServerPause)
+			}
+		}
+	}
+	if until.After(now) {
+		info.PauseUntil, info.PauseReason = until, reason
+		t.mu.Lock()
+		t.pauses++
+		t.mu.Unlock()
+		t.backend.PauseUntil(until, "server: "+reason)
+		if t.opts.OnPause != nil {
+			t.opts.OnPause(until.Sub(now), reason)
+		}
+	}
+	if t.learner != nil {
+		t.learner.Observe(a, learn.Outcome{Status: code, RetryAfter: info.RetryAfter,
+			Policy: info.Policy, PolicyHeader: info.PolicyHeader})
+	}
+}
+
+// backoff returns the end of the pause for a 429/503 without Retry-After
+// at now, and its length. While an earlier backoff pause is still in
+// force, answers to requests sent before it began share it; after it, the
+// next one is twice as long, up to a minute.
+func (t *Transport) backoff(now time.Time) (time.Time, time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Before(t.boUntil) {
+		return t.boUntil, t.boLast
+	}
+	d := t.opts.Backoff
+	if t.boLast > 0 {
+		d = min(2*t.boLast, maxBackoff)
+	}
+	t.boLast, t.boUntil = d, now.Add(d)
+	return t.boUntil, d
+}
+
+// resetBackoff makes the next backoff the first again.
+func (t *Transport) resetBackoff() {
+	t.mu.Lock()
+	t.boLast, t.boUntil = 0, time.Time{}
+	t.mu.Unlock()
+}
+
+// body is a response body that releases its admission when closed or
+// read to its end (own), and reads the cost from a JSON body (json).
+type body struct {
+	io.ReadCloser
+	t         *Transport
+	a         throttle.Admission
+	info      *Info
+	own, json bool
+	kept      []byte
+	over      bool // the body grew past maxCostBody
+	once      sync.Once
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.json && !b.over {
+		if len(b.kept)+n > maxCostBody {
+			b.over, b.kept = true, nil
+		} else {
+			b.kept = append(b.kept, p[:n]...)
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		b.end(true)
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.end(false)
+	return err
+}
+
+// end reads the cost, if the whole body came, and releases the admission.
+func (b *body) end(whole bool) {
+	b.once.Do(func() {
+		if b.json {
+			switch {
+			case b.over:
+				b.t.correct(&b.a, b.own, b.info, func() (int, error) {
+					return 0, fmt.Errorf("%w: the body is larger than %d MiB", errNoCost, maxCostBody>>20)
+				})
+			case whole:
+				b.t.correct(&b.a, b.own, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
+			default:
+				b.info.CostErr = fmt.Errorf("%w: the body was not read to its end", errNoCost)
+			}
+			b.kept = nil
+		}
+		if b.own {
+			b.a.Release()
+		}
+	})
+}

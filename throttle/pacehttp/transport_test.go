@@ -1,0 +1,218 @@
+package pacehttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+)
+
+// client returns a client whose transport admits through b and answers
+// every request with answer.
+func client(b throttle.Backend, opts Options, answer func(*http.Request) *http.Response) (*http.Client, *Transport) {
+	opts.Base = roundTripFunc(func(req *http.Request) (*http.Response, error) { return answer(req), nil })
+	tr := New(b, opts)
+	return &http.Client{Transport: tr}, tr
+}
+
+func newLimiter(t *testing.T, rules []throttle.Rule, maxInFlight int) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(throttle.Options{Rules: rules, MaxInFlight: maxInFlight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// A request holds its admission's slot until its body is closed or read
+// to its end: under a cap of one, the second request waits for it.
+func TestTransportHoldsSlotUntilBodyEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, 1)
+		c, _ := client(lim, Options{}, func(req *http.Request) *http.Response { return response(req, 200) })
+		first, err := c.Get("http://api.example/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan struct{})
+		go func() {
+			resp, err := c.Get("http://api.example/2")
+			if err == nil {
+				resp.Body.Close()
+			}
+			close(got)
+		}()
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("second request admitted while the first body is open, under a cap of 1")
+		default:
+		}
+		io.Copy(io.Discard, first.Body) // read to its end: the slot is back
+		synctest.Wait()
+		select {
+		case <-got:
+		default:
+			t.Fatal("second request still waiting after the first body was read to its end")
+		}
+		first.Body.Close() // a second release must not free another slot
+		if st := lim.Stats(); st.InFlight != 0 {
+			t.Errorf("in flight = %d after both requests ended, want 0", st.InFlight)
+		}
+	})
+}
+
+// A request that fails in the base transport gives its slot back, and a
+// request whose admission fails is never sent.
+func TestTransportErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, 1)
+		tr := New(lim, Options{Base: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return nil, errors.New("connection refused")
+		})})
+		c := &http.Client{Transport: tr}
+		for range 3 {
+			if _, err := c.Get("http://api.example/"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+				t.Fatalf("Get = %v, want the base transport's error", err)
+			}
+		}
+		sent := false
+		c, _ = client(lim, Options{}, func(req *http.Request) *http.Response { sent = true; return response(req, 200) })
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/", nil)
+		if _, err := c.Do(req); !errors.Is(err, context.Canceled) || sent {
+			t.Errorf("Do with a cancelled context = %v (sent %v), want context.Canceled and nothing sent", err, sent)
+		}
+	})
+}
+
+// The cost from the response corrects the cost counted: from a header at
+// once, from a JSON body once it has been read. A response that does not
+// tell keeps the estimate, says why in Info, and hints once.
+func TestTransportCostFromResponse(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		src     string
+		header  []string
+		body    string
+		want    int // the cost counted in the end
+		wantErr string
+	}{
+		{name: "header", src: "header:X-Tokens", header: []string{"X-Tokens", "7"}, body: "{}", want: 7},
+		{name: "json", src: "json:usage.total_tokens", body: `{"usage":{"total_tokens":42}}`, want: 42},
+		{name: "json missing", src: "json:usage.total_tokens", body: `{"other":1}`, want: 10, wantErr: "the body has no usage.total_tokens"},
+		{name: "not json", src: "json:usage.total_tokens", body: `oops`, want: 10, wantErr: "not JSON"},
+		{name: "header missing", src: "header:X-Tokens", body: "{}", want: 10, wantErr: "no X-Tokens header"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := ParseCostSource(tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim := newLimiter(t, []throttle.Rule{{N: 1000, Window: time.Second, Cost: true}}, 0)
+			var hints []string
+			var mu sync.Mutex
+			c, _ := client(lim, Options{
+				CostFrom: src,
+				Cost:     func(*http.Request) (int, error) { return 10, nil },
+				Hint:     func(s string) { mu.Lock(); hints = append(hints, s); mu.Unlock() },
+			}, func(req *http.Request) *http.Response {
+				resp := response(req, 200, tt.header...)
+				resp.Body = io.NopCloser(strings.NewReader(tt.body))
+				return resp
+			})
+			for range 2 {
+				info := &Info{}
+				req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "POST", "http://api.example/", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if got := info.Admission.Cost; got != tt.want {
+					t.Errorf("cost counted = %d, want %d", got, tt.want)
+				}
+				if tt.wantErr == "" && info.CostErr != nil || tt.wantErr != "" && (info.CostErr == nil || !strings.Contains(info.CostErr.Error(), tt.wantErr)) {
+					t.Errorf("Info.CostErr = %v, want %q", info.CostErr, tt.wantErr)
+				}
+			}
+			if wantHints := min(len(tt.wantErr), 1); len(hints) != wantHints {
+				t.Errorf("hints = %q, want %d", hints, wantHints)
+			}
+		})
+	}
+}
+
+// A request admitted by its caller (Admitted) is not admitted again nor
+// released by the transport, and its redirects count as the same call.
+func TestTransportAdmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, []throttle.Rule{{N: 1, Window: time.Hour}}, 1)
+		c, _ := client(lim, Options{}, func(req *http.Request) *http.Response {
+			if req.URL.Path == "/from" {
+				resp := response(req, http.StatusFound, "Location", "/to")
+				return resp
+			}
+			return response(req, 200)
+		})
+		a, err := lim.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := &Info{}
+		req, _ := http.NewRequestWithContext(Admitted(WithInfo(context.Background(), info), a), "GET", "http://api.example/from", nil)
+		resp, err := c.Do(req) // would wait an hour if admitted again
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if info.Admission != a || resp.StatusCode != 200 {
+			t.Errorf("status %d, admission %+v; want 200 under the caller's %+v", resp.StatusCode, info.Admission, a)
+		}
+		if st := lim.Stats(); st.InFlight != 1 {
+			t.Errorf("in flight = %d, want 1: the caller's admission is the caller's to release", st.InFlight)
+		}
+		a.Release()
+	})
+}
+
+// A refusal asking for a pause longer than MaxServerPause pauses nothing
+// and says so; a spent quota on a success pauses for the longest allowed.
+func TestTransportPauseBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, 0)
+		var code int
+		var header []string
+		c, _ := client(lim, Options{MaxServerPause: time.Minute}, func(req *http.Request) *http.Response { return response(req, code, header...) })
+		get := func() *Info {
+			info := &Info{}
+			req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return info
+		}
+		code, header = 429, []string{"Retry-After", "3600"}
+		info := get()
+		var long *PauseTooLong
+		if !errors.As(info.PauseErr, &long) || long.Asked != time.Hour || !info.PauseUntil.IsZero() {
+			t.Errorf("429 Retry-After 3600: PauseErr %v, PauseUntil %v; want a PauseTooLong of 1h and no pause", info.PauseErr, info.PauseUntil)
+		}
+		code, header = 200, []string{"RateLimit-Remaining", "0", "RateLimit-Reset", "3600"}
+		if info := get(); info.PauseErr != nil || time.Until(info.PauseUntil) != time.Minute {
+			t.Errorf("200 quota spent for an hour: PauseErr %v, pause %v; want none and the 1m cap", info.PauseErr, time.Until(info.PauseUntil))
+		}
+	})
+}
