@@ -348,4 +348,3 @@ func inProcess(answer func(req *http.Request) *http.Response) *http.Client {
 		return answer(req), nil
 	})}
 }
-
