@@ -160,9 +160,9 @@ func (o *ExecOptions) check() error {
 	return o.Shared.check(len(rules) > 0)
 }
 
-// allRules returns -r's rules, then --cost-rate's.
+// allRules returns -r's rules, then --cost-rate's, each once.
 func (o *ExecOptions) allRules() []throttle.Rule {
-	return append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...)
+	return throttle.UniqueRules(append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...))
 }
 
 // execRun admits one call and runs the command; it returns nil or an

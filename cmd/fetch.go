@@ -140,7 +140,7 @@ func NewCmdFetch(f *Factory, runF func(*FetchOptions) error) *cobra.Command {
 		Short:   "Fetch a URL per input item under rate rules",
 		Long:    fetchLong,
 		Example: fetchExample,
-		Args:    cobra.MaximumNArgs(1),
+		Args:    fetchArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.URL = args[0]
@@ -158,6 +158,40 @@ func NewCmdFetch(f *Factory, runF func(*FetchOptions) error) *cobra.Command {
 	addFetchFlags(cmd, opts)
 	groupFlags(cmd)
 	return cmd
+}
+
+// fetchArgs accepts at most one argument, the URL template, and says
+// what was meant by more: ::: and :::: sources are pace run's, and
+// several URLs are items.
+func fetchArgs(_ *cobra.Command, args []string) error {
+	if len(args) <= 1 {
+		return nil
+	}
+	for i, a := range args {
+		if a != ":::" && a != "::::" {
+			continue
+		}
+		template := "'" + args[0] + "'"
+		if i == 0 {
+			template = "'https://api.example.com/items/{}'"
+		}
+		rest := args[i+1:]
+		if a == "::::" && len(rest) == 1 {
+			return fmt.Errorf("pace fetch reads its items from stdin or -a FILE, not after :::: (that is pace run's): pace fetch -a %s %s", rest[0], template)
+		}
+		if a == "::::" {
+			return fmt.Errorf("pace fetch reads its items from stdin or -a FILE, not after :::: (that is pace run's): cat %s | pace fetch %s",
+				strings.Join(rest, " "), template)
+		}
+		return fmt.Errorf("pace fetch reads its items from stdin or -a FILE, not after %s (that is pace run's): printf '%%s\\n' %s | pace fetch %s",
+			a, strings.Join(rest, " "), template)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return fmt.Errorf("pace fetch takes one URL template, but got %d arguments (%s): give the URLs as items, one per line on stdin or in -a FILE",
+		len(args), strings.Join(quoted, " "))
 }
 
 // addFetchFlags binds the flags of pace fetch: the common ones, with

@@ -36,6 +36,12 @@ func (v rulesValue) Set(s string) error {
 	if strings.TrimSpace(s) == "" {
 		return errors.New("want rules such as 10/s or 10/s,500/min")
 	}
+	parts := strings.Split(s, ",")
+	for _, p := range parts[:len(parts)-1] {
+		if strings.TrimSpace(p) == "" {
+			return fmt.Errorf("the rule list %q has an empty rule; want rules separated by single commas, such as 5/s,500/min", s)
+		}
+	}
 	if strings.HasSuffix(strings.TrimSpace(s), ",") {
 		return fmt.Errorf("the rule list ends with a comma; give several rules without spaces, as in %s,500/min, or repeat the flag",
 			strings.TrimSuffix(strings.TrimSpace(s), ","))
@@ -52,7 +58,9 @@ func (v rulesValue) Set(s string) error {
 			rs[i].Cost = true
 		}
 	}
-	*v.rules = append(*v.rules, rs...)
+	// A rule given twice is kept once: it limits nothing more, and a
+	// shared quota compares rule sets without repetitions.
+	*v.rules = throttle.UniqueRules(append(*v.rules, rs...))
 	return nil
 }
 

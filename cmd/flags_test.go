@@ -32,6 +32,15 @@ func TestRulesValue(t *testing.T) {
 	if !slices.Equal(rules, want) || v.String() != "10/s,500/m,12/3s" || v.Type() != "N/PERIOD" {
 		t.Errorf("rules = %v (%q), want %v", rules, v.String(), want)
 	}
+	// A rule given again, in a list or by a repeated flag, is kept once.
+	for _, s := range []string{"10/s,10/s", "12/3s"} {
+		if err := v.Set(s); err != nil {
+			t.Fatalf("Set(%q) = %v", s, err)
+		}
+	}
+	if !slices.Equal(rules, want) || v.String() != "10/s,500/m,12/3s" {
+		t.Errorf("after Set(10/s,10/s) and Set(12/3s): rules = %v (%q), want %v", rules, v.String(), want)
+	}
 	if got := (rulesValue{}).String(); got != "" {
 		t.Errorf("zero rulesValue.String() = %q, want empty", got)
 	}

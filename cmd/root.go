@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 const rootLong = `pace runs jobs (pace run) while keeping several rate rules at once, such
@@ -116,7 +121,7 @@ func Execute(f *Factory, args []string) int {
 	}
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) || !started {
-		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", userFlagError(err))
+		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", userFlagError(err, cmd.Name(), args))
 		fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return ExitUsage
 	}
@@ -145,11 +150,35 @@ var flagHints = map[string]string{
 	"H":             "",
 	"retry":         "pace's flag is --retries N",
 	"halt-on-error": "pace's flag is --halt now,fail=1",
+	"bar":           "--bar is GNU parallel's; pace draws a progress bar on stderr when it is a terminal (--progress always draws it anyway)",
+	"eta":           "--eta is GNU parallel's; pace's progress shows the ETA once the number of items is known (--progress always, or --progress lines for logs)",
+	"line-buffer":   "--line-buffer is GNU parallel's; pace prints each job's output whole when the job ends, never mixed with another's (as parallel's default --group)",
+}
+
+// fetchHints are curl's flags, as pace fetch's users mean them; they
+// take precedence over flagHints in pace fetch (-L is curl's there).
+var fetchHints = map[string]string{
+	"s":           "-s is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr",
+	"silent":      "--silent is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr",
+	"S":           "-S is curl's; pace fetch always shows each failure on stderr",
+	"show-error":  "--show-error is curl's; pace fetch always shows each failure on stderr",
+	"f":           "-f is curl's; pace fetch already fails an item on any status but 2xx, and then exits 1",
+	"fail":        "--fail is curl's; pace fetch already fails an item on any status but 2xx, and then exits 1",
+	"w":           "-w is curl's; pace fetch's --joblog FILE records each request's start, duration, size and HTTP status (Exitval, 0 for a 2xx)",
+	"write-out":   "--write-out is curl's; pace fetch's --joblog FILE records each request's start, duration, size and HTTP status (Exitval, 0 for a 2xx)",
+	"O":           "-O is curl's; pace fetch's is -o DIR/ --output-name '{/}' (one file per item, named after its last path part)",
+	"remote-name": "--remote-name is curl's; pace fetch's is -o DIR/ --output-name '{/}' (one file per item, named after its last path part)",
+	"i":           "-i is curl's; pace fetch writes bodies only, never headers",
+	"include":     "--include is curl's; pace fetch writes bodies only, never headers",
+	"L":           "-L is curl's; pace fetch already follows redirects (at most 10)",
+	"location":    "--location is curl's; pace fetch already follows redirects (at most 10)",
 }
 
 // userFlagError rewrites cobra's and pflag's flag errors for users: the
-// message, with a hint for flags that other tools have.
-func userFlagError(err error) string {
+// message, with a hint for flags that other tools have. command is the
+// name of the command the flags were given to, and args pace's arguments
+// (for the value of GNU parallel's --delay).
+func userFlagError(err error, command string, args []string) string {
 	msg := err.Error()
 	for _, prefix := range []string{"unknown shorthand flag: '", "unknown flag: --"} {
 		rest, ok := strings.CutPrefix(msg, prefix)
@@ -160,9 +189,71 @@ func userFlagError(err error) string {
 		if i := strings.IndexAny(rest, "' "); i >= 0 {
 			name = rest[:i]
 		}
-		if hint := flagHints[name]; hint != "" {
+		hint := flagHints[name]
+		if h, ok := fetchHints[name]; ok && command == "fetch" {
+			hint = h
+		}
+		if name == "delay" {
+			if h := delayHint(args); h != "" {
+				hint = h
+			}
+		}
+		if hint != "" {
 			return msg + "; " + hint
 		}
 	}
 	return msg
+}
+
+// delayHint returns the rule that does what GNU parallel's --delay with
+// the value in args does (one start per delay), or "" when args hold no
+// delay pace can read. A delay that divides a second also gets the rule
+// per second, which allows the same starts in bursts.
+func delayHint(args []string) string {
+	value := ""
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--delay="); ok {
+			value = v
+			break
+		}
+		if a == "--delay" && i+1 < len(args) {
+			value = args[i+1]
+			break
+		}
+	}
+	d, ok := parseParallelDelay(value)
+	if !ok {
+		return ""
+	}
+	one := throttle.Rule{N: 1, Window: d}
+	hint := fmt.Sprintf("--delay %s is GNU parallel's; pace's is -r %s", value, one)
+	if d < time.Second && time.Second%d == 0 {
+		hint = fmt.Sprintf("--delay %s is GNU parallel's; pace's is -r %d/s (or -r %s to space every start by %s)",
+			value, time.Second/d, one, d)
+	}
+	return hint
+}
+
+// parseParallelDelay reads a delay as GNU parallel does: seconds, or a
+// number with a unit s, m, h or d. It reports false for anything else,
+// and for delays no rule can hold.
+func parseParallelDelay(s string) (time.Duration, bool) {
+	unit := time.Second
+	if n := len(s); n > 0 {
+		if u, ok := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[s[n-1]]; ok {
+			s, unit = s[:n-1], u
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f <= 0 || f > 365*24 {
+		return 0, false
+	}
+	d := time.Duration(math.Round(f * float64(unit)))
+	if !(throttle.Rule{N: 1, Window: d}).Valid() {
+		return 0, false
+	}
+	return d, true
 }

@@ -3,6 +3,7 @@ package throttle
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,24 @@ func FormatRules(rules []Rule) string {
 	return strings.Join(parts, ",")
 }
 
+// UniqueRules returns rules without exact duplicates: the first of equal
+// rules stays, in its place. rules itself is not changed. A limiter keeps
+// a rule given twice as it keeps it once, so a rule set is normalised
+// with UniqueRules before it is shown or compared, as shared quotas
+// compare the rule sets of the processes that share them. A looser rule
+// of the same window (10/s beside 5/s) is implied by the stricter one but
+// kept: a rule set stays as its user wrote it, but for repetitions, which
+// say nothing more.
+func UniqueRules(rules []Rule) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // ParseRules parses a comma-separated list of rules such as
 // "10/s,500/m,10000/d". Empty elements are errors; the empty string is the
 // empty list.
@@ -81,6 +100,9 @@ func ParseRules(spec string) ([]Rule, error) {
 	}
 	var rules []Rule
 	for part := range strings.SplitSeq(spec, ",") {
+		if strings.TrimSpace(part) == "" {
+			return nil, ruleError(spec, "a rule between every two commas, such as 10/s,500/min")
+		}
 		r, err := ParseRule(part)
 		if err != nil {
 			return nil, err

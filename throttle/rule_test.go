@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +88,37 @@ func TestParseRules(t *testing.T) {
 	if r, err := ParseRules(""); err != nil || r != nil {
 		t.Errorf(`ParseRules("") = %v, %v; want nil, nil`, r, err)
 	}
-	if _, err := ParseRules("10/s,,5/m"); err == nil {
-		t.Errorf("ParseRules with an empty element succeeded")
+	// An empty element is named as such, with the whole list.
+	_, err = ParseRules("10/s,,5/m")
+	var re *RuleError
+	if !errors.As(err, &re) || re.Spec != "10/s,,5/m" || re.Want != "a rule between every two commas, such as 10/s,500/min" {
+		t.Errorf("ParseRules(%q) = %v; want a RuleError for the whole list that names the empty rule", "10/s,,5/m", err)
+	}
+}
+
+func TestUniqueRules(t *testing.T) {
+	s, m := time.Second, time.Minute
+	for _, tt := range []struct {
+		in, want []Rule
+	}{
+		{nil, nil},
+		{[]Rule{{5, s, false}}, []Rule{{5, s, false}}},
+		// Exact duplicates go, the first of each stays where it was.
+		{[]Rule{{5, s, false}, {5, s, false}}, []Rule{{5, s, false}}},
+		{[]Rule{{500, m, false}, {5, s, false}, {500, m, false}, {5, s, false}}, []Rule{{500, m, false}, {5, s, false}}},
+		// A cost rule is not the count rule with the same numbers.
+		{[]Rule{{5, s, false}, {5, s, true}}, []Rule{{5, s, false}, {5, s, true}}},
+		// A looser rule of the same window is kept: only exact duplicates
+		// are dropped.
+		{[]Rule{{5, s, false}, {10, s, false}}, []Rule{{5, s, false}, {10, s, false}}},
+	} {
+		in := slices.Clone(tt.in)
+		if got := UniqueRules(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("UniqueRules(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+		if !slices.Equal(tt.in, in) {
+			t.Errorf("UniqueRules changed its argument: %v, was %v", tt.in, in)
+		}
 	}
 }
 
@@ -130,6 +160,43 @@ func FuzzParseRule(f *testing.F) {
 		back, err := ParseRule(r.String())
 		if err != nil || back != r {
 			t.Fatalf("ParseRule(%q) = %v, but ParseRule(%q) = %v, %v", s, r, r.String(), back, err)
+		}
+	})
+}
+
+// FuzzParseRules: a list reads back as it is written, and UniqueRules
+// keeps every distinct rule once, in first order, and is idempotent.
+func FuzzParseRules(f *testing.F) {
+	for _, s := range []string{"10/s,500/min", "5/s,5/s", "5/s,cost:5/s,5/s", "5/s,,", ",5/s", "1/d,1/24h", "12/3s, 12/3s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rules, err := ParseRules(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRule) {
+				t.Fatalf("ParseRules(%q) error %v does not wrap ErrInvalidRule", s, err)
+			}
+			return
+		}
+		if back, err := ParseRules(FormatRules(rules)); err != nil || !slices.Equal(back, rules) {
+			t.Fatalf("ParseRules(%q) = %v, but ParseRules(%q) = %v, %v", s, rules, FormatRules(rules), back, err)
+		}
+		u := UniqueRules(rules)
+		for i, r := range u {
+			if slices.Index(u, r) != i {
+				t.Fatalf("UniqueRules(%v) = %v holds %v twice", rules, u, r)
+			}
+			if !slices.Contains(rules, r) {
+				t.Fatalf("UniqueRules(%v) = %v holds %v, not in its argument", rules, u, r)
+			}
+		}
+		for _, r := range rules {
+			if !slices.Contains(u, r) {
+				t.Fatalf("UniqueRules(%v) = %v lost %v", rules, u, r)
+			}
+		}
+		if again := UniqueRules(u); !slices.Equal(again, u) {
+			t.Fatalf("UniqueRules(%v) = %v, not %v: not idempotent", u, again, u)
 		}
 	})
 }
