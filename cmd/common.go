@@ -70,6 +70,7 @@ type CommonOptions struct {
 	Null    bool
 	// ColSep splits each input line into columns {1}, {2}, ...
 	ColSep    string
+	colSepSet bool // --colsep was given, perhaps empty
 	Margin    time.Duration
 	MarginSet bool // --margin was given: fixed, not adapted
 	// marginLeast is the least the adaptive margin may narrow to (see
@@ -139,7 +140,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "run at most `N` jobs at once (default: the number of CPUs)")
 	fl.StringVarP(&o.Input, "input", "a", "-", "read items from `FILE` (- means stdin)")
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
-	fl.StringVar(&o.ColSep, "colsep", "", "split each item into columns {1} {2} ... at every match of `REGEX`")
+	fl.Var(setStringValue{&o.ColSep, &o.colSepSet}, "colsep", "split each item into columns {1} {2} ... at every match of `REGEX`")
 	fl.Var(setDurationValue{&o.Margin, &o.MarginSet}, "margin",
 		"widen every rule's window by `DURATION`, fixed, so that a server counting arrivals\nstill sees the rules kept despite start-up and network jitter\n(default: adapts to the lags pace measures: at least "+least.String()+", wider while\ncalls leave late; the summary shows it)")
 	fl.Var(durationValue{&o.Timeout}, "timeout", "kill a job's process group after `DURATION` (0: no timeout)")
@@ -193,6 +194,7 @@ func (o *CommonOptions) check() error {
 	if o.Cost != nil && len(o.CostRules) == 0 {
 		return flagErrorf("--cost gives items a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
 	}
+
 	if o.MetricsAddr != "" {
 		if err := metrics.CheckAddr(o.MetricsAddr); err != nil {
 			return flagErrorf("invalid argument %q for \"--metrics-addr\": %v", o.MetricsAddr, err)
@@ -204,17 +206,44 @@ func (o *CommonOptions) check() error {
 	if err := o.Redis.check(len(o.allRules()) > 0); err != nil {
 		return err
 	}
+	if o.Reorder && (o.Redis.URL != "" || o.Redis.keySet) {
+		// The shared backends admit in arrival order; reordering is the
+		// in-memory limiter's (throttle.WithReorder).
+		from := "--key"
+		switch {
+		case o.Redis.urlSet:
+			from = "--redis"
+		case o.Redis.URL != "":
+			from = "$" + redisURLEnv
+		}
+		return flagErrorf("--allow-reorder works with the in-memory limiter only: a shared quota (%s) admits calls in the order they come; leave out one or the other", from)
+	}
 	if o.Jobs == 0 {
 		o.Jobs = runtime.NumCPU()
 	}
 	return nil
 }
 
+// checkColumns refuses a template that names a column no item can have:
+// what names the template (such as `--cost "{2}"`) and its highest
+// column; columns is how many each item has (0: any number, --colsep).
+func checkColumns(what string, maxColumn, columns int, product bool) error {
+	switch {
+	case columns == 0 || maxColumn <= columns:
+		return nil
+	case product:
+		return flagErrorf("%s uses column {%d}, but the items have %d column%s, one per ::: source",
+			what, maxColumn, columns, map[bool]string{true: "s"}[columns != 1])
+	}
+	return flagErrorf("%s uses column {%d}, but each item is one column: split the lines into columns with --colsep, such as --colsep '\\t'",
+		what, maxColumn)
+}
+
 // readOptions returns how items are read: separated by newlines or NULs,
 // split into columns with --colsep.
 func (o *CommonOptions) readOptions() (items.ReadOptions, error) {
 	ro := items.ReadOptions{NUL: o.Null}
-	if o.ColSep != "" {
+	if o.ColSep != "" || o.colSepSet {
 		re, err := compileColSep(o.ColSep)
 		if err != nil {
 			return ro, err

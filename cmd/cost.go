@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,8 +43,34 @@ func parseCost(s string) (*costExpr, error) {
 		if _, err := evalCost(s); err != nil {
 			return nil, err
 		}
+	} else if err := c.checkShape(); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// checkShape returns why c fails for every item, if it does: its
+// arithmetic fails ({len}/0, {len}*) with every placeholder standing for
+// a number, whichever. A result below 1 depends on the item, and is
+// found per item.
+func (c *costExpr) checkShape() error {
+	var first error
+	for _, v := range []string{"1", "22"} {
+		var cols []string
+		if n := c.t.MaxColumn(); n > 1 {
+			cols = slices.Repeat([]string{v}, n)
+		}
+		s, err := c.t.Expand(tmpl.Values{Item: v, Columns: cols, Seq: 1, Slot: 1})
+		if err != nil {
+			return nil // not arithmetic on numbers: found per item
+		}
+		if _, err := parseArith(strings.ReplaceAll(s, "\x00", v)); err == nil {
+			return nil
+		} else if first == nil {
+			first = err
+		}
+	}
+	return fmt.Errorf("it fails for every item (%v): want a whole number or arithmetic such as 1200/4 or {len}/4", first)
 }
 
 // costValue is the pflag.Value of --cost.
@@ -78,8 +105,8 @@ func (c *costExpr) cost(job *runner.Job, body int64) (int, error) {
 	return evalCost(s)
 }
 
-// evalCost evaluates a cost's arithmetic: a positive whole number.
-func evalCost(s string) (int, error) {
+// parseArith evaluates integer arithmetic, whatever its value.
+func parseArith(s string) (int64, error) {
 	p := &costParser{s: s}
 	v, err := p.expr()
 	if err == nil {
@@ -88,6 +115,12 @@ func evalCost(s string) (int, error) {
 			err = fmt.Errorf("unexpected %q", p.s[p.i:])
 		}
 	}
+	return v, err
+}
+
+// evalCost evaluates a cost's arithmetic: a positive whole number.
+func evalCost(s string) (int, error) {
+	v, err := parseArith(s)
 	if err != nil {
 		return 0, fmt.Errorf("cost %q: want a whole number or arithmetic such as 1200/4 (%v)", s, err)
 	}

@@ -254,6 +254,11 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	case opts.MaxServerPause <= 0:
 		return flagErrorf("invalid argument %v for \"--max-server-pause\": want more than 0, such as 5m", opts.MaxServerPause)
 	}
+	if o.Cost != nil && o.ColSep == "" && !o.colSepSet {
+		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost.src), o.Cost.t.MaxColumn(), 1, false); err != nil {
+			return err
+		}
+	}
 	ios := opts.IO
 	if opts.HasData && !opts.Common.DryRun {
 		if name, ok := strings.CutPrefix(opts.Data, "@"); ok && !strings.Contains(name, "{") {

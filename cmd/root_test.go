@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,30 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 			`invalid argument ",5/s" for "-r, --rate" flag: the rule list ",5/s" has an empty rule; want rules separated by single commas, such as 5/s,500/min`},
 		{[]string{"fetch", "--cost-rate", "5/s,,10/min", "http://x/{}"},
 			`invalid argument "5/s,,10/min" for "--cost-rate" flag: the rule list "5/s,,10/min" has an empty rule; want rules separated by single commas, such as 5/s,500/min`},
+		// --colsep is a regular expression: a lone metacharacter gets a
+		// hint at its literal, and a separator that splits everywhere or
+		// nowhere is refused.
+		{[]string{"run", "--colsep", "|", "--", "true"},
+			`invalid argument "|" for "--colsep": it matches the empty string, so it would split everywhere; for a literal | give --colsep '\|'`},
+		{[]string{"run", "--colsep", ".", "--", "true"},
+			`invalid argument "." for "--colsep": it matches every character, so every column would be empty; for a literal . give --colsep '\.'`},
+		{[]string{"run", "--colsep", "+", "--", "true"},
+			`invalid argument "+" for "--colsep": want a regular expression such as '\t' or ',' (missing argument to repetition operator); for a literal + give --colsep '\+'`},
+		{[]string{"run", "--colsep", "", "--", "true"}, `invalid argument "" for "--colsep": want a regular expression such as '\t' or ','`},
+		// A cost that fails for every item is refused before anything runs.
+		{[]string{"run", "--cost", "{len}/0", "--cost-rate", "100/s", "--", "true"},
+			`invalid argument "{len}/0" for "--cost" flag: it fails for every item (division by zero): want a whole number or arithmetic such as 1200/4 or {len}/4`},
+		{[]string{"fetch", "--cost", "{len}*", "--cost-rate", "100/s", "http://x/{}"},
+			`invalid argument "{len}*" for "--cost" flag: it fails for every item (a number is missing): want a whole number or arithmetic such as 1200/4 or {len}/4`},
+		{[]string{"run", "--cost", "{2}", "--cost-rate", "100/s", "--", "true"},
+			`--cost "{2}" uses column {2}, but each item is one column: split the lines into columns with --colsep, such as --colsep '\t'`},
+		{[]string{"fetch", "--cost", "{2}/4", "--cost-rate", "100/s", "http://x/{}"},
+			`--cost "{2}/4" uses column {2}, but each item is one column: split the lines into columns with --colsep, such as --colsep '\t'`},
+		{[]string{"run", "--cost", "{3}", "--cost-rate", "100/s", "--", "true", ":::", "a", ":::", "b"},
+			`--cost "{3}" uses column {3}, but the items have 2 columns, one per ::: source`},
+		{[]string{"run", "--", "echo", "{2}", ":::", "a", "b"}, `the command uses column {2}, but the items have 1 column, one per ::: source`},
+		{[]string{"run", "-a", "-", "--", "echo", "{1}", "{2}"},
+			`the command uses column {2}, but each item is one column: split the lines into columns with --colsep, such as --colsep '\t'`},
 		{[]string{"audit", "-r", "5/s", "-j", "-1"}, `invalid argument -1 for "-j, --jobs": want at least 0`},
 		{[]string{"rnu"}, `unknown command "rnu" for "pace"; did you mean run?`},
 		{[]string{"frobnicate", "x"}, `unknown command "frobnicate" for "pace"; to run a command per item: pace run -- frobnicate x`},
@@ -69,6 +94,31 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 			t.Errorf("pace %q = exit %d, stdout %q, stderr\n%s\nwant exit 2 and\n%s", tt.args, code, stdout, stderr, want)
 		}
 		noInternals(t, strings.Join(tt.args, " "), stderr)
+	}
+}
+
+// TestAllowReorderShared: --allow-reorder reorders the in-memory
+// limiter's queue only; with a shared quota it is refused, not ignored.
+func TestAllowReorderShared(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	state := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--key", "api", "--state", state}, "--key"},
+		{[]string{"--redis", "redis://127.0.0.1:1", "--redis-timeout", "1s"}, "--redis"},
+	} {
+		args := append([]string{"run", "--allow-reorder", "-r", "5/s"}, append(tt.args, "--", "true")...)
+		code, _, stderr := execPace(t, "a\n", args...)
+		want := "pace: --allow-reorder works with the in-memory limiter only: a shared quota (" + tt.want +
+			") admits calls in the order they come; leave out one or the other\n"
+		if first, _, _ := strings.Cut(stderr, "Run"); code != ExitUsage || first != want {
+			t.Errorf("pace %q = exit %d, stderr %q; want exit 2 and %q", args, code, stderr, want)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("a refused run left %d files in --state", len(entries))
 	}
 }
 

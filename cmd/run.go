@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -190,11 +191,25 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
 	defer in.close()
+	columns := 1 // each item's columns; 0: any number
 	if in.product {
 		if o.ColSep != "" {
 			return flagErrorf("--colsep splits the lines of -a or stdin; with ::: and :::: the sources are the columns")
 		}
 		readOpts.NUL, readOpts.ColSep, readOpts.ColJoin = true, productColSepRe, " "
+		columns = len(opts.Sources)
+	} else if readOpts.ColSep != nil {
+		columns = 0
+	}
+	if c, ok := builder.(commandBuilder); ok {
+		if err := checkColumns("the command", c.c.MaxColumn(), columns, in.product); err != nil {
+			return err
+		}
+	}
+	if o.Cost != nil {
+		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost.src), o.Cost.t.MaxColumn(), columns, in.product); err != nil {
+			return err
+		}
 	}
 
 	ex := &command.Executor{Builder: builder, Timeout: o.Timeout}
@@ -249,12 +264,20 @@ func checkCommand(c *tmpl.Command, args []string, shell, dryRun bool) error {
 	switch {
 	case err == nil:
 		return nil
+	case isDir(prog):
+		return fmt.Errorf("command %q is a directory, not a program", prog)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("command %q is not executable: chmod +x it, or run it with its interpreter (pace run -- sh %s ...)", prog, prog)
 	case strings.ContainsAny(prog, " \t|;&<>$`"):
 		return fmt.Errorf("command %q not found; %s", prog, hint)
 	}
 	return fmt.Errorf("command %q not found", prog)
+}
+
+// isDir reports whether name is a directory.
+func isDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 // isCommentOrBlank reports whether a command line has nothing to run.

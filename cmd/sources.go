@@ -166,8 +166,17 @@ func (p *productReader) Read(b []byte) (int, error) {
 }
 
 // compileColSep compiles --colsep's regular expression, with an error
-// that says what is expected.
+// that says what is expected: a separator that matches the empty string
+// or every character would make empty columns, and a lone metacharacter
+// (| . + ...) gets a hint at its literal.
 func compileColSep(s string) (*regexp.Regexp, error) {
+	if s == "" {
+		return nil, flagErrorf("invalid argument \"\" for \"--colsep\": want a regular expression such as '\\t' or ','")
+	}
+	hint := ""
+	if len(s) == 1 && regexp.QuoteMeta(s) != s {
+		hint = fmt.Sprintf("; for a literal %s give --colsep '\\%s'", s, s)
+	}
 	re, err := regexp.Compile(s)
 	if err != nil {
 		var se *syntax.Error
@@ -175,10 +184,13 @@ func compileColSep(s string) (*regexp.Regexp, error) {
 		if errors.As(err, &se) {
 			msg = se.Code.String()
 		}
-		return nil, flagErrorf("invalid argument %q for \"--colsep\": want a regular expression such as '\\t' or ',' (%s)", s, msg)
+		return nil, flagErrorf("invalid argument %q for \"--colsep\": want a regular expression such as '\\t' or ',' (%s)%s", s, msg, hint)
 	}
 	if re.MatchString("") {
-		return nil, flagErrorf("invalid argument %q for \"--colsep\": it matches the empty string, so it would split everywhere", s)
+		return nil, flagErrorf("invalid argument %q for \"--colsep\": it matches the empty string, so it would split everywhere%s", s, hint)
+	}
+	if !strings.ContainsFunc("aZ0 ,\t|.", func(c rune) bool { return !re.MatchString(string(c)) }) {
+		return nil, flagErrorf("invalid argument %q for \"--colsep\": it matches every character, so every column would be empty%s", s, hint)
 	}
 	return re, nil
 }

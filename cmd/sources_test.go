@@ -143,7 +143,8 @@ func TestCompileColSep(t *testing.T) {
 		t.Errorf(`compileColSep(\t) = %v, %v`, re, err)
 	}
 	for _, tt := range []struct{ in, want string }{
-		{"(", `invalid argument "(" for "--colsep": want a regular expression such as '\t' or ',' (missing closing ))`},
+		{"(", `invalid argument "(" for "--colsep": want a regular expression such as '\t' or ',' (missing closing )); for a literal ( give --colsep '\('`},
+		{"[^,]|,", `invalid argument "[^,]|," for "--colsep": it matches every character, so every column would be empty`},
 		{"x*", `invalid argument "x*" for "--colsep": it matches the empty string, so it would split everywhere`},
 	} {
 		var fe *FlagError
