@@ -322,6 +322,12 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	facts.stats = backend.Stats()
 	facts.skipped = jl.skipped()
 	facts.total = total.get()
+	if facts.total < 0 && !facts.readAll && s.input.countable() {
+		// Stopped early: the items never read are not started either.
+		cctx, cancel := context.WithTimeout(context.Background(), maxCountTime)
+		facts.total = jl.toRun(s.input.count(cctx, s.readOpts))
+		cancel()
+	}
 	if sig := sigs.signal(); sig != nil {
 		facts.signal = signalName(sig)
 	}
@@ -341,6 +347,10 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	rec.reportUnlogged(ios.ErrOut)
 	return facts
 }
+
+// maxCountTime bounds counting the items of a run stopped early, for its
+// summary's not_started; past it, the count is a lower bound.
+const maxCountTime = 3 * time.Second
 
 // retryDelay is how long a failed attempt waits before its retry is
 // admitted: a connection that failed is given a moment, doubling with
