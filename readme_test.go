@@ -63,6 +63,38 @@ func TestNewcomerPath(t *testing.T) {
 	if !strings.Contains(out, `"accepted":40,"refused":0`) {
 		t.Errorf("the stand-in server did not accept all 40 calls and refuse none:\n%s", out)
 	}
+
+	// What the README builds is ignored by git: the clone is clean.
+	status, err := exec.Command("git", "-C", dir, "status", "--porcelain").Output()
+	if err != nil || len(status) != 0 {
+		t.Errorf("after the README's commands, git status --porcelain = %q, %v; want nothing", status, err)
+	}
+}
+
+// TestReadmeTables: every table row of the README belongs to a table (a
+// header row and its |---| line before it, with no blank line between):
+// a stray row shows as a line of pipes.
+func TestReadmeTables(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	inTable, inCode := false, false
+	for i, line := range lines {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		row := !inCode && strings.HasPrefix(line, "|")
+		switch {
+		case !row:
+			inTable = false
+		case !inTable && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "|---"):
+			inTable = true // a header
+		case !inTable:
+			t.Errorf("README.md:%d: a table row outside a table (a blank line above it?): %s", i+1, line)
+		}
+	}
 }
 
 // codeBlock returns the first ```sh block after the heading (or in the

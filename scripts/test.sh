@@ -5,6 +5,13 @@ cd "$(dirname "$0")/.."
 
 step() { printf '==> %s\n' "$*"; }
 
+# Tests that skip themselves for want of a program say so only with -v;
+# each such program is named here, and again once the tests have run.
+skipped=""
+skip() { skipped="$skipped  $1 not found: $2; install $1 to run them
+"; }
+trap 'if [ -n "$skipped" ]; then printf "scripts/test.sh: tests skipped:\n%s" "$skipped" >&2; fi' EXIT
+
 if ! command -v redis-server >/dev/null 2>&1; then
 	if [ "${CI:-}" = "true" ]; then
 		echo "scripts/test.sh: redis-server not found; CI needs it (apt-get install redis-server)" >&2
@@ -12,6 +19,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
 	fi
 	echo "scripts/test.sh: redis-server not found: the Redis tests will be skipped." >&2
 	echo "  install it with: sudo apt-get install redis-server   (macOS: brew install redis)" >&2
+	skip redis-server "the Redis tests (throttle/redisrate, cmd's redis_* and quota_redis scripts)"
+fi
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+	skip chromium "internal/plot's TestChromium (the SVG displayed in a browser)"
+fi
+if ! command -v curl >/dev/null 2>&1; then
+	skip curl "cmd's scripts that run pace run -- curl"
 fi
 
 step "gofmt"
