@@ -106,7 +106,7 @@ type CommonOptions struct {
 // allRules returns every rule of the run: -r's, then --cost-rate's, each
 // once (-r cost:5/s and --cost-rate 5/s are one rule).
 func (o *CommonOptions) allRules() []throttle.Rule {
-	return throttle.UniqueRules(append(slices.Clone(o.Rules), o.CostRules...))
+	return uniqueRules(append(slices.Clone(o.Rules), o.CostRules...))
 }
 
 // Default margins: the floor of the adaptive margin (see docs/design.md),

@@ -162,7 +162,7 @@ func (o *ExecOptions) check() error {
 
 // allRules returns -r's rules, then --cost-rate's, each once.
 func (o *ExecOptions) allRules() []throttle.Rule {
-	return throttle.UniqueRules(append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...))
+	return uniqueRules(append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...))
 }
 
 // execRun admits one call and runs the command; it returns nil or an

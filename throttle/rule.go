@@ -3,7 +3,6 @@ package throttle
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,24 +70,6 @@ func FormatRules(rules []Rule) string {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ",")
-}
-
-// UniqueRules returns rules without exact duplicates: the first of equal
-// rules stays, in its place. rules itself is not changed. A limiter keeps
-// a rule given twice as it keeps it once, so a rule set is normalised
-// with UniqueRules before it is shown or compared, as shared quotas
-// compare the rule sets of the processes that share them. A looser rule
-// of the same window (10/s beside 5/s) is implied by the stricter one but
-// kept: a rule set stays as its user wrote it, but for repetitions, which
-// say nothing more.
-func UniqueRules(rules []Rule) []Rule {
-	var out []Rule
-	for _, r := range rules {
-		if !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // ParseRules parses a comma-separated list of rules such as

@@ -96,32 +96,6 @@ func TestParseRules(t *testing.T) {
 	}
 }
 
-func TestUniqueRules(t *testing.T) {
-	s, m := time.Second, time.Minute
-	for _, tt := range []struct {
-		in, want []Rule
-	}{
-		{nil, nil},
-		{[]Rule{{5, s, false}}, []Rule{{5, s, false}}},
-		// Exact duplicates go, the first of each stays where it was.
-		{[]Rule{{5, s, false}, {5, s, false}}, []Rule{{5, s, false}}},
-		{[]Rule{{500, m, false}, {5, s, false}, {500, m, false}, {5, s, false}}, []Rule{{500, m, false}, {5, s, false}}},
-		// A cost rule is not the count rule with the same numbers.
-		{[]Rule{{5, s, false}, {5, s, true}}, []Rule{{5, s, false}, {5, s, true}}},
-		// A looser rule of the same window is kept: only exact duplicates
-		// are dropped.
-		{[]Rule{{5, s, false}, {10, s, false}}, []Rule{{5, s, false}, {10, s, false}}},
-	} {
-		in := slices.Clone(tt.in)
-		if got := UniqueRules(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("UniqueRules(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-		if !slices.Equal(tt.in, in) {
-			t.Errorf("UniqueRules changed its argument: %v, was %v", tt.in, in)
-		}
-	}
-}
-
 func TestRuleString(t *testing.T) {
 	tests := []struct {
 		r    Rule
@@ -164,8 +138,8 @@ func FuzzParseRule(f *testing.F) {
 	})
 }
 
-// FuzzParseRules: a list reads back as it is written, and UniqueRules
-// keeps every distinct rule once, in first order, and is idempotent.
+// FuzzParseRules: a list of rules reads back as it is written, and every
+// error is a *RuleError.
 func FuzzParseRules(f *testing.F) {
 	for _, s := range []string{"10/s,500/min", "5/s,5/s", "5/s,cost:5/s,5/s", "5/s,,", ",5/s", "1/d,1/24h", "12/3s, 12/3s"} {
 		f.Add(s)
@@ -173,30 +147,13 @@ func FuzzParseRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		rules, err := ParseRules(s)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRule) {
-				t.Fatalf("ParseRules(%q) error %v does not wrap ErrInvalidRule", s, err)
+			if re := (*RuleError)(nil); !errors.As(err, &re) {
+				t.Fatalf("ParseRules(%q) error %v is not a *RuleError", s, err)
 			}
 			return
 		}
 		if back, err := ParseRules(FormatRules(rules)); err != nil || !slices.Equal(back, rules) {
 			t.Fatalf("ParseRules(%q) = %v, but ParseRules(%q) = %v, %v", s, rules, FormatRules(rules), back, err)
-		}
-		u := UniqueRules(rules)
-		for i, r := range u {
-			if slices.Index(u, r) != i {
-				t.Fatalf("UniqueRules(%v) = %v holds %v twice", rules, u, r)
-			}
-			if !slices.Contains(rules, r) {
-				t.Fatalf("UniqueRules(%v) = %v holds %v, not in its argument", rules, u, r)
-			}
-		}
-		for _, r := range rules {
-			if !slices.Contains(u, r) {
-				t.Fatalf("UniqueRules(%v) = %v lost %v", rules, u, r)
-			}
-		}
-		if again := UniqueRules(u); !slices.Equal(again, u) {
-			t.Fatalf("UniqueRules(%v) = %v, not %v: not idempotent", u, again, u)
 		}
 	})
 }
