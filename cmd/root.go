@@ -158,8 +158,8 @@ var flagHints = map[string]string{
 // fetchHints are curl's flags, as pace fetch's users mean them; they
 // take precedence over flagHints in pace fetch (-L is curl's there).
 var fetchHints = map[string]string{
-	"s":           "-s is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr",
-	"silent":      "--silent is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr",
+	"s":           "-s is curl's; pace fetch writes only bodies to stdout, and -q quiets stderr (no progress, a summary only if something failed)",
+	"silent":      "--silent is curl's; pace fetch writes only bodies to stdout, and -q quiets stderr (no progress, a summary only if something failed)",
 	"S":           "-S is curl's; pace fetch always shows each failure on stderr",
 	"show-error":  "--show-error is curl's; pace fetch always shows each failure on stderr",
 	"f":           "-f is curl's; pace fetch already fails an item on any status but 2xx, and then exits 1",

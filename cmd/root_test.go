@@ -153,8 +153,8 @@ func TestFlagHints(t *testing.T) {
 		{[]string{"run", "--eta", "--", "true"}, "unknown flag: --eta; --eta is GNU parallel's; pace's progress shows the ETA once the number of items is known (--progress always, or --progress lines for logs)"},
 		{[]string{"run", "--line-buffer", "--", "true"}, "unknown flag: --line-buffer; --line-buffer is GNU parallel's; pace prints each job's output whole when the job ends, never mixed with another's (as parallel's default --group)"},
 		// curl's habits in pace fetch.
-		{[]string{"fetch", "-s", "http://x/{}"}, "unknown shorthand flag: 's' in -s; -s is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr"},
-		{[]string{"fetch", "-sS", "http://x/{}"}, "unknown shorthand flag: 's' in -sS; -s is curl's; pace fetch writes only bodies to stdout, and --progress never --summary none quiets stderr"},
+		{[]string{"fetch", "-s", "http://x/{}"}, "unknown shorthand flag: 's' in -s; -s is curl's; pace fetch writes only bodies to stdout, and -q quiets stderr (no progress, a summary only if something failed)"},
+		{[]string{"fetch", "-sS", "http://x/{}"}, "unknown shorthand flag: 's' in -sS; -s is curl's; pace fetch writes only bodies to stdout, and -q quiets stderr (no progress, a summary only if something failed)"},
 		{[]string{"fetch", "-S", "http://x/{}"}, "unknown shorthand flag: 'S' in -S; -S is curl's; pace fetch always shows each failure on stderr"},
 		{[]string{"fetch", "-f", "http://x/{}"}, "unknown shorthand flag: 'f' in -f; -f is curl's; pace fetch already fails an item on any status but 2xx, and then exits 1"},
 		{[]string{"fetch", "--fail", "http://x/{}"}, "unknown flag: --fail; --fail is curl's; pace fetch already fails an item on any status but 2xx, and then exits 1"},
