@@ -4,6 +4,7 @@ package outfile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -34,5 +35,5 @@ func openStream(ctx context.Context, name string) (*os.File, error) {
 		}
 		r.Close()
 	}
-	return nil, context.Cause(ctx)
+	return nil, fmt.Errorf("%s: no reader opened the FIFO (%w)", name, context.Cause(ctx))
 }
