@@ -16,6 +16,7 @@ import (
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/regfile"
+	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -87,7 +88,7 @@ type jobLog struct {
 	path    string
 	w       *joblog.Writer
 	earlier *joblog.Log
-	resume  *joblog.Resume
+	resume  *resume.State
 	// command returns a row's Command column.
 	command func(*runner.Job) string
 	// cost says whether rows record the call's cost (in Send).
@@ -149,11 +150,11 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 		}
 	}
 	if o.Resume || o.ResumeFailed {
-		mode := joblog.ResumeAll
+		mode := resume.All
 		if o.ResumeFailed {
-			mode = joblog.ResumeFailed
+			mode = resume.Failed
 		}
-		j.resume = joblog.NewResume(j.earlier.Entries, joblog.ResumeOptions{Mode: mode, Command: func(job *runner.Job) (string, error) {
+		j.resume = resume.New(j.earlier.Entries, resume.Options{Mode: mode, Command: func(job *runner.Job) (string, error) {
 			if err := prepare(job); err != nil {
 				return "", err
 			}
@@ -226,7 +227,7 @@ func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
 
 // readItems reads the items of r as items.Read does; when resuming it
 // also marks those to skip and refuses an input that is not the one the
-// log was written for (a *joblog.InputChangedError) before sending
+// log was written for (a *resume.InputChangedError) before sending
 // anything.
 func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
 	if j == nil || j.resume == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -246,7 +247,7 @@ func TestJobLogResume(t *testing.T) {
 	// An input that is not the one the log was written for is refused.
 	jl, _ := loadJobLog(&JobLogOptions{JobLog: path, Resume: true}, echoPrepare, nil)
 	err := jl.readItems(context.Background(), strings.NewReader("a\nX\nc\n"), items.ReadOptions{}, make(chan runner.Item, 10))
-	if !errors.Is(err, joblog.ErrInputChanged) {
+	if !errors.Is(err, resume.ErrInputChanged) {
 		t.Errorf("readItems of another input = %v, want ErrInputChanged", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/items"
-	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/tmpl"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/command"
@@ -417,7 +417,7 @@ loop:
 	case writeErr != nil:
 		return reportf(ios, ExitFailed, "write: %v", writeErr)
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
-		if errors.Is(readErr, joblog.ErrInputChanged) {
+		if errors.Is(readErr, resume.ErrInputChanged) {
 			return reportf(ios, ExitUsage, "%v", readErr)
 		}
 		return reportf(ios, ExitFailed, "%s: %v", in.name, readErr)

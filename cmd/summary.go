@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/outfile"
+	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/learn"
@@ -239,7 +239,7 @@ func summarize(f *runFacts) (*Summary, int) {
 		if t.Attempts == 0 && t.Failed == 0 {
 			code = ExitUsage
 		}
-		if errors.Is(f.readErr, joblog.ErrInputChanged) {
+		if errors.Is(f.readErr, resume.ErrInputChanged) {
 			code = ExitUsage
 		}
 		s.Stopped = "the input could not be read"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -30,7 +30,7 @@ func TestSummarizeExitCode(t *testing.T) {
 	errBackend := fmt.Errorf("redis: %w", throttle.ErrBackend)
 	errMismatch := fmt.Errorf("redis quota: %w", &throttle.MismatchError{Key: "k"})
 	errRead := errors.New("read items: disk on fire")
-	errChanged := &joblog.InputChangedError{Seq: 2, Command: "echo b", Logged: "echo a"}
+	errChanged := &resume.InputChangedError{Seq: 2, Command: "echo b", Logged: "echo a"}
 	ran := tallySnapshot{OK: 3, Failed: 1, Attempts: 4}
 	for _, tt := range []struct {
 		name        string

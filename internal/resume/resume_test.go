@@ -1,4 +1,4 @@
-package joblog
+package resume
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/runner"
 )
 
@@ -19,11 +20,11 @@ func echoCommand(job *runner.Job) (string, error) { return "echo " + job.Item, n
 
 // logRows returns job log entries for "seq:exit" pairs, each running
 // "echo itemSEQ" unless the pair is "seq:exit:command".
-func logRows(pairs ...string) []Entry {
-	var es []Entry
+func logRows(pairs ...string) []joblog.Entry {
+	var es []joblog.Entry
 	for _, p := range pairs {
 		f := strings.Split(p, ":")
-		var e Entry
+		var e joblog.Entry
 		fmt.Sscan(f[0], &e.Seq)
 		fmt.Sscan(f[1], &e.Exit)
 		e.Command = fmt.Sprintf("echo item%d", e.Seq)
@@ -42,15 +43,15 @@ func TestResumeSkip(t *testing.T) {
 	rows := logRows("1:0", "2:1", "2:0", "3:0", "3:2", "4:-1")
 	rows[5].Signal = 15
 	tests := []struct {
-		mode ResumeMode
+		mode Mode
 		want []bool // Skip(1..5)
 	}{
-		{ResumeAll, []bool{true, true, true, true, false}},
-		{ResumeFailed, []bool{true, true, false, false, false}},
-		{0, []bool{true, true, true, true, false}}, // the zero mode is ResumeAll
+		{All, []bool{true, true, true, true, false}},
+		{Failed, []bool{true, true, false, false, false}},
+		{0, []bool{true, true, true, true, false}}, // the zero mode is All
 	}
 	for _, tt := range tests {
-		r := NewResume(rows, ResumeOptions{Mode: tt.mode})
+		r := New(rows, Options{Mode: tt.mode})
 		var got []bool
 		for seq := int64(1); seq <= 5; seq++ {
 			got = append(got, r.Skip(seq))
@@ -62,7 +63,7 @@ func TestResumeSkip(t *testing.T) {
 			t.Errorf("MaxSeq() = %d, want 4", r.MaxSeq())
 		}
 	}
-	failed := NewResume(rows, ResumeOptions{Mode: ResumeFailed})
+	failed := New(rows, Options{Mode: Failed})
 	for _, tt := range []struct{ upTo, want int64 }{{-1, 2}, {1, 1}, {10, 2}, {0, 0}} {
 		if n := failed.Skipping(tt.upTo); n != tt.want {
 			t.Errorf("Skipping(%d) = %d, want %d", tt.upTo, n, tt.want)
@@ -72,7 +73,7 @@ func TestResumeSkip(t *testing.T) {
 
 func TestResumeVerify(t *testing.T) {
 	rows := logRows("1:0", "2:0:echo other", "3:0:run 3 in slot 2")
-	r := NewResume(rows, ResumeOptions{Command: echoCommand})
+	r := New(rows, Options{Command: echoCommand})
 	if err := r.Verify(runner.Job{Seq: 1, Item: "item1"}); err != nil {
 		t.Errorf("Verify(seq 1, same command) = %v, want nil", err)
 	}
@@ -94,7 +95,7 @@ func TestResumeVerify(t *testing.T) {
 	}
 
 	// A command using the slot matches in any slot.
-	slotted := NewResume(rows, ResumeOptions{Command: func(j *runner.Job) (string, error) {
+	slotted := New(rows, Options{Command: func(j *runner.Job) (string, error) {
 		return fmt.Sprintf("run %s in slot %d", strings.TrimPrefix(j.Item, "item"), j.Slot), nil
 	}})
 	if err := slotted.Verify(runner.Job{Seq: 3, Item: "item3"}); err != nil {
@@ -105,17 +106,17 @@ func TestResumeVerify(t *testing.T) {
 	}
 
 	// An item that cannot be prepared, or no Command, is not checked.
-	failing := NewResume(rows, ResumeOptions{Command: func(*runner.Job) (string, error) { return "", errors.New("gone") }})
+	failing := New(rows, Options{Command: func(*runner.Job) (string, error) { return "", errors.New("gone") }})
 	if err := failing.Verify(runner.Job{Seq: 2, Item: "x"}); err != nil {
 		t.Errorf("Verify with a failing Command = %v, want nil", err)
 	}
-	if err := NewResume(rows, ResumeOptions{}).Verify(runner.Job{Seq: 2, Item: "x"}); err != nil {
+	if err := New(rows, Options{}).Verify(runner.Job{Seq: 2, Item: "x"}); err != nil {
 		t.Errorf("Verify without Command = %v, want nil", err)
 	}
 }
 
 // readResumed runs r.ReadItems over input and returns what it sent.
-func readResumed(t *testing.T, r *Resume, input string) ([]runner.Item, error) {
+func readResumed(t *testing.T, r *State, input string) ([]runner.Item, error) {
 	t.Helper()
 	out := make(chan runner.Item)
 	errc := make(chan error, 1)
@@ -132,7 +133,7 @@ func readResumed(t *testing.T, r *Resume, input string) ([]runner.Item, error) {
 
 func TestResumeReadItems(t *testing.T) {
 	rows := logRows("1:0", "3:1", "2:0")
-	r := NewResume(rows, ResumeOptions{Mode: ResumeFailed, Command: echoCommand})
+	r := New(rows, Options{Mode: Failed, Command: echoCommand})
 	got, err := readResumed(t, r, "item1\nitem2\nitem3\nitem4\nitem5\n")
 	if err != nil {
 		t.Fatalf("ReadItems error: %v", err)
@@ -186,7 +187,7 @@ func TestPoolSkipsResumedItemsKeepingSeq(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewResume(logRows("1:0", "2:0", "4:0"), ResumeOptions{Command: echoCommand})
+		r := New(logRows("1:0", "2:0", "4:0"), Options{Command: echoCommand})
 		in := make(chan runner.Item)
 		go func() {
 			defer close(in)

@@ -1,4 +1,7 @@
-package joblog
+// Package resume decides which items a resumed run skips, from the rows of
+// an earlier run's job log (package joblog keeps the file format), and
+// checks that the input is the one the log was written for.
+package resume
 
 import (
 	"context"
@@ -8,20 +11,21 @@ import (
 	"sync/atomic"
 
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/runner"
 )
 
-// ResumeMode says which items of an earlier run a resumed run skips.
-type ResumeMode int
+// Mode says which items of an earlier run a resumed run skips.
+type Mode int
 
 const (
-	// ResumeAll skips every item that has a row in the job log, whatever
+	// All skips every item that has a row in the job log, whatever
 	// its outcome (pace --resume, as GNU parallel's --resume).
-	ResumeAll ResumeMode = iota + 1
-	// ResumeFailed skips the items whose last row succeeded and runs again
+	All Mode = iota + 1
+	// Failed skips the items whose last row succeeded and runs again
 	// those whose last row failed (pace --resume-failed). Items without a
 	// row run in both modes.
-	ResumeFailed
+	Failed
 )
 
 // ErrInputChanged is wrapped by the error of a resumed run whose input is
@@ -46,10 +50,10 @@ func (e *InputChangedError) Error() string {
 // Unwrap returns ErrInputChanged.
 func (e *InputChangedError) Unwrap() error { return ErrInputChanged }
 
-// ResumeOptions configure a Resume.
-type ResumeOptions struct {
-	// Mode says which logged items to skip; the zero value means ResumeAll.
-	Mode ResumeMode
+// Options configure a Resume.
+type Options struct {
+	// Mode says which logged items to skip; the zero value means All.
+	Mode Mode
 	// Command returns the job log Command that job would be written with
 	// (job.Slot is set, job.Argv is not). It must not keep job. nil skips
 	// the check that the input is the one the log was written for. An
@@ -66,27 +70,27 @@ type ResumeOptions struct {
 // items are matched by Seq, their position in the input, so an input that
 // changed would make a resumed run skip the wrong items.
 //
-// Make one with NewResume. Its methods may be called concurrently.
-type Resume struct {
-	opts    ResumeOptions
-	last    map[int64]Entry // the last row of each Seq, in file order
+// Make one with New. Its methods may be called concurrently.
+type State struct {
+	opts    Options
+	last    map[int64]joblog.Entry // the last row of each Seq, in file order
 	max     int64
 	skipped atomic.Int64 // items ReadItems sent marked Skip
 }
 
 // Skipped returns how many items ReadItems has sent marked Skip so far.
-func (r *Resume) Skipped() int64 { return r.skipped.Load() }
+func (r *State) Skipped() int64 { return r.skipped.Load() }
 
-// NewResume returns the Resume for a job log's entries, in file order.
+// New returns the Resume for a job log's entries, in file order.
 // With retries a Seq has one row per attempt; the last one counts.
-func NewResume(entries []Entry, opts ResumeOptions) *Resume {
+func New(entries []joblog.Entry, opts Options) *State {
 	if opts.Mode == 0 {
-		opts.Mode = ResumeAll
+		opts.Mode = All
 	}
 	if opts.MaxSlot <= 0 {
 		opts.MaxSlot = 64
 	}
-	r := &Resume{opts: opts, last: make(map[int64]Entry, len(entries))}
+	r := &State{opts: opts, last: make(map[int64]joblog.Entry, len(entries))}
 	for _, e := range entries {
 		seq := int64(e.Seq)
 		if seq < 1 {
@@ -99,20 +103,20 @@ func NewResume(entries []Entry, opts ResumeOptions) *Resume {
 }
 
 // MaxSeq returns the highest Seq in the log, 0 for an empty one.
-func (r *Resume) MaxSeq() int64 { return r.max }
+func (r *State) MaxSeq() int64 { return r.max }
 
 // Skip reports whether item seq is done and must not run again.
-func (r *Resume) Skip(seq int64) bool {
+func (r *State) Skip(seq int64) bool {
 	e, ok := r.last[seq]
 	if !ok {
 		return false
 	}
-	return r.opts.Mode == ResumeAll || !e.Failed()
+	return r.opts.Mode == All || !e.Failed()
 }
 
 // Skipping returns how many logged items Skip would skip among the first
 // upTo items; upTo < 0 means all of them.
-func (r *Resume) Skipping(upTo int64) int64 {
+func (r *State) Skipping(upTo int64) int64 {
 	var n int64
 	for seq := range r.last {
 		if (upTo < 0 || seq <= upTo) && r.Skip(seq) {
@@ -126,7 +130,7 @@ func (r *Resume) Skipping(upTo int64) int64 {
 // *InputChangedError when the log has a row for job.Seq that ran another
 // command. A command that uses the job slot matches if any slot up to
 // MaxSlot gives the logged command.
-func (r *Resume) Verify(job runner.Job) error {
+func (r *State) Verify(job runner.Job) error {
 	e, ok := r.last[job.Seq]
 	if !ok || r.opts.Command == nil {
 		return nil
@@ -159,7 +163,7 @@ func (r *Resume) Verify(job runner.Job) error {
 // match does it send anything, so a changed input is refused before any
 // job runs. It returns the *InputChangedError, the read error, or ctx's
 // error. It does not close out.
-func (r *Resume) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
+func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
 	send := func(it runner.Item) error {
 		select {
 		case out <- it:
