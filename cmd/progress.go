@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,10 +361,11 @@ func (p *progress) eta(now time.Time, left int64, t tallySnapshot, pausedUntil t
 	return last + t.P50, true
 }
 
-// roundETA writes d to the second, or to the minute past an hour.
+// roundETA writes d to the second, or to the minute past an hour
+// ("2h47m", not "2h47m0s").
 func roundETA(d time.Duration) string {
 	if d >= time.Hour {
-		return d.Round(time.Minute).String()
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 	}
 	return d.Round(time.Second).String()
 }

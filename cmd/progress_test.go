@@ -367,7 +367,8 @@ func TestRoundETA(t *testing.T) {
 	}{
 		{1400 * time.Millisecond, "1s"},
 		{3*time.Minute + 20*time.Second + 500*time.Millisecond, "3m21s"},
-		{2*time.Hour + 10*time.Minute + 31*time.Second, "2h11m0s"},
+		{2*time.Hour + 10*time.Minute + 31*time.Second, "2h11m"},
+		{23*time.Hour + 59*time.Minute + 50*time.Second, "24h0m"},
 	} {
 		if got := roundETA(tt.d); got != tt.want {
 			t.Errorf("roundETA(%v) = %q, want %q", tt.d, got, tt.want)
@@ -527,4 +528,24 @@ func TestProgressRateNeverAboveARule(t *testing.T) {
 			t.Errorf("%s, %d done after %v: rate %s, want %s", tt.rules, tt.done, tt.at, got, tt.want)
 		}
 	}
+}
+
+// TestProgressPipedTotal: items from a pipe have no total until the input
+// ends; then the status shows it (it showed "2 done" to the end before).
+func TestProgressPipedTotal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 4 items under 2/1.3s, jobs of 2.5s, 4 at once: the pool takes
+		// the last item at 1.3s and the input ends then; the jobs end at
+		// 2.5s and 3.8s.
+		o := testOptions(t, 4, "2/1300ms")
+		o.Progress, o.ProgressInterval, o.Summary = progressLines, time.Second, summaryNone
+		ts := newTestSession(t, "a\nb\nc\nd\n", o, &fakeExec{took: 2500 * time.Millisecond})
+		if code := ts.run(); code != ExitOK {
+			t.Fatalf("run = exit %d\n%s", code, ts.errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(ts.errOut.String(), "\n"), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "pace: 0 done, ") || !strings.HasPrefix(lines[1], "pace: 0/4 done, ") || !strings.HasPrefix(lines[2], "pace: 2/4 done, ") {
+			t.Errorf("status lines %q, want 0 done at 1s, then 0/4 and 2/4: the total known at the input's end", lines)
+		}
+	})
 }

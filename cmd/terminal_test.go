@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,9 +142,15 @@ func TestTerminalOutputWithoutNewline(t *testing.T) {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id := strings.TrimPrefix(r.URL.Path, "/")
+				fmt.Fprintf(w, `{"id":%s,"name":"repo%s"}`, id, id)
+			}))
+			defer srv.Close()
 			for name, sh := range map[string]string{
 				"known total":   `pace run -r 1/100ms -j 1 -- printf '{"id":%s,"name":"repo%s"}' {} {} ::: 1 2 3 4 5`,
 				"unknown total": `seq 5 | pace run -r 1/100ms -j 1 -- printf '{"id":%s,"name":"repo%s"}' {} {}`,
+				"fetch":         `seq 5 | pace fetch -r 1/100ms -j 1 ` + srv.URL + `/{}`,
 			} {
 				raw := ptyRun(t, cols, dir, sh, nil)
 				lines := checkScreen(t, cols, raw)
