@@ -10,6 +10,9 @@
 #   KEEP=DIR scripts/bench.sh   # also keep every run's summaries and logs in DIR
 #   OUT=FILE scripts/bench.sh   # write FILE instead of docs/benchmarks.md
 #   PACE_BIN=FILE scripts/bench.sh  # measure this pace binary instead of building one
+#   ONLY=run,exec scripts/bench.sh  # only these scenarios (run: pace run vs xargs and
+#                                   # GNU parallel; exec: pace exec vs /bin/true), printed
+#                                   # on stdout unless OUT is given
 #
 # Only loopback servers that this script starts receive traffic: the strict
 # server (internal/strictserver/strictd) and, for the Redis scenarios, a
@@ -25,6 +28,7 @@ if [ -n "${QUICK:-}" ]; then
 	reps=1 fleets=2 accs=2 quick=" (QUICK=1)"
 fi
 out=${OUT:-docs/benchmarks.md}
+[ -n "${ONLY:-}" ] && out=${OUT:-/dev/stdout}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -47,7 +51,8 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime | sed 's/.*avera
 started=$(date +%s)
 load_start=$(loadavg)
 log "building"
-if [ -n "${PACE_BIN:-}" ]; then cp "$PACE_BIN" "$tmp/pace"; else go build -o "$tmp/pace" .; fi
+# Built as released (.goreleaser.yaml): static, no cgo.
+if [ -n "${PACE_BIN:-}" ]; then cp "$PACE_BIN" "$tmp/pace"; else CGO_ENABLED=0 go build -trimpath -o "$tmp/pace" .; fi
 go build -o "$tmp/strictd" ./internal/strictserver/strictd
 go build -o "$tmp/benchtool" ./internal/benchtools/benchtool
 go build -o "$tmp/cookbook" ./internal/benchtools/cookbook
@@ -210,6 +215,153 @@ table_head() {
 		add "|---|---|---|---|---|---|---|"
 	fi
 }
+
+# write_report writes the report to $out.
+write_report() {
+	local elapsed load_end
+	elapsed=$(($(date +%s) - started))
+	load_end=$(loadavg)
+	{
+		echo "# Benchmarks"
+		echo
+		echo "Written by \`scripts/bench.sh\`$quick on $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | cut -d' ' -f3),"
+		echo "in $((elapsed / 60)) min $((elapsed % 60)) s. Load average (1, 5, 15 min): $load_start at the start,"
+		echo "$load_end at the end; other work shares this machine. Absolute times vary with the load;"
+		echo "compare the ratios, which come from runs made side by side in the same invocation."
+		echo
+		echo "## Targets"
+		echo
+		echo "One line per scenario: the target from its issue, what was measured over every run, and the"
+		echo "verdict. Nothing is tuned to pass: a miss is reported as measured."
+		echo
+		echo "| scenario | target | measured | verdict |"
+		echo "|---|---|---|---|"
+		printf '%s\n' "${verdicts[@]}"
+		echo
+		printf '%s\n' "${report[@]}"
+		echo "## Commands"
+		echo
+		echo "PORT is the strict server's port (strictd -portfile), RPORT redis-server's (a free port found by"
+		echo "\`benchtool freeport\`), items30 is \`seq 30\`, urls60 and fleetP are URLs on the strict server,"
+		echo "items60 is \`benchtool items -n 60 -max 60 -seed 13\` (lines \"SEQ COST\"). Optima:"
+		echo "\`benchtool fastest -rules RULES -n N [-jobs J]\` or \`-items items60\`."
+		echo
+		echo '```'
+		printf '%s\n' "${commands[@]}"
+		echo '```'
+	} >"$out"
+	log "wrote $out"
+}
+
+# per_call SECONDS N prints SECONDS/N in milliseconds, two decimals.
+per_call() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.2f", s*1000/n }'; }
+
+# at_most VALUE LIMIT prints "met" if VALUE <= LIMIT, else "**missed**".
+at_most() { awk -v v="$1" -v l="$2" 'BEGIN { if (v + 0 <= l + 0) print "met"; else print "**missed**" }'; }
+
+# scenario_run: 800 true jobs, 8 in flight, pace run vs xargs and GNU
+# parallel, alternated (issue #22). PATH is the same short one for all
+# three, so that no runner gains from where true sits in a long PATH (pace
+# looks a program up once, xargs once per job).
+scenario_run() {
+	local n=800 runs x p g
+	runs=$((reps < 3 ? 3 : reps))
+	log "overhead: $n true jobs, 8 in flight"
+	seq "$n" >"$tmp/items$n"
+	xs=() ps=() gs=()
+	for _ in $(seq "$runs"); do
+		xs+=("$(PATH=/usr/bin:/bin time_cmd sh -c "xargs -P8 -n1 true <'$tmp/items$n'")")
+		ps+=("$(PATH=/usr/bin:/bin time_cmd "$pace" run -j 8 --summary none -a "$tmp/items$n" -- true)")
+		if have parallel; then gs+=("$(PATH=/usr/bin:/bin time_cmd sh -c "parallel -j8 true <'$tmp/items$n'")"); fi
+	done
+	x=$(median "${xs[@]}") p=$(median "${ps[@]}")
+	add "## Overhead: $n \`true\` jobs, 8 in flight, no rule"
+	add ""
+	add "Median wall time of $runs runs each, alternated, as a ratio to \`xargs -P8 -n1 true\`; PATH=/usr/bin:/bin for all."
+	add ""
+	add "| runner | wall (s) | wall / xargs |"
+	add "|---|---|---|"
+	add "| xargs -P8 -n1 | $x | 1.00 |"
+	add "| pace run -j 8 | $p | $(ratio "$p" "$x") |"
+	if [ ${#gs[@]} -gt 0 ]; then
+		g=$(median "${gs[@]}")
+		add "| GNU parallel -j8 | $g | $(ratio "$g" "$x") |"
+		add ""
+		add "GNU parallel / pace: $(ratio "$g" "$p")x."
+	fi
+	add ""
+	verdicts+=("| #22 \`pace run -j 8 -- true\`, $n items | ≤ 1.00x \`xargs -P8 -n1 true\` | $(ratio "$p" "$x")x (runs: pace ${ps[*]} s; xargs ${xs[*]} s) | $(at_most "$(ratio "$p" "$x")" 1.00) |")
+	if [ ${#gs[@]} -gt 0 ]; then
+		verdicts+=("| #22 \`pace run -j 8 -- true\` vs GNU parallel | report | $(ratio "$p" "$g")x \`parallel -j8 true\` | reported |")
+	fi
+	cmdline "PATH=/usr/bin:/bin xargs -P8 -n1 true <items$n;  PATH=/usr/bin:/bin pace run -j 8 --summary none -a items$n -- true;  PATH=/usr/bin:/bin parallel -j8 true <items$n   # items$n: seq $n"
+}
+
+# scenario_exec: what one pace exec costs, in a shell loop of n calls,
+# alternated with /bin/true: in memory, and with a local store (--key), for
+# --wait-only and for running /bin/true (issues #14, #22). The rule never
+# binds, so every call is start-up, admission and exit.
+scenario_exec() {
+	local n=${EXEC_N:-200} runs t k i label w
+	runs=$((reps < 3 ? 3 : reps))
+	log "pace exec overhead"
+	local -a cases=("-r 1000000/s --wait-only" "-r 1000000/s -- /bin/true")
+	if has_local; then
+		cases+=("--key K --state DIR -r 1000000/s --wait-only" "--key K --state DIR -r 1000000/s -- /bin/true")
+	fi
+	local -a ts=() sums=()
+	for k in "${!cases[@]}"; do sums[k]=""; done
+	for _ in $(seq "$runs"); do
+		run=$((run + 1))
+		ts+=("$(time_cmd sh -c "for i in \$(seq $n); do /bin/true; done")")
+		for k in "${!cases[@]}"; do
+			args=${cases[k]//K/ov$run-$k}
+			args=${args//DIR/$tmp/state}
+			sums[k]="${sums[k]} $(time_cmd sh -c "for i in \$(seq $n); do '$pace' exec $args || exit 1; done")"
+		done
+	done
+	t=$(median "${ts[@]}")
+	add "### \`pace exec\` overhead per call"
+	add ""
+	add "A shell loop of $n calls, median of $runs runs, alternated with a loop of \`/bin/true\`; a rule that never binds"
+	add "(1000000/s); with \`--key\`, one local store per run. Built as released (static, \`CGO_ENABLED=0\`)."
+	add ""
+	add "| loop body | ms per call | / \`/bin/true\` |"
+	add "|---|---|---|"
+	add "| \`/bin/true\` | $(per_call "$t" $n) | 1.00 |"
+	for k in "${!cases[@]}"; do
+		# shellcheck disable=SC2086 # the runs are words
+		w=$(median ${sums[k]})
+		label="pace exec ${cases[k]}"
+		add "| \`$label\` | $(per_call "$w" $n) | $(ratio "$w" "$t") |"
+		case ${cases[k]} in
+		"--key K --state DIR -r 1000000/s -- /bin/true")
+			verdicts+=("| #22 \`pace exec --key K -- true\` | ≤ 4 ms a call and ≤ 2x \`/bin/true\` | $(per_call "$w" $n) ms, $(ratio "$w" "$t")x | $(awk -v ms="$(per_call "$w" $n)" -v r="$(ratio "$w" "$t")" 'BEGIN { if (ms + 0 <= 4 && r + 0 <= 2) print "met"; else print "**missed**" }') |") ;;
+		"--key K --state DIR -r 1000000/s --wait-only")
+			verdicts+=("| #22 \`pace exec --key K --wait-only\` | ≤ 3 ms a call | $(per_call "$w" $n) ms, $(ratio "$w" "$t")x \`/bin/true\` | $(at_most "$(per_call "$w" $n)" 3) |") ;;
+		"-r 1000000/s --wait-only")
+			verdicts+=("| #22 \`pace exec --wait-only\`, in memory | report | $(per_call "$w" $n) ms, $(ratio "$w" "$t")x \`/bin/true\` | reported |") ;;
+		esac
+	done
+	add ""
+	cmdline "for i in \$(seq $n); do pace exec [--key K --state DIR] -r 1000000/s {--wait-only | -- /bin/true}; done   # vs for i in \$(seq $n); do /bin/true; done"
+}
+
+# has_local: this pace has a local store (pace exec, --state).
+has_local() {
+	"$pace" exec --help >/dev/null 2>&1 && "$pace" fetch --help 2>/dev/null | grep -- '--state' >/dev/null # not -q: pace must not get SIGPIPE (pipefail)
+}
+
+if [ -n "${ONLY:-}" ]; then
+	for s in ${ONLY//,/ }; do
+		case $s in
+		run | exec) "scenario_$s" ;;
+		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec)" >&2 && exit 2 ;;
+		esac
+	done
+	write_report
+	exit 0
+fi
 
 # Optima, from throttle's oracle.
 opt30=$(fastest -rules 5/s,12/3s -n 30 -jobs 4)
@@ -502,9 +654,6 @@ cmdline "2 × in parallel (odd lines, even lines): pace fetch -r 5/s --cost-rate
 
 # ---------------------------------------------------------------------------
 # Issue #14: the local store, once the build has it.
-has_local() {
-	"$pace" exec --help >/dev/null 2>&1 && "$pace" fetch --help 2>/dev/null | grep -q -- '--state'
-}
 
 # fleet_local: 4 pace fetch processes through the local store.
 fleet_local() {
@@ -570,27 +719,7 @@ if has_local; then
 	add ""
 	cmdline "2 × in parallel: for i in \$(seq 30); do pace exec --key ex\$RUN --state DIR -r 5/s -r 12/3s -- curl -sf -o /dev/null http://127.0.0.1:PORT/lL-\$i; done   # strictd -rules 5/s,12/3s"
 
-	log "issue #14: pace exec --wait-only overhead"
-	n=200
-	ts=() ws=() es=()
-	for _ in $(seq "$reps"); do
-		run=$((run + 1))
-		ts+=("$(time_cmd sh -c "for i in \$(seq $n); do /bin/true; done")")
-		ws+=("$(time_cmd sh -c "for i in \$(seq $n); do '$pace' exec --key ov$run --state '$tmp/state' -r 1000000/s --wait-only || exit 1; done")")
-		es+=("$(time_cmd sh -c "for i in \$(seq $n); do '$pace' exec --key ox$run --state '$tmp/state' -r 1000000/s -- /bin/true || exit 1; done")")
-	done
-	t=$(median "${ts[@]}") w=$(median "${ws[@]}") e=$(median "${es[@]}")
-	add "### \`pace exec\` overhead per call"
-	add ""
-	add "A shell loop of $n calls, median of $reps runs; a rule that never binds (1000000/s), one local store."
-	add ""
-	add "| loop body | ms per call | / \`/bin/true\` |"
-	add "|---|---|---|"
-	add "| \`/bin/true\` | $(awk -v s="$t" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | 1.00 |"
-	add "| \`pace exec --key K --state DIR -r 1000000/s --wait-only\` | $(awk -v s="$w" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | $(ratio "$w" "$t") |"
-	add "| \`pace exec --key K --state DIR -r 1000000/s -- /bin/true\` | $(awk -v s="$e" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') | $(ratio "$e" "$t") |"
-	add ""
-	verdicts+=("| #14 \`pace exec --wait-only\` overhead | report | $(awk -v s="$w" -v n=$n 'BEGIN { printf "%.2f", s*1000/n }') ms per call, $(ratio "$w" "$t")x \`/bin/true\` | reported |")
+	scenario_exec
 else
 	add "Not measured: this build has no \`pace exec\`, or \`pace fetch\` has no \`--state\`."
 	add ""
@@ -661,31 +790,7 @@ if [ -n "$redis_url" ]; then
 fi
 
 # ---------------------------------------------------------------------------
-log "overhead: 2000 true jobs, 8 in flight"
-seq 2000 >"$tmp/items2000"
-xs=() ps=() gs=()
-for _ in $(seq "$reps"); do
-	xs+=("$(time_cmd sh -c "xargs -P8 -n1 true <'$tmp/items2000'")")
-	ps+=("$(time_cmd "$pace" run -j 8 --summary none -a "$tmp/items2000" -- true)")
-	if have parallel; then gs+=("$(time_cmd sh -c "parallel -j8 true <'$tmp/items2000'")"); fi
-done
-x=$(median "${xs[@]}")
-p=$(median "${ps[@]}")
-add "## Overhead: 2000 \`true\` jobs, 8 in flight, no rule"
-add ""
-add "Median wall time of $reps runs each, as a ratio to \`xargs -P8 -n1 true\` in the same run."
-add ""
-add "| runner | wall / xargs |"
-add "|---|---|"
-add "| xargs -P8 -n1 | 1.00 |"
-add "| pace run -j 8 | $(ratio "$p" "$x") |"
-if [ ${#gs[@]} -gt 0 ]; then
-	g=$(median "${gs[@]}")
-	add "| GNU parallel -j8 | $(ratio "$g" "$x") |"
-	add ""
-	add "GNU parallel / pace: $(ratio "$g" "$p")x."
-fi
-add ""
+scenario_run
 
 # ---------------------------------------------------------------------------
 log "CPU while waiting"
@@ -723,35 +828,4 @@ if have curl; then
 fi
 
 # ---------------------------------------------------------------------------
-elapsed=$(($(date +%s) - started))
-load_end=$(loadavg)
-{
-	echo "# Benchmarks"
-	echo
-	echo "Written by \`scripts/bench.sh\`$quick on $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | cut -d' ' -f3),"
-	echo "in $((elapsed / 60)) min $((elapsed % 60)) s. Load average (1, 5, 15 min): $load_start at the start,"
-	echo "$load_end at the end; other work shares this machine. Absolute times vary with the load;"
-	echo "compare the ratios, which come from runs made side by side in the same invocation."
-	echo
-	echo "## Targets"
-	echo
-	echo "One line per scenario: the target from its issue, what was measured over every run, and the"
-	echo "verdict. Nothing is tuned to pass: a miss is reported as measured."
-	echo
-	echo "| scenario | target | measured | verdict |"
-	echo "|---|---|---|---|"
-	printf '%s\n' "${verdicts[@]}"
-	echo
-	printf '%s\n' "${report[@]}"
-	echo "## Commands"
-	echo
-	echo "PORT is the strict server's port (strictd -portfile), RPORT redis-server's (a free port found by"
-	echo "\`benchtool freeport\`), items30 is \`seq 30\`, urls60 and fleetP are URLs on the strict server,"
-	echo "items60 is \`benchtool items -n 60 -max 60 -seed 13\` (lines \"SEQ COST\"). Optima:"
-	echo "\`benchtool fastest -rules RULES -n N [-jobs J]\` or \`-items items60\`."
-	echo
-	echo '```'
-	printf '%s\n' "${commands[@]}"
-	echo '```'
-} >"$out"
-log "wrote $out"
+write_report
