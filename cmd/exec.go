@@ -62,6 +62,10 @@ traps run as under a shell, and pace exits with its status. In the
 foreground of a terminal, Ctrl-C, Ctrl-\ and a resize reach the command
 directly, and pace does not send them a second time.
 
+While the call waits, pace says which rule of the quota is full and when
+the next call may go: at once with -v, else on a terminal once it has
+waited a second.
+
 --wait-only admits the call and exits 0 without running anything: to
 pace a step that is not a command, or to tell pace's exit status from
 the command's.
@@ -127,7 +131,7 @@ func NewCmdExec(f *Factory, runF func(*ExecOptions) error) *cobra.Command {
 	fl.Var(durationValue{&opts.Margin}, "margin",
 		"widen every rule's window by `DURATION`, so that a server counting arrivals\nstill sees the rules kept despite the command's start-up")
 	fl.BoolVar(&opts.WaitOnly, "wait-only", false, "admit the call, then exit 0 without running anything")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "say on stderr when the call was admitted and how long it waited")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "say on stderr what the call waits on and until when, then when it was admitted")
 	fl.Lookup("margin").DefValue = defaultRunMargin.String()
 	addRedisFlags(cmd, &opts.Shared)
 	for _, name := range []string{"rate", "cost-rate", "cost", "margin"} {
@@ -205,7 +209,9 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
 	}
 	defer backend.Close()
+	stopNote := waitNote(admitCtx, opts.Shared, ios.ErrOut, opts.Verbose, ios.IsStderrTTY())
 	adm, err := backend.Admit(admitCtx, opts.Cost)
+	stopNote()
 	endWatch()
 	switch {
 	case sig != nil:

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redistest"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// TestExecSaysWhatItWaitsOn: pace exec -v whose call must wait says, before
+// it waits, which quota, which rule is full and when the next call may go;
+// an interrupt then stops it (130), nothing run. The same for Redis.
+func TestExecSaysWhatItWaitsOn(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	srv := redistest.Start(t)
+	for _, where := range [][]string{
+		{"--state", t.TempDir()},
+		{"--redis", "redis://" + srv.Addr()},
+	} {
+		args := append([]string{"exec", "--key", "w", "-r", "1/h", "--wait-only"}, where...)
+		if code, _, stderr := execPace(t, "", args...); code != 0 {
+			t.Fatalf("pace %s = %d, %q", strings.Join(args, " "), code, stderr)
+		}
+		ios, _, errOut := testIO("")
+		sigs := make(chan os.Signal, 1)
+		done := make(chan int, 1)
+		args = append(args, "-v")
+		go func() { done <- Execute(&Factory{IOStreams: ios, Signals: sigs}, args) }()
+		want := regexp.MustCompile(`pace: waiting for quota "w" \((local|redis) .*\): 1/h is full \(1/1 used\); the next call may go at [0-9:]{8} \(in (59m|1h)`)
+		waitFor(t, "the note on what pace exec waits on", func() bool { return want.MatchString(errOut.String()) })
+		sigs <- os.Interrupt
+		select {
+		case code := <-done:
+			if code != ExitInterrupted {
+				t.Errorf("pace %s, then SIGINT = exit %d, want 130; stderr %q", strings.Join(args, " "), code, errOut)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("pace %s ignored SIGINT while waiting", strings.Join(args, " "))
+		}
+	}
+}
+
+func TestWaitText(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
+	full := []throttle.RuleStats{{Rule: throttle.Rule{N: 10, Window: time.Second}, Used: 3, Usage: 0.3},
+		{Rule: throttle.Rule{N: 5, Window: time.Hour}, Used: 5, Usage: 1}}
+	for _, tt := range []struct {
+		next       time.Time
+		jobs, held int
+		want       string
+	}{
+		{now, 0, 0, ""}, // goes at once
+		{now.Add(47 * time.Minute), 0, 0, `waiting for Q: 5/h is full (5/5 used); the next call may go at 03:51:05 (in 47m0s)`},
+		{now.Add(30 * time.Hour), 0, 0, `waiting for Q: 5/h is full (5/5 used); the next call may go at 2026-01-03 09:04:05 (in 30h0m0s)`},
+		{now, 2, 2, `waiting for Q: all 2 slots of --global-jobs are held; the call goes when one comes back`},
+		{now, 2, 1, ""},
+	} {
+		if got := waitText("Q", full, now, tt.next, tt.jobs, tt.held); got != tt.want {
+			t.Errorf("waitText(next %v, jobs %d, held %d) = %q, want %q", tt.next.Sub(now), tt.jobs, tt.held, got, tt.want)
+		}
+	}
+}
