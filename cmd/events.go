@@ -76,14 +76,14 @@ func (r *recorder) onEvent(ev runner.Event) {
 		if r.log != nil {
 			a := ev.Admission
 			r.log.Info("job started", "seq", ev.Job.Seq, "attempt", ev.Job.Attempt, "slot", ev.Job.Slot,
-				"waited", a.Waited.Round(time.Microsecond), "cmd", ev.Job.CommandLine())
+				"waited", a.Waited.Round(time.Microsecond), "cmd", shownCommand(&ev.Job))
 		}
 	case runner.JobNotStarted:
 		if r.margin != nil {
 			r.margin.Forget(ev.Result.Start)
 		}
 		if r.log != nil {
-			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", ev.Result.Err)
+			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", shownStatus(&ev.Result.Job, ev.Result.Status()))
 		}
 	case runner.JobFinished:
 		r.adaptMargin(ev.Result)
@@ -94,7 +94,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 				level = slog.LevelWarn
 			}
 			r.log.Log(context.Background(), level, "job finished", "seq", res.Job.Seq, "attempt", res.Job.Attempt,
-				"status", res.Status(), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
+				"status", shownStatus(&res.Job, res.Status()), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
 		}
 		if errors.Is(ev.Result.Err, runner.ErrOutput) {
 			// Its body could not be kept (a full disk under -o DIR/):
@@ -122,7 +122,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 		if outErr != nil && !errors.Is(outErr, errStdoutGone) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
-		r.tally.done(res, r.s.show)
+		r.tally.done(res, func(item string) string { return shownItem(&res.Job, r.s.show(item)) })
 		if !ev.RetryDropped { // else its row was written when it finished
 			r.record(res)
 		}
@@ -255,8 +255,8 @@ func (r *recorder) reportUnlogged(w io.Writer) {
 // reportFailure prints one line about an item that failed for good.
 func reportFailure(w io.Writer, r *runner.Result) {
 	if r.Err != nil {
-		fmt.Fprintf(w, "pace: %s\n", userMessage(r.Err))
+		fmt.Fprintf(w, "pace: %s\n", shownStatus(&r.Job, userMessage(r.Err)))
 		return
 	}
-	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, r.Status(), r.Job.CommandLine())
+	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, shownStatus(&r.Job, r.Status()), shownCommand(&r.Job))
 }

@@ -96,8 +96,8 @@ type jobLog struct {
 }
 
 // jobLogCommand is the Command column of pace run's rows: the command
-// line, quoted for a shell.
-func jobLogCommand(j *runner.Job) string { return j.CommandLine() }
+// line, quoted for a shell, with its credentials hidden (shownCommand).
+func jobLogCommand(j *runner.Job) string { return shownCommand(j) }
 
 // fetchJobLogCommand is the Command column of pace fetch's rows: "METHOD
 // URL", the URL with its credentials redacted (Argv as the fetch
@@ -147,6 +147,9 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 		j.earlier, err = joblog.Read(f)
 		if err != nil {
 			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
+		}
+		for i := range j.earlier.Entries {
+			j.earlier.Entries[i].Command = redactLogged(j.earlier.Entries[i].Command)
 		}
 	}
 	if o.Resume || o.ResumeFailed {

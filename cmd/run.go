@@ -221,13 +221,17 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if o.DryRun {
 		return dryRun(ctx, opts.Factory, o, executor, nil, in, readOpts)
 	}
+	print := printOutput(o.Tag)
+	if o.Tag {
+		print = tagShown(print)
+	}
 	s := &session{
 		f:           opts.Factory,
 		opts:        o,
 		executor:    executor,
 		input:       in,
 		readOpts:    readOpts,
-		print:       printOutput(o.Tag),
+		print:       print,
 		logCommand:  jobLogCommand,
 		show:        func(item string) string { return item },
 		filesPerJob: 6, // stdin, two pipes (both ends while starting), two spill files
@@ -301,6 +305,16 @@ func printOutput(tag bool) func(out, errOut io.Writer, r *runner.Result) error {
 		_, err = r.Stdout.WriteTo(out)
 		r.Stderr.WriteTo(errOut)
 		return err
+	}
+}
+
+// tagShown returns print with --tag's item as shownItem shows it: an item
+// that goes where a credential goes is hidden.
+func tagShown(print func(out, errOut io.Writer, r *runner.Result) error) func(out, errOut io.Writer, r *runner.Result) error {
+	return func(out, errOut io.Writer, r *runner.Result) error {
+		c := *r
+		c.Job.Item = shownItem(&r.Job, r.Job.Item)
+		return print(out, errOut, &c)
 	}
 }
 
@@ -395,7 +409,7 @@ loop:
 			failed = true
 			continue
 		}
-		if _, err := fmt.Fprintln(out, job.CommandLine()); err != nil {
+		if _, err := fmt.Fprintln(out, shownCommand(&job)); err != nil {
 			writeErr = err
 			cancel()
 			break

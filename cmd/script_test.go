@@ -25,6 +25,19 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"pace": func() { exitShowing(Main()) },
+		"pace-argv-probe": func() {
+			// Appends its arguments, one per line, to $PROBE_OUT and
+			// exits with $PROBE_EXIT: what a job really received.
+			f, err := os.OpenFile(os.Getenv("PROBE_OUT"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(125)
+			}
+			fmt.Fprintln(f, strings.Join(os.Args[1:], "\n"))
+			f.Close()
+			code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
+			os.Exit(code)
+		},
 		"pace-failing-backend": func() {
 			// Admits $PACE_TEST_ADMIT calls, then fails like a dead Redis.
 			n, _ := strconv.Atoi(os.Getenv("PACE_TEST_ADMIT"))

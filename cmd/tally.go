@@ -163,7 +163,7 @@ func (t *tally) done(r *runner.Result, show func(string) string) {
 	}
 	t.failed++
 	if len(t.failedItems) < maxFailedItems {
-		t.failedItems = append(t.failedItems, failedItem{Seq: r.Job.Seq, Item: show(r.Job.Item), Status: r.Status()})
+		t.failedItems = append(t.failedItems, failedItem{Seq: r.Job.Seq, Item: show(r.Job.Item), Status: shownStatus(&r.Job, r.Status())})
 	}
 }
 

@@ -151,3 +151,68 @@ func FuzzSecretValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzArgv checks that Argv never panics, is idempotent and leaves its
+// argument alone, over arguments made of fuzzed text (split at '|'); and
+// that a secret value, made of URL-safe bytes, put where a command line
+// holds credentials, does not survive it.
+func FuzzArgv(f *testing.F) {
+	f.Add("curl|-H|Authorization: Bearer x|-u|a:b|http://u:p@h/?api_key=k", uint8(0), []byte("T0K-abcdefgh"), "before", "after")
+	f.Add("sh|-c|curl -H 'Cookie: a=b' -u 'u:p' --token t https://h/bot1:x/y", uint8(1), []byte("PW-abcdefgh"), "-v", "")
+	f.Add(`x|{"password": "p\"q", "a":"b"}|--key=|-pass|-H`, uint8(2), []byte("K-abcdefgh"), "", "--x=1")
+	f.Add("mysql|-p|-pabc|redis-cli|-a|x|-x|u:p@h|--proxy", uint8(3), []byte("abcdefgh"), "'", "\"")
+	f.Add("|||-u|", uint8(4), []byte("abcdefghij"), "Authorization:", "X-Api-Key: v")
+	f.Add("http|-a|b", uint8(5), []byte("abcdefghij"), "a b", "c\nd")
+	f.Fuzz(func(t *testing.T, args string, pos uint8, value []byte, before, after string) {
+		r := New()
+		in := strings.Split(args, "|")
+		keep := slices.Clone(in)
+		got := r.Argv(in)
+		if !slices.Equal(in, keep) {
+			t.Fatalf("Argv(%q) changed its argument", keep)
+		}
+		if again := r.Argv(got); !slices.Equal(again, got) {
+			t.Errorf("Argv(%q) = %q, but Argv of that = %q", in, got, again)
+		}
+		if len(value) < 8 {
+			return
+		}
+		v := make([]byte, len(value))
+		for i, c := range value {
+			v[i] = urlSafe[int(c)%len(urlSafe)]
+		}
+		secret := string(v)
+		var build func(v string) []string
+		switch pos % 8 {
+		case 0:
+			build = func(v string) []string { return []string{"curl", before, "-H", "Authorization: Bearer " + v, after} }
+		case 1:
+			build = func(v string) []string { return []string{"curl", before, "-u", "user:" + v, after} }
+		case 2:
+			build = func(v string) []string { return []string{"prog", before, "--password=" + v, after} }
+		case 3:
+			build = func(v string) []string { return []string{"prog", before, "--api-key", v, after} }
+		case 4:
+			build = func(v string) []string { return []string{"curl", before, "--oauth2-bearer", v, after} }
+		case 5:
+			build = func(v string) []string { return []string{"curl", before, "http://u:" + v + "@h/", after} }
+		case 6:
+			if strings.ContainsAny(before+after, "'\n") {
+				return
+			}
+			build = func(v string) []string {
+				return []string{"sh", "-c", "curl " + before + " -H 'X-Api-Key: " + v + "' " + after}
+			}
+		case 7:
+			build = func(v string) []string { return []string{"curl", before, "-d", "a=1&token=" + v, after} }
+		}
+		if strings.Contains(strings.Join(build(""), "\x00"), secret) {
+			return
+		}
+		in = build(secret)
+		out := strings.ReplaceAll(strings.Join(r.Argv(in), "\x00"), Placeholder, "\x01")
+		if strings.Contains(out, secret) {
+			t.Errorf("Argv(%q) = %q, holds %q", in, r.Argv(in), secret)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package cmd
+
+import (
+	"strings"
+
+	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/runner"
+)
+
+// shownCommand returns job's command line as pace shows and logs it: in
+// failure lines, -v, the job log's Command column and --dry-run, with its
+// credentials hidden (redact.Argv). The job runs its argv untouched.
+func shownCommand(j *runner.Job) string {
+	c := runner.Job{Argv: redact.New().Argv(j.Argv)}
+	return c.CommandLine()
+}
+
+// shownStatus returns msg, a status or error message about job, with the
+// credentials of job's argv hidden wherever msg quotes them, and those of
+// any URL in it.
+func shownStatus(j *runner.Job, msg string) string {
+	red := redact.New()
+	red.AddArgv(j.Argv)
+	return red.String(msg)
+}
+
+// shownItem returns item, job's item as shown returns it, hidden whole
+// when the command puts it where a credential goes (-H 'Authorization:
+// Bearer {}'), as pace fetch hides an item that goes into a secret header;
+// otherwise redacted as an argument (a URL with a password).
+func shownItem(j *runner.Job, item string) string {
+	if len(item) >= 3 {
+		for _, v := range redact.New().ArgvSecrets(j.Argv) {
+			if strings.Contains(v, item) {
+				return redact.Placeholder
+			}
+		}
+	}
+	return redact.New().Argv([]string{item})[0]
+}
+
+// redactLogged returns line, a job log's Command column, as pace now
+// writes it: rows written before commands were redacted hold credentials,
+// which neither a resumed run's check nor its messages may show. A line
+// that is not a command line as runner.Job.CommandLine writes them (pace
+// fetch's METHOD URL, GNU parallel's, or one edited by hand) is redacted
+// as a shell script, which leaves pace fetch's rows as they are.
+func redactLogged(line string) string {
+	argv, ok := splitCommandLine(line)
+	if !ok || (&runner.Job{Argv: argv}).CommandLine() != line {
+		return redact.New().Argv([]string{line})[0]
+	}
+	return shownCommand(&runner.Job{Argv: argv})
+}
+
+// splitCommandLine splits line, as runner.Job.CommandLine quotes it, back
+// into its arguments: words separated by single spaces, each bare, in
+// single quotes (a single quote in a word closes them, is escaped and
+// opens them again) or in double quotes. ok is false
+// for a line that CommandLine could not have written.
+func splitCommandLine(line string) (argv []string, ok bool) {
+	if line == "" {
+		return nil, false
+	}
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case ' ':
+			if !inWord {
+				return nil, false
+			}
+			argv = append(argv, b.String())
+			b.Reset()
+			inWord = false
+		case '\'', '"':
+			end := strings.IndexByte(line[i+1:], c)
+			if end < 0 {
+				return nil, false
+			}
+			b.WriteString(line[i+1 : i+1+end])
+			i += 1 + end
+			inWord = true
+		case '\\':
+			if i+1 == len(line) {
+				return nil, false
+			}
+			i++
+			b.WriteByte(line[i])
+			inWord = true
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	if !inWord {
+		return nil, false
+	}
+	return append(argv, b.String()), true
+}

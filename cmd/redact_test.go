@@ -1,0 +1,65 @@
+package cmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// FuzzSplitCommandLine: splitCommandLine reads back every line that
+// runner.Job.CommandLine writes.
+func FuzzSplitCommandLine(f *testing.F) {
+	f.Add("curl|-H|Authorization: Bearer x|it's|a\"b|$x|")
+	f.Add("NAME=value|x")
+	f.Add("|'\\''|\\")
+	f.Fuzz(func(t *testing.T, args string) {
+		argv := strings.Split(args, "|")
+		line := (&runner.Job{Argv: argv}).CommandLine()
+		got, ok := splitCommandLine(line)
+		if !ok || !slices.Equal(got, argv) {
+			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", line, got, ok, argv)
+		}
+	})
+}
+
+func TestSplitCommandLineRefuses(t *testing.T) {
+	for _, line := range []string{"", "a  b", "a ", " a", "'a", `a\`, `"a`} {
+		if argv, ok := splitCommandLine(line); ok {
+			t.Errorf("splitCommandLine(%q) = %q, true; want false", line, argv)
+		}
+	}
+}
+
+func TestRedactLogged(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		// A row written before commands were redacted.
+		{"curl -H 'Authorization: Bearer T0K' 'http://u:PW@h/?api_key=K'", "curl -H 'Authorization: REDACTED' 'http://u:REDACTED@h/?api_key=REDACTED'"},
+		// Rows as pace writes them now stay as they are.
+		{"curl -H 'Authorization: REDACTED' https://h/", "curl -H 'Authorization: REDACTED' https://h/"},
+		{"echo 'a  b' --x=1", "echo 'a  b' --x=1"},
+		// pace fetch's rows (METHOD URL, not quoted) and GNU parallel's.
+		{"GET http://u:REDACTED@h/x?a=1&b=2", "GET http://u:REDACTED@h/x?a=1&b=2"},
+		{"curl  --token tok1  http://h/", "curl  --token REDACTED  http://h/"},
+	} {
+		if got := redactLogged(tt.in); got != tt.want {
+			t.Errorf("redactLogged(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestShownItem(t *testing.T) {
+	job := &runner.Job{Item: "tok-123", Argv: []string{"curl", "-H", "Authorization: Bearer tok-123", "https://h/"}}
+	if got := shownItem(job, job.Item); got != "REDACTED" {
+		t.Errorf("shownItem(%q) = %q, want REDACTED", job.Item, got)
+	}
+	job = &runner.Job{Item: "http://u:pw@h/", Argv: []string{"curl", "http://u:pw@h/"}}
+	if got := shownItem(job, job.Item); got != "http://u:REDACTED@h/" {
+		t.Errorf("shownItem(%q) = %q", job.Item, got)
+	}
+	job = &runner.Job{Item: "a b", Argv: []string{"echo", "a b"}}
+	if got := shownItem(job, job.Item); got != "a b" {
+		t.Errorf("shownItem(%q) = %q", job.Item, got)
+	}
+}

@@ -1,0 +1,171 @@
+package redact
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// checkArgv runs Argv on every row of tests and checks the result, that
+// the input was left alone, and that redacting again changes nothing.
+func checkArgv(t *testing.T, r *Redactor, tests []struct{ in, want []string }) {
+	t.Helper()
+	for _, tt := range tests {
+		in := slices.Clone(tt.in)
+		got := r.Argv(in)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Argv(%q) =\n\t%q, want\n\t%q", tt.in, got, tt.want)
+		}
+		if !slices.Equal(in, tt.in) {
+			t.Errorf("Argv(%q) changed its argument to %q", tt.in, in)
+		}
+		if again := r.Argv(got); !slices.Equal(again, got) {
+			t.Errorf("Argv(%q) = %q, but Argv of that = %q", tt.in, got, again)
+		}
+	}
+}
+
+// argv splits s at spaces, for short tables.
+func argv(s string) []string { return strings.Split(s, " ") }
+
+func TestArgvIssueExample(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{[]string{"curl", "-fsS", "-H", "Authorization: Bearer T0K", "http://u:PW@127.0.0.1:1/x/1?api_key=K"},
+			[]string{"curl", "-fsS", "-H", "Authorization: REDACTED", "http://u:REDACTED@127.0.0.1:1/x/1?api_key=REDACTED"}},
+	})
+}
+
+func TestArgvHeaders(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{[]string{"curl", "-H", "X-Api-Key: abc123", "-H", "Accept: text/plain", "https://h/"},
+			[]string{"curl", "-H", "X-Api-Key: REDACTED", "-H", "Accept: text/plain", "https://h/"}},
+		{[]string{"curl", "--header", "Cookie: sid=s3cr3t", "--proxy-header", "Proxy-Authorization: Basic dXA="},
+			[]string{"curl", "--header", "Cookie: REDACTED", "--proxy-header", "Proxy-Authorization: REDACTED"}},
+		// Attached and --flag=value forms.
+		{[]string{"curl", "-HAuthorization: Bearer x1", "--header=X-Auth-Token:tok9", "--header=Accept: */*"},
+			[]string{"curl", "-HAuthorization: REDACTED", "--header=X-Auth-Token:REDACTED", "--header=Accept: */*"}},
+		// A header as one argument, as HTTPie and wget take them.
+		{[]string{"http", "GET", "https://h/", "Authorization:Bearer abc", "X-API-Key:k3y", "Accept:json"},
+			[]string{"http", "GET", "https://h/", "Authorization:REDACTED", "X-API-Key:REDACTED", "Accept:json"}},
+		{[]string{"wget", "--header=Authorization: token ghp_abc", "https://h/"},
+			[]string{"wget", "--header=Authorization: REDACTED", "https://h/"}},
+		// A Referer holds a URL: redacted as one.
+		{[]string{"curl", "-H", "Referer: https://h/?token=t1"}, []string{"curl", "-H", "Referer: https://h/?token=REDACTED"}},
+		// Empty values stay empty (curl -H 'Authorization:' removes the header).
+		{[]string{"curl", "-H", "Authorization:"}, []string{"curl", "-H", "Authorization:"}},
+		// Not headers.
+		{argv("echo note: hello time: 12:30"), argv("echo note: hello time: 12:30")},
+	})
+}
+
+func TestArgvUserAndTokens(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{argv("curl -u alice:s3cret https://h/"), argv("curl -u alice:REDACTED https://h/")},
+		{argv("curl --user alice:s3cret https://h/"), argv("curl --user alice:REDACTED https://h/")},
+		{argv("curl --user=alice:s3cret https://h/"), argv("curl --user=alice:REDACTED https://h/")},
+		{argv("curl -ualice:s3cret https://h/"), argv("curl -ualice:REDACTED https://h/")},
+		{argv("curl -U proxyuser:pw2 -x http://h:3128 https://h/"), argv("curl -U proxyuser:REDACTED -x http://h:3128 https://h/")},
+		// An API key as the user name with an empty password.
+		{argv("curl -u sk_live_abc: https://h/"), argv("curl -u REDACTED https://h/")},
+		// A user name alone: curl asks for the password.
+		{argv("curl -u alice https://h/"), argv("curl -u alice https://h/")},
+		{argv("curl --oauth2-bearer ya29.tok https://h/"), argv("curl --oauth2-bearer REDACTED https://h/")},
+		{argv("curl --oauth2-bearer=ya29.tok https://h/"), argv("curl --oauth2-bearer=REDACTED https://h/")},
+		// A proxy with credentials and no scheme.
+		{argv("curl -x bob:pw3@proxy:3128 https://h/"), argv("curl -x bob:REDACTED@proxy:3128 https://h/")},
+		{argv("curl --proxy bob:pw3@proxy:3128 https://h/"), argv("curl --proxy bob:REDACTED@proxy:3128 https://h/")},
+		// Long flags with secret names, with the value attached or next.
+		{argv("tool --password=hunter2 --api-key k1 --token t2 --client-secret=c3 --verbose"),
+			argv("tool --password=REDACTED --api-key REDACTED --token REDACTED --client-secret=REDACTED --verbose")},
+		{argv("mysql --no-password -h db"), argv("mysql --no-password -h db")},
+		// name=value arguments and form data.
+		{argv("http POST https://h/ token=abc name=x"), argv("http POST https://h/ token=REDACTED name=x")},
+		{argv("curl -d user=bob&password=pw4&x=1 https://h/"), argv("curl -d user=bob&password=REDACTED&x=1 https://h/")},
+		{argv("env API_TOKEN=t5 DEBUG=1 curl https://h/"), argv("env API_TOKEN=REDACTED DEBUG=1 curl https://h/")},
+		// URLs without a scheme.
+		{argv("curl example.com/x?api_key=K2&page=1"), argv("curl example.com/x?api_key=REDACTED&page=1")},
+		// Ordinary arguments stay.
+		{argv("sort -u -k 2 in.txt"), argv("sort -u -k 2 in.txt")},
+		{argv("ssh deploy@host uptime"), argv("ssh deploy@host uptime")},
+		{argv("echo a=b --x=y"), argv("echo a=b --x=y")},
+	})
+}
+
+func TestArgvPrograms(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{argv("http -a bob:pw5 GET https://h/"), argv("http -a bob:REDACTED GET https://h/")},
+		{argv("redis-cli -a pw6 PING"), argv("redis-cli -a REDACTED PING")},
+		{argv("timeout 5 redis-cli -h h -a pw6 PING"), argv("timeout 5 redis-cli -h h -a REDACTED PING")},
+		{argv("mysql -upace -ppw7 db"), argv("mysql -upace -pREDACTED db")},
+		{argv("sshpass -p pw8 ssh host"), argv("sshpass -p REDACTED ssh host")},
+		// Elsewhere -a and -p mean other things.
+		{argv("cp -a src dst"), argv("cp -a src dst")},
+		{argv("ssh -p 22 host"), argv("ssh -p 22 host")},
+	})
+}
+
+func TestArgvShellScripts(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{[]string{"sh", "-c", `curl -fsS -H "Authorization: Bearer T0K" 'http://u:PW@h/x?api_key=K' | jq .`},
+			[]string{"sh", "-c", `curl -fsS -H "Authorization: REDACTED" 'http://u:REDACTED@h/x?api_key=REDACTED' | jq .`}},
+		{[]string{"sh", "-c", "curl -u 'alice:pw9' --token t10 https://h/\necho done"},
+			[]string{"sh", "-c", "curl -u 'alice:REDACTED' --token REDACTED https://h/\necho done"}},
+		{[]string{"bash", "-c", `curl -d '{"password": "pw11", "user": "bob"}' https://h/`},
+			[]string{"bash", "-c", `curl -d '{"password": "REDACTED", "user": "bob"}' https://h/`}},
+	})
+}
+
+func TestArgvKnownSecretsAndExtras(t *testing.T) {
+	r := New("tenant").With("sekrit-value")
+	checkArgv(t, r, []struct{ in, want []string }{
+		{argv("prog sekrit-value https://h/?tenant=acme"), argv("prog REDACTED https://h/?tenant=REDACTED")},
+	})
+}
+
+// TestArgvSecretsGone: no value the rules hide survives anywhere in the
+// redacted argv.
+func TestArgvSecretsGone(t *testing.T) {
+	in := []string{"curl", "-H", "Authorization: Bearer S1-xyz", "-u", "me:S2-xyz", "--oauth2-bearer", "S3-xyz",
+		"http://u:S4-xyz@h/?api_key=S5-xyz", "--password=S6-xyz", "-x", "p:S7-xyz@proxy:1",
+		"https://api.telegram.org/bot1:S8-xyz/getMe", "sh -c 'curl -H \"X-Api-Key: S9-xyz\"'"}
+	got := strings.Join(New().Argv(in), " ")
+	if strings.Contains(got, "-xyz") {
+		t.Errorf("Argv(%q) = %q, holds a secret", in, got)
+	}
+}
+
+func TestAddArgv(t *testing.T) {
+	r := New().With()
+	r.AddArgv([]string{"curl", "-H", "Authorization: Bearer tok-123", "-u", "me:pw-456", "http://h/?key=k-789"})
+	got := r.String("exec: tok-123 pw-456 k-789: failed")
+	if got != "exec: REDACTED REDACTED REDACTED: failed" {
+		t.Errorf("after AddArgv, String = %q", got)
+	}
+}
+
+func TestArgvNil(t *testing.T) {
+	if got := New().Argv(nil); len(got) != 0 {
+		t.Errorf("Argv(nil) = %q", got)
+	}
+}
+
+// BenchmarkArgv redacts a typical command, as every job log row and -v
+// line of pace run does.
+func BenchmarkArgv(b *testing.B) {
+	argv := []string{"curl", "-fsS", "-H", "Authorization: Bearer T0K", "-o", "out/1.json", "https://api.example.com/items/1?page=2"}
+	r := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Argv(argv)
+	}
+}
+
+// BenchmarkArgvPlain redacts a command with nothing to hide.
+func BenchmarkArgvPlain(b *testing.B) {
+	argv := []string{"sh", "-c", "echo $1 >> out", "sh", "item-42"}
+	r := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Argv(argv)
+	}
+}
