@@ -136,7 +136,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.Var(rulesValue{rules: &o.CostRules, cost: true}, "cost-rate",
 		"cost rule `N/PERIOD`: the calls' costs (--cost) add up to at most N in any window,\nsuch as 90000/min for tokens per minute; repeat or comma-separate")
 	fl.Var(costValue{&o.Cost}, "cost", "each item's cost under --cost-rate: `EXPR` such as 1000, {2} (a column),\n{len}/4 (the item's bytes / 4) or, for fetch, {body-len}/4 (default 1)")
-	fl.BoolVar(&o.Reorder, "allow-reorder", false, "let a call that fits now overtake a costlier one waiting for room\n(throughput before order; in-memory limiter only)")
+	fl.BoolVar(&o.Reorder, "allow-reorder", false, "let a call that fits now overtake a costlier one waiting for room\n(throughput before order; in-memory limiter only: refused with --key or --redis)")
 	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "run at most `N` jobs at once (default: the number of CPUs)")
 	fl.StringVarP(&o.Input, "input", "a", "-", "read items from `FILE` (- means stdin)")
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
