@@ -27,29 +27,29 @@ func BenchmarkAdmit(b *testing.B) {
 		rules         string
 		procs, gorout int
 		cost          int
-		noSync        bool
+		sync          bool // Options.Sync
 	}{
 		{"log/1", "100000/ms", 0, 1, 1, false},
-		{"log/1-nosync", "100000/ms", 0, 1, 1, true},
+		{"log/1-sync", "100000/ms", 0, 1, 1, true},
 		{"log/4-goroutines", "100000/ms", 0, 4, 1, false},
 		{"log/4-processes", "100000/ms", 4, 0, 1, false},
-		{"log/4-processes-nosync", "100000/ms", 4, 0, 1, true},
+		{"log/4-processes-sync", "100000/ms", 4, 0, 1, true},
 		{"counter/1", "1000000000/s", 0, 1, 1, false},
 		{"cost-log/1", "100000/ms,cost:100000/ms", 0, 1, 3, false},
 		{"log+counter/1", "100000/ms,1000000000/h", 0, 1, 1, false},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			if bm.procs > 0 {
-				benchmarkProcesses(b, bm.rules, bm.procs, bm.noSync)
+				benchmarkProcesses(b, bm.rules, bm.procs, bm.sync)
 				return
 			}
-			benchmarkAdmit(b, bm.rules, bm.gorout, bm.cost, bm.noSync)
+			benchmarkAdmit(b, bm.rules, bm.gorout, bm.cost, bm.sync)
 		})
 	}
 }
 
-func benchmarkAdmit(b *testing.B, rules string, goroutines, cost int, noSync bool) {
-	s := open(b, b.TempDir(), "bench", rules, localstore.Options{NoSync: noSync})
+func benchmarkAdmit(b *testing.B, rules string, goroutines, cost int, syncEach bool) {
+	s := open(b, b.TempDir(), "bench", rules, localstore.Options{Sync: syncEach})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -76,7 +76,7 @@ func benchmarkAdmit(b *testing.B, rules string, goroutines, cost int, noSync boo
 
 // benchmarkProcesses starts procs children, each admitting its share of
 // b.N once all are ready; only the admissions are timed.
-func benchmarkProcesses(b *testing.B, rules string, procs int, noSync bool) {
+func benchmarkProcesses(b *testing.B, rules string, procs int, syncEach bool) {
 	dir := b.TempDir()
 	var cs []*child
 	for i := range procs {
@@ -84,7 +84,7 @@ func benchmarkProcesses(b *testing.B, rules string, procs int, noSync bool) {
 		if i < b.N%procs {
 			n++
 		}
-		cs = append(cs, startChild(b, childEnv{mode: "bench", dir: dir, key: "bench", rules: rules, n: n, noSync: noSync}))
+		cs = append(cs, startChild(b, childEnv{mode: "bench", dir: dir, key: "bench", rules: rules, n: n, sync: syncEach}))
 	}
 	for _, c := range cs {
 		c.waitLine(b, "ready", time.Minute)

@@ -29,20 +29,34 @@
 // back, which writes nothing) and sleeps for the wait the transaction
 // computed, plus a small random jitter, before asking again.
 //
-// Opening and closing the store costs about 0.13ms per transaction on a
-// 2-CPU Linux VM (mostly mmap, munmap and open); bbolt's two fsyncs per
-// commit bring an admission to 0.6 to 0.9ms there, about 1,100 to 1,600
-// admissions a second for the whole host, against about 0.1ms per call
-// to a Redis on the same host (see BenchmarkAdmit). Options.NoSync skips
-// the fsyncs (0.14ms, about 7,000 a second): a process killed at any
-// point still leaves a whole store, since what it wrote is in the
-// kernel's cache, but a host that crashes or loses power may lose the
-// last admissions, or leave a store damaged enough that it must be moved
-// away. The default keeps the fsyncs: rate limits kept on one host are
-// rarely above a few hundred calls a second, and a store that never
-// needs repairing is worth more than the difference. (macOS makes each
-// fsync a full flush of the disk's cache, F_FULLFSYNC, which costs much
-// more; NoSync matters more there.)
+// Opening the store only reads it (the check of the stored rules), so a
+// process that admits one call, such as pace exec, pays for one write
+// transaction.
+//
+// # Durability
+//
+// By default a transaction ends once its writes are in the kernel's
+// cache (bbolt's NoSync): it does not wait for the disk. A process killed
+// at any point, even with SIGKILL inside a commit, still leaves a whole
+// store holding every admission recorded, since the kernel, not the
+// process, writes the pages back. A crash of the host or a power cut may
+// lose what the kernel had not written yet, the admissions of the last
+// moments (on Linux typically up to about 30 s, dirty_expire_centisecs):
+// the store comes back as an earlier transaction left it, and after the
+// reboot a rule admits again what the lost admissions used, so a window
+// that straddles the crash holds at most N more calls than the rule (a
+// per-second or per-minute window has usually passed by the time a host
+// has rebooted; a daily one has not). The crash may also leave pages that
+// bbolt cannot read: the store is then refused with an error wrapping
+// throttle.ErrBackend until it is moved away, never silently reset.
+//
+// Options.Sync waits for the disk at every admission (bbolt's two
+// fsyncs), so that nothing Admit returned can be lost, at about a fifth
+// of the speed: on a 2-CPU Linux VM about 0.6 to 0.9ms per admission
+// against about 0.14ms, most of which is opening and closing the store
+// (mmap, munmap). See BenchmarkAdmit, whose "processes" cases run 4 real
+// processes sharing one quota. (macOS makes each fsync a full flush of
+// the disk's cache, F_FULLFSYNC, which costs much more.)
 //
 // Rules are kept as redisrate keeps them: a rule with N up to
 // Options.CounterAbove (100,000 by default) in an exact log
@@ -102,7 +116,8 @@
 // a meta page that points at them, with a checksum. A process killed
 // (even with SIGKILL) at any point of a transaction leaves the store as
 // it was before the transaction or after it. A call is recorded before
-// Admit returns, so a call that went out is always in the store; one
+// Admit returns, so a call that went out is always in the store (short of
+// a crash of the host: see Durability); one
 // recorded by a process that died before making it only counts against
 // the quota, on the safe side. The tests kill hundreds of processes in
 // and around their commits while others admit, then check every

@@ -40,7 +40,7 @@ type childEnv struct {
 	n            int     // admissions; 0: until killed
 	maxCost      int     // costs are drawn from 1..maxCost
 	killInTx     float64 // chance that an admission's transaction kills its process before it commits
-	noSync       bool
+	sync         bool    // Options.Sync
 }
 
 func (e childEnv) environ() []string {
@@ -54,7 +54,7 @@ func (e childEnv) environ() []string {
 		"PACE_LOCALSTORE_N="+strconv.Itoa(e.n),
 		"PACE_LOCALSTORE_MAX_COST="+strconv.Itoa(max(e.maxCost, 1)),
 		"PACE_LOCALSTORE_KILL_IN_TX="+strconv.FormatFloat(e.killInTx, 'g', -1, 64),
-		"PACE_LOCALSTORE_NOSYNC="+strconv.FormatBool(e.noSync),
+		"PACE_LOCALSTORE_SYNC="+strconv.FormatBool(e.sync),
 	)
 }
 
@@ -74,7 +74,7 @@ func TestChild(t *testing.T) {
 		Dir: os.Getenv("PACE_LOCALSTORE_DIR"), Key: os.Getenv("PACE_LOCALSTORE_KEY"),
 		Rules:        mustRules(t, os.Getenv("PACE_LOCALSTORE_RULES")),
 		CounterAbove: atoi("PACE_LOCALSTORE_COUNTER_ABOVE"), GlobalJobs: atoi("PACE_LOCALSTORE_GLOBAL_JOBS"),
-		NoSync: os.Getenv("PACE_LOCALSTORE_NOSYNC") == "true",
+		Sync: os.Getenv("PACE_LOCALSTORE_SYNC") == "true",
 	}
 	s, err := localstore.Open(context.Background(), o)
 	if err != nil {
@@ -340,7 +340,7 @@ func TestKill(t *testing.T) {
 	// A log, a cost log and a counter (N above 100,000).
 	const spec = "30/100ms,cost:120/200ms,1000000/s"
 	env := childEnv{mode: "admit", dir: dir, key: "kill", rules: spec, maxCost: 5,
-		noSync: os.Getenv("PACE_LOCALSTORE_KILL_NOSYNC") == "true"}
+		sync: os.Getenv("PACE_LOCALSTORE_KILL_SYNC") == "true"} // the default durability, unless told
 	steady := []*child{startChild(t, env), startChild(t, env)}
 	victim := env
 	victim.killInTx = 0.2

@@ -64,12 +64,17 @@ type Options struct {
 	// same expiry do not all ask at once; 0 means DefaultJitter, negative
 	// none.
 	Jitter time.Duration
-	// NoSync skips the two fsyncs of every transaction that records a
-	// call. A process killed at any point still leaves the store whole
-	// (the writes are in the kernel's cache); a crash of the host or a
-	// power cut may lose the last admissions, or leave a store that must
-	// be moved away. See the package documentation for what it saves.
-	NoSync bool
+	// Sync makes every transaction that records a call wait until its
+	// writes are on the disk (bbolt's two fsyncs), so that an admission
+	// survives a crash of the host or a power cut. Without it (the
+	// default) a transaction ends once its writes are in the kernel's
+	// cache: a process killed at any point still leaves the store whole
+	// and every admission recorded, but a crash of the host may lose the
+	// admissions of its last moments, so that a rule may admit up to what
+	// they used again after the reboot (at most N per rule, and only in
+	// windows still open at the crash), or leave a store that must be
+	// moved away. See "Durability" in the package documentation.
+	Sync bool
 
 	slotPoll time.Duration // tests shorten it
 }

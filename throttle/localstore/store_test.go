@@ -179,7 +179,7 @@ func TestSameAsLimiter(t *testing.T) {
 			}
 		})
 		synctest.Test(t, func(t *testing.T) {
-			o := localstore.Options{NoSync: true}
+			o := localstore.Options{}
 			if counters {
 				o.CounterAbove = -1
 			}
@@ -727,7 +727,7 @@ func TestAdvance(t *testing.T) {
 func TestBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		s := open(t, dir, "b", "500/100ms,cost:5000/100ms,10000/256ms", localstore.Options{CounterAbove: 5000, NoSync: true})
+		s := open(t, dir, "b", "500/100ms,cost:5000/100ms,10000/256ms", localstore.Options{CounterAbove: 5000})
 		for i := range 1500 {
 			if _, err := s.Admit(context.Background(), 1+i%7); err != nil {
 				t.Fatal(err)
@@ -849,5 +849,67 @@ func TestOneTransactionPerAdmission(t *testing.T) {
 	if _, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "one",
 		Rules: []throttle.Rule{{N: 11, Window: time.Second}}}); !errors.As(err, new(*throttle.MismatchError)) {
 		t.Errorf("Open with other rules = %v, want a *throttle.MismatchError", err)
+	}
+}
+
+// TestHostCrashOvershootIsBounded plays what a crash of the host can do
+// under the default durability (no fsync): the disk keeps the store as an
+// earlier transaction left it, and the admissions after it are lost. The
+// store opens as it was then, and a rule admits again at most what the
+// lost admissions used: here 2 over N in the window that straddles the
+// crash, never more than N. (With Options.Sync nothing that Admit
+// returned is lost; a store the crash left damaged is refused, see
+// TestDamagedStore.)
+func TestHostCrashOvershootIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	rules := []throttle.Rule{{N: 5, Window: time.Hour}}
+	ctx := context.Background()
+	var times []time.Time
+	admit := func(s *localstore.Store, n int) {
+		t.Helper()
+		for range n {
+			a, err := s.Admit(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Release()
+			times = append(times, a.At)
+		}
+	}
+	s := open(t, dir, "crash", "5/h", localstore.Options{})
+	admit(s, 3)
+	onDisk, err := os.ReadFile(s.Path()) // what the disk holds when the host crashes
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit(s, 2) // in the kernel's cache only: lost in the crash
+	_ = s.Close()
+	if err := os.WriteFile(s.Path(), onDisk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, dir, "crash", "5/h", localstore.Options{})
+	defer s.Close()
+	before := len(times)
+	for {
+		shortCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		a, err := s.Admit(shortCtx, 1)
+		cancel()
+		if err != nil {
+			break
+		}
+		a.Release()
+		times = append(times, a.At)
+	}
+	if got := len(times) - before; got != 2 {
+		t.Errorf("after the crash the store admitted %d calls, want 2 (N=5 less the 3 it kept)", got)
+	}
+	calls := make([]throttle.Call, len(times))
+	for i, at := range times {
+		calls[i] = throttle.Call{At: at, Cost: 1}
+	}
+	res := throttle.Check(rules, calls)[0]
+	if res.Peak != 5+2 || res.Peak > 2*rules[0].N {
+		t.Errorf("the window around the crash holds %d calls, want N + the 2 lost = 7 (at most 2N)", res.Peak)
 	}
 }

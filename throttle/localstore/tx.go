@@ -141,7 +141,7 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 	for {
 		s.roundTrips.Add(1)
 		start := time.Now()
-		err := withDB(ctx, s.paths, s.cf.Timeout, !write, s.cf.NoSync, s.core.Closed(), func(db *bbolt.DB) error {
+		err := withDB(ctx, s.paths, s.cf.Timeout, !write, !s.cf.Sync, s.core.Closed(), func(db *bbolt.DB) error {
 			if !write {
 				return db.View(fn)
 			}
