@@ -148,11 +148,11 @@ func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(
 		if err != nil {
 			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
 		}
+	}
+	if o.Resume || o.ResumeFailed {
 		for i := range j.earlier.Entries {
 			j.earlier.Entries[i].Command = redactLogged(j.earlier.Entries[i].Command)
 		}
-	}
-	if o.Resume || o.ResumeFailed {
 		mode := resume.All
 		if o.ResumeFailed {
 			mode = resume.Failed

@@ -63,3 +63,13 @@ func TestShownItem(t *testing.T) {
 		t.Errorf("shownItem(%q) = %q", job.Item, got)
 	}
 }
+
+// BenchmarkRedactLogged reads back one job log row's Command, as a
+// resumed run does for every row of its log.
+func BenchmarkRedactLogged(b *testing.B) {
+	line := "curl -fsS -H 'Authorization: REDACTED' -o out/1.json 'https://api.example.com/items/1?page=2'"
+	b.ReportAllocs()
+	for b.Loop() {
+		redactLogged(line)
+	}
+}
