@@ -125,7 +125,8 @@ func TestRedisHelpHidesPassword(t *testing.T) {
 	t.Setenv(redisURLEnv, "redis://u:hunter2pw@127.0.0.1:1")
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"fetch", "--help"}} {
 		code, stdout, stderr := execPace(t, "", args...)
-		if code != 0 || !strings.Contains(stdout, "--redis URL") {
+		// pace --help leaves pace run's flags to pace run --help.
+		if code != 0 || (args[0] != "--help" && !strings.Contains(stdout, "--redis URL")) {
 			t.Errorf("pace %q = %d, want 0 and help mentioning --redis URL:\n%s%s", args, code, stdout, stderr)
 		}
 		if strings.Contains(stdout+stderr, "hunter2pw") {
