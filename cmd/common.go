@@ -147,7 +147,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.Var(intValue{&o.Retries}, "retries", "run a failed job up to `N` more times; each attempt is admitted by the rules again")
 	fl.BoolVarP(&o.KeepOrder, "keep-order", "k", false, "print output in input order, not completion order")
 	fl.BoolVar(&o.Tag, "tag", false, "prefix each output line with the item and a tab")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run; run nothing, consume no quota")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run (credentials redacted); run nothing, consume no quota")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
 	fl.Var(enumValue{&o.Progress, progressModes}, "progress",
