@@ -15,7 +15,7 @@ var errLockTimeout = errors.New("locked by another process")
 
 // openLockFile opens (creating if need be) the lock file at path.
 func openLockFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	return openShared(path, os.O_RDWR|os.O_CREATE)
 }
 
 // lockWait opens the lock file at path and takes a lock on it, exclusive

@@ -50,7 +50,7 @@ func (ss *slotSet) tryTake(opened time.Time) (int, error) {
 		}
 		if f == nil {
 			var err error
-			if f, err = os.OpenFile(slotPath(ss.dir, i), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			if f, err = openShared(slotPath(ss.dir, i), os.O_RDWR|os.O_CREATE); err != nil {
 				return -1, err
 			}
 			ss.files[i] = f

@@ -178,7 +178,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.present = f
 	if cf.GlobalJobs > 0 {
-		if err := os.MkdirAll(s.paths.slot, 0o700); err != nil {
+		if err := mkdirShared(s.paths.slot); err != nil {
 			_ = s.present.Close()
 			return nil, unusableDir(cf.Dir, err)
 		}

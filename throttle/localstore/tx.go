@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	mrand "math/rand/v2"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -79,7 +80,11 @@ func withDB(ctx context.Context, p paths, timeout time.Duration, readOnly, noSyn
 	}()
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	db, err := bbolt.Open(p.db, 0o600, &bbolt.Options{Timeout: timeout, ReadOnly: readOnly, NoSync: noSync, NoStatistics: true})
+	perm, _ := permIn(filepath.Dir(p.db))
+	db, err := bbolt.Open(p.db, perm, &bbolt.Options{Timeout: timeout, ReadOnly: readOnly, NoSync: noSync, NoStatistics: true})
+	if err == nil && !readOnly {
+		sharePerm(p.db, perm)
+	}
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return errLockTimeout
