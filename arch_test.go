@@ -64,6 +64,9 @@ func TestImportBoundaries(t *testing.T) {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords" ||
 				strings.HasPrefix(dep, "golang.org/x/sys/") // pidfd, clone flags: the system's own calls
 		}},
+		{mod + "/runner/proxy", func(dep string) bool {
+			return isStd(dep) || isEngine(dep) || dep == mod+"/internal/redact" || strings.HasPrefix(dep, "vendor/golang.org/x/")
+		}},
 		{mod + "/runner/fetch", func(dep string) bool {
 			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")

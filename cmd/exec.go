@@ -292,8 +292,13 @@ func startError(name string, err error) error {
 // f, and those notifyForwarded names), and returns its exit status as a
 // shell gives it.
 func runForeground(f *Factory, path string, argv []string) int {
+	return runForegroundEnv(f, path, argv, nil)
+}
+
+// runForegroundEnv is runForeground with the environment env (nil: pace's).
+func runForegroundEnv(f *Factory, path string, argv, env []string) int {
 	ios := f.IOStreams
-	c := &exec.Cmd{Path: path, Args: argv, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	c := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
 	// The thread that starts the command lives until it has exited (see
 	// dieWithPace).
 	runtime.LockOSThread()

@@ -73,7 +73,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.Flags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
-	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil))
+	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil), NewCmdProxy(f, nil))
 	root.InitDefaultCompletionCmd()
 	return root
 }

@@ -1,0 +1,358 @@
+//go:build unix
+
+package cmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Tests of pace proxy: the command run in process against servers the
+// tests start, with clients that are not pace (net/http).
+
+// runningProxy is a pace proxy started by startProxy.
+type runningProxy struct {
+	url     string
+	sigs    chan os.Signal
+	done    chan int
+	errOut  interface{ String() string }
+	stopped bool
+	code    int
+}
+
+// startProxy runs pace proxy with args in process and waits until it
+// listens.
+func startProxy(t *testing.T, args ...string) *runningProxy {
+	t.Helper()
+	t.Setenv(redisURLEnv, "")
+	ios, _, out, errOut := Test()
+	sigs := make(chan os.Signal, 2)
+	f := &Factory{IOStreams: ios, Signals: sigs}
+	portFile := filepath.Join(t.TempDir(), "port")
+	p := &runningProxy{sigs: sigs, done: make(chan int, 1), errOut: errOut}
+	go func() { p.done <- Execute(f, append([]string{"proxy", "--port-file", portFile}, args...)) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(portFile); err == nil {
+			p.url = strings.TrimSpace(string(b))
+			break
+		}
+		select {
+		case code := <-p.done:
+			t.Fatalf("pace proxy exited %d before listening: %s%s", code, out, errOut)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pace proxy did not write its port file within 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+// stop interrupts the proxy and returns its exit code and stderr.
+func (p *runningProxy) stop(t *testing.T) (int, string) {
+	t.Helper()
+	if !p.stopped {
+		p.stopped = true
+		p.sigs <- os.Interrupt
+		select {
+		case p.code = <-p.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("pace proxy did not stop within 30s of SIGINT")
+		}
+	}
+	return p.code, p.errOut.String()
+}
+
+// newStrict starts a strict server keeping rules.
+func newStrict(t *testing.T, rules string) (*strictserver.Server, *httptest.Server) {
+	t.Helper()
+	rs, err := throttle.ParseRules(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := strictserver.New(strictserver.Options{Rules: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(ss)
+	t.Cleanup(srv.Close)
+	return ss, srv
+}
+
+func TestProxyKeepsTheServersRules(t *testing.T) {
+	const rules = "5/s,12/3s"
+	ss, srv := newStrict(t, rules)
+	// A fixed margin: the first burst dials its connections, and under
+	// -race and load the dials spread the arrivals over tens of ms, more than the
+	// adaptive margin covers for a burst (see the report of issue 21).
+	p := startProxy(t, "--upstream", srv.URL, "-r", rules, "-j", "8", "--margin", "300ms")
+	const n = 15
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	bodies := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			resp, err := http.Get(p.url + "/item/" + strconv.Itoa(i))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i], bodies[i] = resp.StatusCode, string(b)
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if codes[i] != 200 || bodies[i] != "/item/"+strconv.Itoa(i)+"\n" {
+			t.Errorf("request %d: %d %q, want 200 with its path", i, codes[i], bodies[i])
+		}
+	}
+	st := ss.Stats()
+	if st.Accepted != n || st.Refused != 0 {
+		t.Errorf("server accepted %d, refused %d; want %d and 0", st.Accepted, st.Refused, n)
+	}
+	rs, _ := throttle.ParseRules(rules)
+	for _, r := range throttle.Check(rs, ss.Calls()) {
+		if r.Violations > 0 {
+			t.Errorf("rule %v broken %d times at the server", r.Rule, r.Violations)
+		}
+	}
+	code, errOut := p.stop(t)
+	if code != ExitInterrupted {
+		t.Errorf("exit %d after SIGINT, want %d", code, ExitInterrupted)
+	}
+	if !strings.Contains(errOut, "pace: proxy: 15 requests (upstream: 15×200); 0 refused by upstream;") {
+		t.Errorf("stderr lacks the summary line:\n%s", errOut)
+	}
+}
+
+func TestProxyClientGoneWhileWaitingSpendsNothing(t *testing.T) {
+	ss, srv := newStrict(t, "") // the proxy's rule only: what matters is when the third goes
+	p := startProxy(t, "--upstream", srv.URL, "-r", "1/2s")
+	get := func(ctx context.Context, path string) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", p.url+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	if code, err := get(context.Background(), "/first"); code != 200 {
+		t.Fatalf("first request: %d, %v", code, err)
+	}
+	// The second waits for the rule, and gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := get(ctx, "/gone")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second request: %v, want the client's deadline", err)
+	}
+	// The third goes one window after the first: the second spent nothing.
+	if code, err := get(context.Background(), "/third"); code != 200 {
+		t.Fatalf("third request: %d, %v", code, err)
+	}
+	calls := ss.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("server saw %d arrivals, want 2 (the one that gave up never went)", len(calls))
+	}
+	if gap := calls[1].At.Sub(calls[0].At); gap > 3500*time.Millisecond {
+		t.Errorf("third request arrived %v after the first, want about 2s: the request that gave up spent a call", gap)
+	}
+	_, errOut := p.stop(t)
+	if !strings.Contains(errOut, "1 gone while waiting") {
+		t.Errorf("summary does not count the client gone while waiting:\n%s", errOut)
+	}
+}
+
+func TestProxyMaxWaitAnswers429WithRetryAfter(t *testing.T) {
+	ss, srv := newStrict(t, "1/1m")
+	p := startProxy(t, "--upstream", srv.URL, "-r", "1/1m", "--max-wait", "1s")
+	resp, err := http.Get(p.url + "/a")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first request: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	resp, err = http.Get(p.url + "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second request: %d %s, want 429", resp.StatusCode, b)
+	}
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || ra < 50 || ra > 61 {
+		t.Errorf("Retry-After %q, want about 60 seconds (the rule's window)", resp.Header.Get("Retry-After"))
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("the 429 came after %v: a wait known to be too long is refused at once", waited)
+	}
+	if st := ss.Stats(); st.Accepted != 1 || st.Refused != 0 {
+		t.Errorf("server accepted %d, refused %d; want 1 and 0", st.Accepted, st.Refused)
+	}
+	_, errOut := p.stop(t)
+	if !strings.Contains(errOut, "1 answered 429 (--max-wait)") {
+		t.Errorf("summary does not count the 429:\n%s", errOut)
+	}
+}
+
+func TestProxyCredentialsPassUntouchedAndNeverShow(t *testing.T) {
+	const token, qsecret = "s3cr3t-bearer-7f3a9", "qs-secret-c41d2"
+	var mu sync.Mutex
+	var got *http.Request
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Clone(context.Background())
+		mu.Unlock()
+		io.WriteString(w, "ok\n")
+	}))
+	defer up.Close()
+	p := startProxy(t, "--upstream", up.URL+"/v1", "-r", "100/s", "-v")
+	req, _ := http.NewRequest("GET", p.url+"/items?token="+qsecret+"&page=2", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Cookie", "session="+token)
+	req.Header.Set("X-Forwarded-For", "10.9.8.7")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	r := got
+	mu.Unlock()
+	if r == nil {
+		t.Fatal("the upstream got nothing")
+	}
+	if a := r.Header.Get("Authorization"); a != "Bearer "+token {
+		t.Errorf("upstream got Authorization %q", a)
+	}
+	if c := r.Header.Get("Cookie"); c != "session="+token {
+		t.Errorf("upstream got Cookie %q", c)
+	}
+	if r.URL.Path != "/v1/items" || r.URL.Query().Get("token") != qsecret || r.URL.Query().Get("page") != "2" {
+		t.Errorf("upstream got %s, want /v1/items?token=...&page=2", r.URL)
+	}
+	if host := strings.TrimPrefix(up.URL, "http://"); r.Host != host {
+		t.Errorf("upstream got Host %q, want %q", r.Host, host)
+	}
+	if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+		t.Errorf("upstream got X-Forwarded-For %q, want none", xff)
+	}
+	_, errOut := p.stop(t)
+	if strings.Contains(errOut, token) || strings.Contains(errOut, qsecret) {
+		t.Errorf("a credential shows on stderr:\n%s", errOut)
+	}
+	if !strings.Contains(errOut, "GET "+up.URL+"/v1/items?") {
+		t.Errorf("-v does not log the request:\n%s", errOut)
+	}
+}
+
+func TestProxyUpstreamDownOrSlow(t *testing.T) {
+	// A port where nothing listens: 502.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	p := startProxy(t, "--upstream", dead+"/x?api_key=k3y-s3cret")
+	resp, err := http.Get(p.url + "/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.HasPrefix(string(b), "pace proxy: ") || len(b) > 200 {
+		t.Errorf("upstream down: %d %q, want 502 with a short body", resp.StatusCode, b)
+	}
+	_, errOut := p.stop(t)
+	if strings.Contains(errOut, "k3y-s3cret") {
+		t.Errorf("the upstream's API key shows on stderr:\n%s", errOut)
+	}
+
+	// An upstream that does not answer within --timeout: 504.
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	p = startProxy(t, "--upstream", slow.URL, "--timeout", "200ms")
+	resp, err = http.Get(p.url + "/z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("slow upstream: %d, want 504", resp.StatusCode)
+	}
+	if _, errOut := p.stop(t); !strings.Contains(errOut, "1 failed (502/503/504)") {
+		t.Errorf("summary does not count the failure:\n%s", errOut)
+	}
+}
+
+func TestProxyRunsTheCommandAndExitsWithItsStatus(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	_, srv := newStrict(t, "")
+	ios, _, out, errOut := Test()
+	f := &Factory{IOStreams: ios, Signals: make(chan os.Signal)}
+	code := Execute(f, []string{"proxy", "--upstream", srv.URL, "-r", "10/s", "--",
+		"sh", "-c", `case "$PACE_PROXY_URL" in http://127.0.0.1:*) exit 7;; esac; exit 1`})
+	if code != 7 {
+		t.Errorf("exit %d, want the command's 7; stderr:\n%s", code, errOut)
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout %q: with a command, the URL is in $PACE_PROXY_URL only", out)
+	}
+}
+
+func TestProxyUsageErrors(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy"}, "pace proxy needs --upstream URL"},
+		{[]string{"proxy", "--upstream", "ftp://x"}, `invalid argument "ftp://x" for "--upstream": want an http:// or https:// URL`},
+		{[]string{"proxy", "--upstream", "https://u:pw@x"}, "credentials in the URL are not sent"},
+		{[]string{"proxy", "--upstream", "http://x", "--listen", "0.0.0.0:0"}, "--listen 0.0.0.0:0 is not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://x", "--listen", ":8080"}, "--listen :8080 is not a loopback address"},
+		{[]string{"proxy", "--upstream", "http://x", "--listen", "nonsense"}, `invalid argument "nonsense" for "--listen"`},
+		{[]string{"proxy", "--upstream", "http://x", "-j", "-1"}, `invalid argument -1 for "-j"`},
+		{[]string{"proxy", "--upstream", "http://x", "--cost", "2"}, "--cost gives each request a cost, but no --cost-rate"},
+	} {
+		ios, _, _, errOut := Test()
+		code := Execute(&Factory{IOStreams: ios}, tt.args)
+		if code != ExitUsage || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("pace %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+		if strings.Contains(errOut.String(), "pw@") {
+			t.Errorf("pace %s: the password shows: %s", strings.Join(tt.args, " "), errOut)
+		}
+	}
+}

@@ -1,0 +1,463 @@
+// Package proxy is pace's reverse proxy: an http.Handler that sends every
+// request it receives to one upstream through a pacehttp.Transport, so
+// that a program pace does not launch (a Python script, terraform, a cloud
+// SDK) has each of its calls admitted under the rules.
+//
+// A request waits, first in line (FIFO) for one of Options.Jobs slots,
+// then for the rules (the backend's FIFO); it holds both until its
+// response has been copied to the client or the client has gone. A
+// client that disconnects while it waits spends nothing: the admission
+// runs under the request's context. The response streams back as it
+// comes (no buffering), its status and headers intact; hop-by-hop
+// headers are dropped as RFC 9110 says and Host is the upstream's
+// (httputil.ReverseProxy). No X-Forwarded-* header is added, and those the
+// client sent are removed: the proxy is the client's own agent, and the
+// upstream sees the client's calls as if it made them itself.
+//
+// Credentials (Authorization, cookies, API keys in headers or the query)
+// pass to the upstream untouched; the proxy's own messages and error
+// bodies never show them.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
+)
+
+// Options configure a Proxy.
+type Options struct {
+	// Upstream is where every request goes: its scheme and host, and a
+	// path that prefixes the request's.
+	Upstream *url.URL
+	// Transport admits and sends the requests: a pacehttp.Transport whose
+	// Base is Proxy.Base (Base marks the end of the admission).
+	Transport *pacehttp.Transport
+	// Jobs caps the requests in flight upstream; 0 means no cap.
+	Jobs int
+	// MaxWait, if positive, answers 429 to a request whose admission
+	// would wait longer, with a Retry-After computed from the rules.
+	MaxWait time.Duration
+	// Rules are the rules the backend keeps, for the Retry-After of
+	// MaxWait's refusals.
+	Rules []throttle.Rule
+	// Log, if set, is told of each request once its answer has begun
+	// (method, redacted URL, status, wait), and of errors.
+	Log func(msg string)
+	// Redactor hides credentials in what Log is told; nil applies the
+	// built-in rules.
+	Redactor *redact.Redactor
+}
+
+// Stats counts what a Proxy did.
+type Stats struct {
+	Requests int64         // requests received
+	Status   map[int]int64 // upstream answers by status
+	Refused  int64         // upstream answers 429 or 503
+	Waits    int64         // requests that waited for a slot or the rules
+	WaitTime time.Duration // time they waited, in all
+	TooLong  int64         // answered 429 by the proxy (MaxWait)
+	Gone     int64         // clients gone while their request waited: nothing spent
+	Failed   int64         // answered 502, 503 or 504 by the proxy (upstream down or slow, the quota's store down, stopping)
+	InFlight int64         // admitted and not yet answered in full
+	Waiting  int64         // waiting for a slot or the rules now
+}
+
+// Proxy is the reverse proxy. Make one with New; it is safe for
+// concurrent use.
+type Proxy struct {
+	opts  Options
+	rp    *httputil.ReverseProxy
+	slots chan struct{} // nil: no cap
+	red   *redact.Redactor
+
+	stopCtx  context.Context // cancelled by Stop
+	stop     context.CancelFunc
+	requests atomic.Int64
+	waits    atomic.Int64
+	waitTime atomic.Int64
+	tooLong  atomic.Int64
+	gone     atomic.Int64
+	failed   atomic.Int64
+	refused  atomic.Int64
+	inFlight atomic.Int64
+	waitingN atomic.Int64
+	mu       sync.Mutex
+	status   map[int]int64
+	past     []throttle.Call // recent admissions, for MaxWait's estimates
+	longest  time.Duration   // the longest window of the rules
+}
+
+// Errors a request's context can be cancelled with.
+var (
+	errTooLong  = errors.New("pace proxy: the wait would be longer than --max-wait")
+	errStopping = errors.New("pace proxy: stopping")
+)
+
+// New returns a Proxy for opts. Options.Transport must be a Transport
+// made with Base as its base (see Base).
+func New(opts Options) (*Proxy, error) {
+	if opts.Upstream == nil || opts.Upstream.Host == "" {
+		return nil, errors.New("proxy: no upstream")
+	}
+	if opts.Transport == nil {
+		return nil, errors.New("proxy: no transport")
+	}
+	p := &Proxy{opts: opts, red: opts.Redactor, status: map[int]int64{}}
+	p.stopCtx, p.stop = context.WithCancel(context.Background())
+	if p.red == nil {
+		p.red = redact.New()
+	}
+	if opts.Jobs > 0 {
+		p.slots = make(chan struct{}, opts.Jobs)
+	}
+	for _, r := range opts.Rules {
+		p.longest = max(p.longest, r.Window)
+	}
+	up := opts.Upstream
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(up) // scheme, host, path prefix; Host is the upstream's
+		},
+		Transport:     slotTransport{p},
+		FlushInterval: -1, // every write goes to the client at once: streams work
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ErrorHandler:  p.fail,
+		ModifyResponse: func(r *http.Response) error {
+			p.answered(r)
+			return nil
+		},
+	}
+	return p, nil
+}
+
+// Base wraps the RoundTripper that sends the requests upstream: the
+// Transport calls it once a request has been admitted, which ends the
+// request's wait (and MaxWait's deadline). Give it to
+// pacehttp.Options.Base.
+func Base(rt http.RoundTripper) http.RoundTripper { return admittedTransport{rt} }
+
+// Stop makes every request still waiting for its admission fail at once
+// with 503, and every later one; requests admitted go on.
+func (p *Proxy) Stop() { p.stop() }
+
+// Stats returns what the proxy did so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	status := make(map[int]int64, len(p.status))
+	for k, v := range p.status {
+		status[k] = v
+	}
+	p.mu.Unlock()
+	return Stats{
+		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
+		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(),
+		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
+	}
+}
+
+// request is what the proxy knows of one request while it goes: put in
+// its context.
+type request struct {
+	p      *Proxy
+	start  time.Time
+	state  atomic.Int32 // waiting, admitted or expired
+	timer  *time.Timer  // MaxWait's, if any
+	cancel context.CancelCauseFunc
+	info   pacehttp.Info
+}
+
+const (
+	stateWaiting int32 = iota
+	stateAdmitted
+	stateExpired // MaxWait's deadline came first
+	stateStopped // Stop came first
+)
+
+type requestKey struct{}
+
+func requestOf(ctx context.Context) *request {
+	r, _ := ctx.Value(requestKey{}).(*request)
+	return r
+}
+
+// ServeHTTP admits r under the rules, then sends it upstream and streams
+// the answer back.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	if p.stopCtx.Err() != nil {
+		p.failed.Add(1)
+		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
+		return
+	}
+	rq := &request{p: p, start: time.Now()}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	rq.cancel = cancel
+	if p.opts.MaxWait > 0 {
+		if d := p.estimate(); d > p.opts.MaxWait {
+			p.tooLong.Add(1)
+			p.refuse(w, d)
+			return
+		}
+		rq.timer = time.AfterFunc(p.opts.MaxWait, func() {
+			if rq.state.CompareAndSwap(stateWaiting, stateExpired) {
+				cancel(errTooLong)
+			}
+		})
+		defer rq.timer.Stop()
+	}
+	stop := context.AfterFunc(p.stopCtx, func() {
+		if rq.state.CompareAndSwap(stateWaiting, stateStopped) {
+			cancel(errStopping)
+		}
+	})
+	defer stop()
+	p.waitingN.Add(1)
+	ctx = context.WithValue(ctx, requestKey{}, rq)
+	ctx = pacehttp.WithInfo(ctx, &rq.info)
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	if rq.state.Load() != stateAdmitted {
+		p.waitingN.Add(-1)
+	}
+}
+
+// admitted ends rq's wait, unless MaxWait's deadline ended it first; it
+// reports whether the request may go.
+func (p *Proxy) admitted(rq *request) bool {
+	if !rq.state.CompareAndSwap(stateWaiting, stateAdmitted) {
+		return false
+	}
+	p.waitingN.Add(-1)
+	p.inFlight.Add(1)
+	if rq.timer != nil {
+		rq.timer.Stop()
+	}
+	if waited := time.Since(rq.start); rq.info.Admission.Waited > 0 || waited > 10*time.Millisecond {
+		p.waits.Add(1)
+		p.waitTime.Add(int64(waited))
+	}
+	if p.opts.MaxWait > 0 {
+		a := rq.info.Admission
+		p.mu.Lock()
+		p.past = append(p.past, throttle.Call{At: a.At, Cost: max(a.Cost, 1)})
+		p.trim(time.Now())
+		p.mu.Unlock()
+	}
+	return true
+}
+
+// trim forgets the admissions that no rule holds any more. p.mu is held.
+func (p *Proxy) trim(now time.Time) {
+	keep := now.Add(-p.longest - time.Minute) // the margin, and rules learned since
+	i := 0
+	for i < len(p.past) && p.past[i].At.Before(keep) {
+		i++
+	}
+	if i > 0 {
+		p.past = append(p.past[:0], p.past[i:]...)
+	}
+}
+
+// estimate returns how long a request arriving now would wait for the
+// rules, at least: the fastest legal schedule of the requests waiting
+// before it and of itself, after the calls this proxy made, the server's
+// pause and the margin. Other processes sharing the quota, and slots, may
+// make the wait longer.
+func (p *Proxy) estimate() time.Duration {
+	now := time.Now()
+	st := p.opts.Transport.Stats()
+	rules := append([]throttle.Rule(nil), p.opts.Rules...)
+	learned, _ := p.opts.Transport.Learned()
+	rules = append(rules, learned...)
+	for i := range rules {
+		rules[i].Window += st.Margin
+	}
+	start := now
+	if st.PausedUntil.After(start) {
+		start = st.PausedUntil
+	}
+	costs := make([]int, p.waitingN.Load()+1)
+	for i := range costs {
+		costs[i] = 1
+	}
+	p.mu.Lock()
+	p.trim(now)
+	past := append([]throttle.Call(nil), p.past...)
+	p.mu.Unlock()
+	for i := range past {
+		if past[i].At.After(now) {
+			past[i].At = now
+		}
+	}
+	valid := rules[:0]
+	for _, r := range rules {
+		if r.Valid() && !r.Cost { // cost rules: the costs of waiting requests are not known
+			valid = append(valid, r)
+		}
+	}
+	plan := throttle.Plan(valid, past, costs, start, 0, 0)
+	if len(plan) == 0 {
+		return 0
+	}
+	return plan[len(plan)-1].Sub(now)
+}
+
+// refuse answers 429 with the Retry-After of a wait of d.
+func (p *Proxy) refuse(w http.ResponseWriter, d time.Duration) {
+	secs := max(int64((d+time.Second-1)/time.Second), 1)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	plain(w, http.StatusTooManyRequests, fmt.Sprintf("pace proxy: the rules would hold this request for more than --max-wait %s; retry after %ds", p.opts.MaxWait, secs))
+}
+
+// answered counts the upstream's answer and logs the request.
+func (p *Proxy) answered(resp *http.Response) {
+	code := resp.StatusCode
+	p.mu.Lock()
+	p.status[code]++
+	p.mu.Unlock()
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		p.refused.Add(1)
+	}
+	if p.opts.Log != nil && resp.Request != nil {
+		req := resp.Request
+		waited := time.Duration(0)
+		if rq := requestOf(req.Context()); rq != nil {
+			waited = time.Since(rq.start)
+		}
+		p.opts.Log(fmt.Sprintf("%s %s: %d (after %s)", req.Method, p.red.URL(req.URL), code, waited.Round(time.Millisecond)))
+	}
+}
+
+// fail answers a request that got no answer from the upstream.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	rq := requestOf(ctx)
+	state := stateWaiting
+	if rq != nil {
+		state = rq.state.Load()
+	}
+	admitted := state == stateAdmitted
+	switch {
+	case state == stateExpired:
+		p.tooLong.Add(1)
+		p.refuse(w, max(p.estimate(), time.Second))
+		return
+	case state == stateStopped:
+		p.failed.Add(1)
+		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; this request was not sent upstream")
+		return
+	case ctx.Err() != nil && !admitted:
+		p.gone.Add(1) // nobody to answer
+		return
+	case ctx.Err() != nil:
+		return // the client went away mid-request
+	}
+	p.failed.Add(1)
+	msg := p.red.Error(err).Error()
+	var ne net.Error
+	switch {
+	case errors.Is(err, throttle.ErrBackend):
+		plain(w, http.StatusServiceUnavailable, "pace proxy: the quota's store cannot admit requests: "+msg)
+	case errors.As(err, &ne) && ne.Timeout():
+		plain(w, http.StatusGatewayTimeout, "pace proxy: the upstream did not answer in time")
+	default:
+		plain(w, http.StatusBadGateway, "pace proxy: the upstream did not answer")
+	}
+	if p.opts.Log != nil {
+		p.opts.Log(fmt.Sprintf("%s %s: %s", r.Method, p.red.URL(r.URL), msg))
+	}
+}
+
+// plain answers a short text body of the proxy's own.
+func plain(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	io.WriteString(w, msg+"\n")
+}
+
+// slotTransport takes a slot (FIFO) before the request is admitted, and
+// gives it back when the response body is closed.
+type slotTransport struct{ p *Proxy }
+
+func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.p
+	ctx := req.Context()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			select {
+			case p.slots <- struct{}{}:
+			case <-ctx.Done():
+				if req.Body != nil {
+					req.Body.Close()
+				}
+				return nil, context.Cause(ctx)
+			}
+		}
+	}
+	resp, err := p.opts.Transport.RoundTrip(req)
+	rq := requestOf(ctx)
+	if err != nil {
+		p.release(rq)
+		return nil, err
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, p: p, rq: rq}
+	return resp, nil
+}
+
+// release gives back the slot, and ends the request's time in flight.
+func (p *Proxy) release(rq *request) {
+	if p.slots != nil {
+		<-p.slots
+	}
+	if rq != nil && rq.state.Load() == stateAdmitted {
+		p.inFlight.Add(-1)
+	}
+}
+
+// slotBody releases its request's slot once closed.
+type slotBody struct {
+	io.ReadCloser
+	p    *Proxy
+	rq   *request
+	once sync.Once
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.p.release(b.rq) })
+	return err
+}
+
+// admittedTransport marks a request admitted, then sends it.
+type admittedTransport struct{ rt http.RoundTripper }
+
+func (t admittedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq) {
+		// MaxWait's deadline, or Stop, came as the admission returned.
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errTooLong
+	}
+	return t.rt.RoundTrip(req)
+}
