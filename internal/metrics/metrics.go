@@ -9,14 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Snapshot is the state of a run at one instant.
@@ -54,92 +53,65 @@ type Rule struct {
 	WaitSeconds float64
 }
 
-// A family is one metric's help, type and samples, as the Prometheus text
-// format (version 0.0.4) writes them.
-type family struct {
-	name, help, typ string
-	label           string // the samples' one label's name, if any
-	samples         []sample
+// collector reads a Snapshot at every scrape.
+type collector struct {
+	snap func() Snapshot
+
+	admitted, calls, notStarted, inFlight        *prometheus.Desc
+	ruleUsage, rulePeak, ruleWaits, ruleWaitTime *prometheus.Desc
+	pauses, pauseTime, margin                    *prometheus.Desc
+	roundTrips, failures                         *prometheus.Desc
 }
 
-type sample struct {
-	label string // the label's value
-	v     float64
+func newCollector(snap func() Snapshot) *collector {
+	d := prometheus.NewDesc
+	return &collector{
+		snap:         snap,
+		admitted:     d("pace_calls_admitted_total", "Calls admitted by the rules, retries included.", nil, nil),
+		calls:        d("pace_calls_total", "Items by outcome, as the summary counts them: ok; failed (for good); retried (tried more than once).", []string{"outcome"}, nil),
+		notStarted:   d("pace_calls_not_started_total", "Admitted attempts that could not start for lack of pace's own resources (tried again).", nil, nil),
+		inFlight:     d("pace_in_flight", "Jobs running now.", nil, nil),
+		ruleUsage:    d("pace_rule_usage_ratio", "What a rule's window holds now, as a fraction of its limit.", []string{"rule"}, nil),
+		rulePeak:     d("pace_rule_peak_usage_ratio", "The most a rule's window held so far, as a fraction of its limit.", []string{"rule"}, nil),
+		ruleWaits:    d("pace_rule_waits_total", "Admissions that waited on a rule.", []string{"rule"}, nil),
+		ruleWaitTime: d("pace_rule_wait_seconds_total", "Time admissions waited on a rule.", []string{"rule"}, nil),
+		pauses:       d("pace_server_pauses_total", "Times the server paused admissions (429, 503, spent rate-limit quota).", nil, nil),
+		pauseTime:    d("pace_server_pause_seconds_total", "Time admissions waited on the server's pauses.", nil, nil),
+		margin:       d("pace_margin_seconds", "The margin every rule's window is widened by now.", nil, nil),
+		roundTrips:   d("pace_store_round_trips_total", "Calls to a shared quota's store.", []string{"store"}, nil),
+		failures:     d("pace_store_failures_total", "Calls to a shared quota's store that got no usable answer.", []string{"store"}, nil),
+	}
 }
 
-// families returns the metrics of s. A metric without samples (the store's
-// when there is none) is left out, as Prometheus's own client does.
-func families(s Snapshot) []family {
-	one := func(v float64) []sample { return []sample{{v: v}} }
-	var usage, peak, waits, waitTime []sample
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.admitted, c.calls, c.notStarted, c.inFlight, c.ruleUsage, c.rulePeak,
+		c.ruleWaits, c.ruleWaitTime, c.pauses, c.pauseTime, c.margin, c.roundTrips, c.failures} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snap()
+	m := prometheus.MustNewConstMetric
+	ch <- m(c.admitted, prometheus.CounterValue, float64(s.Admitted))
+	ch <- m(c.calls, prometheus.CounterValue, float64(s.OK), "ok")
+	ch <- m(c.calls, prometheus.CounterValue, float64(s.Failed), "failed")
+	ch <- m(c.calls, prometheus.CounterValue, float64(s.Retried), "retried")
+	ch <- m(c.notStarted, prometheus.CounterValue, float64(s.NotStarted))
+	ch <- m(c.inFlight, prometheus.GaugeValue, float64(s.InFlight))
 	for _, r := range s.Rules {
-		usage = append(usage, sample{r.Rule, r.Usage})
-		peak = append(peak, sample{r.Rule, r.PeakUsage})
-		waits = append(waits, sample{r.Rule, float64(r.Waits)})
-		waitTime = append(waitTime, sample{r.Rule, r.WaitSeconds})
+		ch <- m(c.ruleUsage, prometheus.GaugeValue, r.Usage, r.Rule)
+		ch <- m(c.rulePeak, prometheus.GaugeValue, r.PeakUsage, r.Rule)
+		ch <- m(c.ruleWaits, prometheus.CounterValue, float64(r.Waits), r.Rule)
+		ch <- m(c.ruleWaitTime, prometheus.CounterValue, r.WaitSeconds, r.Rule)
 	}
-	var roundTrips, failures []sample
+	ch <- m(c.pauses, prometheus.CounterValue, float64(s.Pauses))
+	ch <- m(c.pauseTime, prometheus.CounterValue, s.PauseSeconds)
+	ch <- m(c.margin, prometheus.GaugeValue, s.MarginSeconds)
 	if s.Store != "" {
-		roundTrips = []sample{{s.Store, float64(s.RoundTrips)}}
-		failures = []sample{{s.Store, float64(s.Failures)}}
+		ch <- m(c.roundTrips, prometheus.CounterValue, float64(s.RoundTrips), s.Store)
+		ch <- m(c.failures, prometheus.CounterValue, float64(s.Failures), s.Store)
 	}
-	const counter, gauge = "counter", "gauge"
-	return []family{
-		{"pace_calls_admitted_total", "Calls admitted by the rules, retries included.", counter, "", one(float64(s.Admitted))},
-		{"pace_calls_total", "Items by outcome, as the summary counts them: ok; failed (for good); retried (tried more than once).", counter, "outcome",
-			[]sample{{"ok", float64(s.OK)}, {"failed", float64(s.Failed)}, {"retried", float64(s.Retried)}}},
-		{"pace_calls_not_started_total", "Admitted attempts that could not start for lack of pace's own resources (tried again).", counter, "", one(float64(s.NotStarted))},
-		{"pace_in_flight", "Jobs running now.", gauge, "", one(float64(s.InFlight))},
-		{"pace_rule_usage_ratio", "What a rule's window holds now, as a fraction of its limit.", gauge, "rule", usage},
-		{"pace_rule_peak_usage_ratio", "The most a rule's window held so far, as a fraction of its limit.", gauge, "rule", peak},
-		{"pace_rule_waits_total", "Admissions that waited on a rule.", counter, "rule", waits},
-		{"pace_rule_wait_seconds_total", "Time admissions waited on a rule.", counter, "rule", waitTime},
-		{"pace_server_pauses_total", "Times the server paused admissions (429, 503, spent rate-limit quota).", counter, "", one(float64(s.Pauses))},
-		{"pace_server_pause_seconds_total", "Time admissions waited on the server's pauses.", counter, "", one(s.PauseSeconds)},
-		{"pace_margin_seconds", "The margin every rule's window is widened by now.", gauge, "", one(s.MarginSeconds)},
-		{"pace_store_round_trips_total", "Calls to a shared quota's store.", counter, "store", roundTrips},
-		{"pace_store_failures_total", "Calls to a shared quota's store that got no usable answer.", counter, "store", failures},
-	}
-}
-
-// contentType is the Prometheus text format's.
-const contentType = "text/plain; version=0.0.4; charset=utf-8"
-
-// writeText writes s in the Prometheus text format.
-func writeText(w io.Writer, s Snapshot) error {
-	b := make([]byte, 0, 4<<10)
-	help := strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	value := strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-	for _, f := range families(s) {
-		if len(f.samples) == 0 {
-			continue
-		}
-		b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, help.Replace(f.help), f.name, f.typ)
-		for _, x := range f.samples {
-			b = append(b, f.name...)
-			if f.label != "" {
-				b = fmt.Appendf(b, `{%s="%s"}`, f.label, value.Replace(x.label))
-			}
-			b = append(b, ' ')
-			b = appendFloat(b, x.v)
-			b = append(b, '\n')
-		}
-	}
-	_, err := w.Write(b)
-	return err
-}
-
-// appendFloat appends v as Prometheus writes sample values.
-func appendFloat(b []byte, v float64) []byte {
-	switch {
-	case math.IsInf(v, 1):
-		return append(b, "+Inf"...)
-	case math.IsInf(v, -1):
-		return append(b, "-Inf"...)
-	case math.IsNaN(v):
-		return append(b, "NaN"...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // CheckAddr refuses an address that would serve beyond this machine by
@@ -172,11 +144,12 @@ func Serve(addr string, snap func() Snapshot) (*Server, error) {
 	if err := CheckAddr(addr); err != nil {
 		return nil, err
 	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(newCollector(snap)); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", contentType)
-		writeText(w, snap())
-	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

@@ -5,10 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 func TestServe(t *testing.T) {
@@ -79,47 +75,5 @@ func TestCheckAddr(t *testing.T) {
 		if err := CheckAddr(addr); (err == nil) != ok {
 			t.Errorf("CheckAddr(%q) = %v, want ok %v", addr, err, ok)
 		}
-	}
-}
-
-// What /metrics serves is the Prometheus text format as Prometheus's own
-// parser reads it: every family with its type, label values escaped.
-func TestTextFormatParses(t *testing.T) {
-	snap := Snapshot{
-		Admitted: 3, OK: 2,
-		Rules: []Rule{{Rule: "5/s", Usage: 0.5, Waits: 1}, {Rule: "odd \"rule\" \\ \n", Usage: 1}},
-		Store: "redis", RoundTrips: 1e7,
-	}
-	var b strings.Builder
-	if err := writeText(&b, snap); err != nil {
-		t.Fatal(err)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatalf("parse: %v\n%s", err, b.String())
-	}
-	if len(mfs) != 13 {
-		t.Errorf("%d families, want 13:\n%s", len(mfs), b.String())
-	}
-	want := map[string]dto.MetricType{"pace_calls_total": dto.MetricType_COUNTER, "pace_in_flight": dto.MetricType_GAUGE}
-	for name, typ := range want {
-		if mf := mfs[name]; mf == nil || mf.GetType() != typ {
-			t.Errorf("%s: %v, want type %v", name, mf, typ)
-		}
-	}
-	usage := mfs["pace_rule_usage_ratio"].GetMetric()
-	if len(usage) != 2 || usage[1].GetLabel()[0].GetValue() != "odd \"rule\" \\ \n" || usage[1].GetGauge().GetValue() != 1 {
-		t.Errorf("pace_rule_usage_ratio: %v", usage)
-	}
-	if v := mfs["pace_store_round_trips_total"].GetMetric()[0].GetCounter().GetValue(); v != 1e7 {
-		t.Errorf("round trips %v, want 1e7", v)
-	}
-
-	// Without a store there are no store metrics, not zeros for no store.
-	b.Reset()
-	writeText(&b, Snapshot{})
-	if strings.Contains(b.String(), "pace_store_") || strings.Contains(b.String(), "pace_rule_") {
-		t.Errorf("empty snapshot serves store or rule metrics:\n%s", b.String())
 	}
 }
