@@ -96,7 +96,7 @@ func TestLimiterCostRules(t *testing.T) {
 		ctx := context.Background()
 		for _, cost := range []int{0, -1, 101} {
 			if err := waitN(l, ctx, cost); !errors.Is(err, ErrBadCost) {
-				t.Errorf("WaitN(ctx, %d) = %v, want ErrBadCost", cost, err)
+				t.Errorf("Admit(ctx, %d) = %v, want ErrBadCost", cost, err)
 			}
 			if _, err := l.Admit(ctx, cost); !errors.Is(err, ErrBadCost) {
 				t.Errorf("Admit(ctx, %d) = %v, want ErrBadCost", cost, err)
