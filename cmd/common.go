@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"github.com/pace-cli/pace/internal/costexpr"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ type CommonOptions struct {
 	// CostRules limit the sum of the calls' costs (--cost-rate); Cost
 	// gives each item its cost (--cost).
 	CostRules []throttle.Rule
-	Cost      *costExpr
+	Cost      *costexpr.Expr
 	// Reorder lets cheap calls overtake a costly one waiting for room
 	// (--allow-reorder).
 	Reorder bool

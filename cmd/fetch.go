@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pace-cli/pace/internal/costexpr"
 	"io"
 	"os"
 	"path/filepath"
@@ -255,7 +256,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		return flagErrorf("invalid argument %v for \"--max-server-pause\": want more than 0, such as 5m", opts.MaxServerPause)
 	}
 	if o.Cost != nil && o.ColSep == "" && !o.colSepSet {
-		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost.src), o.Cost.t.MaxColumn(), 1, false); err != nil {
+		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost), o.Cost.MaxColumn(), 1, false); err != nil {
 			return err
 		}
 	}
@@ -326,7 +327,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	defer in.close()
 	var executor runner.Executor = ex
 	if o.Cost != nil {
-		executor = costing{Executor: ex, expr: o.Cost, body: ex.BodyLen, rules: o.allRules()}
+		executor = costexpr.Executor{Executor: ex, Expr: o.Cost, Body: ex.BodyLen, Rules: o.allRules()}
 	}
 	if o.DryRun {
 		return dryRun(ctx, opts.Factory, o, executor, fetchJobLogCommand, in, readOpts)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pace-cli/pace/internal/costexpr"
 	"io"
 	"io/fs"
 	"os"
@@ -207,7 +208,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 	}
 	if o.Cost != nil {
-		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost.src), o.Cost.t.MaxColumn(), columns, in.product); err != nil {
+		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost), o.Cost.MaxColumn(), columns, in.product); err != nil {
 			return err
 		}
 	}
@@ -216,7 +217,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	defer ex.Close()
 	var executor runner.Executor = ex
 	if o.Cost != nil {
-		executor = costing{Executor: ex, expr: o.Cost, rules: o.allRules()}
+		executor = costexpr.Executor{Executor: ex, Expr: o.Cost, Rules: o.allRules()}
 	}
 	if o.DryRun {
 		return dryRun(ctx, opts.Factory, o, executor, nil, in, readOpts)
