@@ -14,11 +14,13 @@ import (
 // generation: releasing a handle bumps the generation, so a second
 // release of the same handle (or of a copy of its Admission) is ignored.
 // Handles are reused, so that admitting allocates nothing once gen has
-// grown to the most calls ever in flight. It is safe for concurrent use.
+// grown to the most calls ever in flight.
+//
+// The Limiter's mutex guards it (the methods ending in Locked require it
+// held), so that an admission that finds a slot and room at once takes
+// the lock once.
 type slots struct {
-	max int
-
-	mu       sync.Mutex
+	max      int
 	used     int
 	peak     int
 	waiters  []chan struct{} // FIFO; a closed channel owns a slot
@@ -28,36 +30,40 @@ type slots struct {
 	free     []uint32 // handle indexes not in use
 }
 
-// acquire takes a slot, waiting for one in FIFO order, and returns its
-// handle and how long it waited. If ctx ends first it holds nothing and
-// returns ctx's error.
-func (s *slots) acquire(ctx context.Context) (uint64, time.Duration, error) {
-	s.mu.Lock()
-	if s.max <= 0 || (s.used < s.max && len(s.waiters) == 0) {
-		s.used++
-		s.peak = max(s.peak, s.used)
-		h := s.handleLocked()
-		s.mu.Unlock()
-		return h, 0, nil
+// takeLocked takes a slot if one is free at once and nobody waits for
+// one, and returns its handle.
+func (s *slots) takeLocked() (uint64, bool) {
+	if s.max > 0 && (s.used >= s.max || len(s.waiters) > 0) {
+		return 0, false
 	}
+	s.used++
+	s.peak = max(s.peak, s.used)
+	return s.handleLocked(), true
+}
+
+// acquireSlow waits, in FIFO order, for a slot that takeLocked could not
+// take, and returns its handle and how long it waited. It requires mu
+// held, and returns with mu unlocked. If ctx ends first it holds nothing
+// and returns ctx's error.
+func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.Duration, error) {
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	start := time.Now()
-	s.mu.Unlock()
+	mu.Unlock()
 
 	select {
 	case <-ch:
-		// release handed its slot straight to us (and counted it).
+		// releaseLocked handed its slot straight to us (and counted it).
 		waited := max(time.Since(start), 0)
-		s.mu.Lock()
+		mu.Lock()
 		s.waits++
 		s.waitTime += waited
 		h := s.handleLocked()
-		s.mu.Unlock()
+		mu.Unlock()
 		return h, waited, nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
 		for i, w := range s.waiters {
 			if w == ch {
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
@@ -70,19 +76,7 @@ func (s *slots) acquire(ctx context.Context) (uint64, time.Duration, error) {
 	}
 }
 
-// tryAcquire takes a slot if one is free at once.
-func (s *slots) tryAcquire() (uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.max > 0 && (s.used >= s.max || len(s.waiters) > 0) {
-		return 0, false
-	}
-	s.used++
-	s.peak = max(s.peak, s.used)
-	return s.handleLocked(), true
-}
-
-// handleLocked returns a free handle. Requires s.mu held.
+// handleLocked returns a free handle.
 func (s *slots) handleLocked() uint64 {
 	if n := len(s.free); n > 0 {
 		i := s.free[n-1]
@@ -93,11 +87,9 @@ func (s *slots) handleLocked() uint64 {
 	return uint64(len(s.gen)-1) << 32
 }
 
-// release gives back the slot of handle h, handing it to the first waiter
-// if any. A handle already released is ignored.
-func (s *slots) release(h uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// releaseLocked gives back the slot of handle h, handing it to the first
+// waiter if any. A handle already released is ignored.
+func (s *slots) releaseLocked(h uint64) {
 	i := h >> 32
 	if i >= uint64(len(s.gen)) || s.gen[i] != uint32(h) {
 		return
@@ -107,7 +99,7 @@ func (s *slots) release(h uint64) {
 	s.giveLocked()
 }
 
-// giveLocked gives a slot back. Requires s.mu held.
+// giveLocked gives a slot back.
 func (s *slots) giveLocked() {
 	if len(s.waiters) > 0 {
 		// The slot passes from the releaser to the waiter: used is unchanged.
@@ -118,10 +110,4 @@ func (s *slots) giveLocked() {
 		return
 	}
 	s.used--
-}
-
-func (s *slots) snapshot() (inFlight, peak int, waits int64, waitTime time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.used, s.peak, s.waits, s.waitTime
 }

@@ -358,13 +358,32 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return Admission{}, err
 	}
-	h, slotWait, err := l.slots.acquire(ctx)
-	if err != nil {
-		return Admission{}, err
+	var slotWait time.Duration
+	l.mu.Lock()
+	h, ok := l.slots.takeLocked()
+	if ok {
+		// The common case: a slot, and room in every rule, at once.
+		if !l.closed && (len(l.queue) == 0 || l.reorder) {
+			now := l.nowLocked(time.Now())
+			if d, _ := l.delayLocked(now, cost); d == 0 {
+				serial := l.admitLocked(now, now, cost)
+				at := l.toTime(now)
+				l.mu.Unlock()
+				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial}, nil
+			}
+		}
+		l.mu.Unlock()
+	} else {
+		var err error
+		if h, slotWait, err = l.slots.acquireSlow(ctx, &l.mu); err != nil {
+			return Admission{}, err
+		}
 	}
 	at, serial, waited, err := l.wait(ctx, cost)
 	if err != nil {
-		l.slots.release(h)
+		l.mu.Lock()
+		l.slots.releaseLocked(h)
+		l.mu.Unlock()
 		return Admission{}, err
 	}
 	return Admission{At: at, Cost: cost, Waited: slotWait + waited, owner: (*owner)(l), handle: h, id: serial}, nil
@@ -374,7 +393,11 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 type owner Limiter
 
 // Release gives back the in-flight slot of the admission h.
-func (o *owner) Release(h uint64) { o.slots.release(h) }
+func (o *owner) Release(h uint64) {
+	o.mu.Lock()
+	o.slots.releaseLocked(h)
+	o.mu.Unlock()
+}
 
 // Correct changes the cost recorded for the call serial, admitted at at,
 // in every cost rule still holding it.
@@ -407,15 +430,19 @@ func (l *Limiter) AllowN(t time.Time, cost int) (Admission, bool) {
 	if checkCost(l.rules, cost) != nil {
 		return Admission{}, false
 	}
-	h, ok := l.slots.tryAcquire()
-	if !ok {
+	l.mu.Lock()
+	if l.closed || len(l.queue) > 0 {
+		l.mu.Unlock()
 		return Admission{}, false
 	}
-	l.mu.Lock()
 	now := l.nowLocked(t)
-	if d, _ := l.delayLocked(now, cost); d > 0 || l.closed || len(l.queue) > 0 {
+	if d, _ := l.delayLocked(now, cost); d > 0 {
 		l.mu.Unlock()
-		l.slots.release(h)
+		return Admission{}, false
+	}
+	h, ok := l.slots.takeLocked()
+	if !ok {
+		l.mu.Unlock()
 		return Admission{}, false
 	}
 	serial := l.admitLocked(now, now, cost)

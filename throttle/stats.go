@@ -119,10 +119,10 @@ func fillTally(st *Stats, t *tally.Tally, rules []Rule, used func(i int) int) {
 // limiter's lock only to copy counters, never while anyone waits.
 func (l *Limiter) Stats() Stats {
 	var s Stats
-	s.InFlight, s.PeakInFlight, s.SlotWaits, s.SlotWaitTime = l.slots.snapshot()
-	s.MaxInFlight = l.slots.max
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	s.InFlight, s.PeakInFlight, s.SlotWaits, s.SlotWaitTime = l.slots.used, l.slots.peak, l.slots.waits, l.slots.waitTime
+	s.MaxInFlight = l.slots.max
 	now := l.nowLocked(time.Now())
 	fillTally(&s, l.tally, l.rules, func(i int) int { return l.windows[i].used(now) })
 	for i, w := range l.windows {
