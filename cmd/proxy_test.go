@@ -356,3 +356,88 @@ func TestProxyUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestProxySlotsComeBackAndMaxWaitCoversTheSlotWait(t *testing.T) {
+	// An upstream that sends the start of a body, then holds the rest
+	// until its client goes.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			io.WriteString(w, "quick\n")
+			return
+		}
+		io.WriteString(w, "start\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	p := startProxy(t, "--upstream", up.URL, "-j", "1", "--max-wait", "300ms")
+
+	// The first request holds the only slot while its body streams.
+	resp, err := http.Get(p.url + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "start\n" {
+		t.Fatalf("streamed body: %q, %v; want the start before the end", line, err)
+	}
+	// The second waits for the slot past --max-wait: 429 with Retry-After.
+	r2, err := http.Get(p.url + "/quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusTooManyRequests || r2.Header.Get("Retry-After") == "" {
+		t.Errorf("while the slot is held: %d, Retry-After %q; want 429 with one", r2.StatusCode, r2.Header.Get("Retry-After"))
+	}
+	// The first client goes mid-response: its slot comes back at once.
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r3, err := http.Get(p.url + "/quick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r3.Body)
+		r3.Body.Close()
+		if r3.StatusCode == 200 && string(b) == "quick\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot of a client gone mid-response never came back: %d %q", r3.StatusCode, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestProxiesSharingAKeyKeepOneQuota(t *testing.T) {
+	const rules = "4/s,6/2s"
+	ss, srv := newStrict(t, rules)
+	state := t.TempDir()
+	// A fixed margin, as in TestProxyKeepsTheServersRules.
+	args := []string{"--upstream", srv.URL, "-r", rules, "--key", "shared", "--state", state, "--margin", "300ms"}
+	a, b := startProxy(t, args...), startProxy(t, args...)
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		base := a.url
+		if i%2 == 1 {
+			base = b.url
+		}
+		wg.Go(func() {
+			resp, err := http.Get(base + "/" + strconv.Itoa(i))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("request %d: %d, want 200", i, resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if st := ss.Stats(); st.Accepted != n || st.Refused != 0 {
+		t.Errorf("server accepted %d, refused %d; want %d and 0", st.Accepted, st.Refused, n)
+	}
+}
