@@ -100,8 +100,10 @@ func TestProxyKeepsTheServersRules(t *testing.T) {
 	const rules = "5/s,12/3s"
 	ss, srv := newStrict(t, rules)
 	// A fixed margin: the first burst dials its connections, and under
-	// -race and load the dials spread the arrivals over tens of ms, more than the
-	// adaptive margin covers for a burst (see the report of issue 21).
+	// -race and load the dials spread the arrivals over tens of ms. The
+	// adaptive margin now covers a burst's spread (TestMarginTrackerBurst),
+	// but only once the burst's lags are seen; this test checks the proxy's
+	// admission, not the margin's timing under load.
 	p := startProxy(t, "--upstream", srv.URL, "-r", rules, "-j", "8", "--margin", "300ms")
 	const n = 15
 	var wg sync.WaitGroup

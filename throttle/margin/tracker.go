@@ -154,6 +154,7 @@ func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Du
 		hi = max(lo, m.samples[i].latency+runtime)
 	}
 	m.samples[i] = lagSample{at: at.UnixNano(), lo: lo, hi: hi}
+	m.sortTie(i)
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
 	// not shifted at every call.
@@ -188,6 +189,29 @@ func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Du
 	}
 	m.current = min(max(m.seen, min(m.floor, bound)), m.ceiling)
 	return m.current
+}
+
+// sortTie moves sample i among the samples admitted at the same instant,
+// so that they stand by their soonest lag, the calls under way last. A
+// server counts arrivals, not pace's order: of calls admitted together,
+// the one that arrives last is the one a window admitted later can
+// collide with, so it must stand last, where the windows that the calls
+// after it open begin.
+func (m *tracker) sortTie(i int) {
+	key := func(s lagSample) time.Duration {
+		if s.pending {
+			return unknownLag
+		}
+		return s.lo
+	}
+	for i > 0 && m.samples[i-1].at == m.samples[i].at && key(m.samples[i-1]) > key(m.samples[i]) {
+		m.samples[i-1], m.samples[i] = m.samples[i], m.samples[i-1]
+		i--
+	}
+	for i+1 < len(m.samples) && m.samples[i+1].at == m.samples[i].at && key(m.samples[i+1]) < key(m.samples[i]) {
+		m.samples[i+1], m.samples[i] = m.samples[i], m.samples[i+1]
+		i++
+	}
 }
 
 // lateLeast returns the largest, over the samples x admitted from from on
@@ -248,6 +272,25 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Du
 				late -= time.Duration(samples[idx[x]].at - base)
 			}
 			most = max(most, late)
+		}
+	}
+	if !upper {
+		// The last calls open windows that calls not yet admitted will
+		// complete; those will be admitted later than now, after every
+		// call seen had left, so they cannot be early enough to keep such
+		// a window: it counts with the calls it has. A call under way
+		// counts as one that left at once (the least it can have done).
+		// Without this, a burst's latest call was covered only once N
+		// more calls had come, too late for the burst a window later.
+		suffix := unknownLag
+		tail := samples[start:]
+		for j := len(tail) - 1; j >= 0 && j > len(tail)-k-1; j-- {
+			lag := tail[j].lo
+			if tail[j].pending {
+				lag = 0
+			}
+			suffix = min(suffix, lag+time.Duration(tail[j].at-base))
+			most = max(most, suffix-time.Duration(tail[j].at-base))
 		}
 	}
 	return most
