@@ -184,26 +184,15 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	}
 
 	// Until the command starts, an interrupt stops pace.
-	admitCtx, cancel := context.WithCancel(ctx)
+	admitCtx, cancel, endWatch := watchInterrupt(ctx, opts.Factory.Signals)
 	defer cancel()
 	var sig os.Signal
-	stopWatch, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case sig = <-opts.Factory.Signals:
-			cancel()
-		case <-stopWatch:
-		}
-	}()
-	endWatch := func() { close(stopWatch); <-watched }
 
 	common := &CommonOptions{Rules: opts.Rules, CostRules: opts.CostRules, Margin: opts.Margin, MarginSet: true,
 		Verbose: opts.Verbose, Redis: opts.Shared}
 	backend, err := opts.Factory.openBackend(admitCtx, common, ios.ErrOut)
 	if err != nil {
-		endWatch()
-		if sig != nil {
+		if sig = endWatch(); sig != nil {
 			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
 		}
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
@@ -212,7 +201,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	stopNote := waitNote(admitCtx, opts.Shared, ios.ErrOut, opts.Verbose, ios.IsStderrTTY())
 	adm, err := backend.Admit(admitCtx, opts.Cost)
 	stopNote()
-	endWatch()
+	sig = endWatch()
 	switch {
 	case sig != nil:
 		adm.Release() // the zero Admission, if none, holds nothing

@@ -313,24 +313,12 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	}
 
 	// Until the proxy serves, an interrupt stops pace.
-	setupCtx, cancel := context.WithCancel(ctx)
+	setupCtx, cancel, endWatch := watchInterrupt(ctx, opts.Factory.Signals)
 	defer cancel()
-	var sig os.Signal
-	stopWatch, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case sig = <-opts.Factory.Signals:
-			cancel()
-		case <-stopWatch:
-		}
-	}()
-	endWatch := func() { close(stopWatch); <-watched }
 	common := &CommonOptions{Rules: opts.Rules, CostRules: opts.CostRules, Margin: opts.Margin, MarginSet: opts.marginSet,
 		Verbose: opts.Verbose, Redis: opts.Shared}
 	backend, err := opts.Factory.openBackend(setupCtx, common, errOut)
-	endWatch()
-	if sig != nil {
+	if sig := endWatch(); sig != nil {
 		if backend != nil {
 			backend.Close()
 		}

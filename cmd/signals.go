@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -153,4 +154,28 @@ func untilSignal[T any](sigs <-chan os.Signal, work func() T) (T, os.Signal) {
 		var zero T
 		return zero, sig
 	}
+}
+
+// watchInterrupt returns a context that the first signal on signals
+// cancels, for the setup before the real work starts (opening a backend,
+// waiting for an admission): an interrupt then stops pace. end stops
+// watching and returns the signal that came, if one did; call it once.
+func watchInterrupt(ctx context.Context, signals <-chan os.Signal) (context.Context, context.CancelFunc, func() os.Signal) {
+	wctx, cancel := context.WithCancel(ctx)
+	var sig os.Signal
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case sig = <-signals:
+			cancel()
+		case <-stop:
+		}
+	}()
+	end := func() os.Signal {
+		close(stop)
+		<-watched
+		return sig
+	}
+	return wctx, cancel, end
 }
