@@ -434,8 +434,20 @@ func (h *HTTPSummary) writeText(tw *tabwriter.Writer, binding bool) {
 		if binding {
 			mark = "  binding"
 		}
-		fmt.Fprintf(tw, "  server\tpaused admissions %d× for %s (last: %s)%s\n", h.Pauses, roundDuration(h.PauseWaitTime),
-			strings.TrimPrefix(h.PauseReason, "server: "), mark)
+		// The time is what admissions waited on the pauses: none may have
+		// (a pause that ended before the next call was due).
+		held := fmt.Sprintf("for %s", roundDuration(h.PauseWaitTime))
+		if h.PauseWaitTime <= 0 {
+			held = "(no call waited on them)"
+			if h.Pauses == 1 {
+				held = "(no call waited on it)"
+			}
+		}
+		last := strings.TrimPrefix(h.PauseReason, "server: ")
+		if last == "" {
+			last = "no reason given"
+		}
+		fmt.Fprintf(tw, "  server\tpaused admissions %d× %s (last: %s)%s\n", h.Pauses, held, last, mark)
 	}
 }
 

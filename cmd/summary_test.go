@@ -419,3 +419,25 @@ func TestFormatters(t *testing.T) {
 		}
 	}
 }
+
+// Pauses that no call waited on say so, not "for 0s" (#23).
+func TestSummaryPausesNobodyWaitedOn(t *testing.T) {
+	for _, tt := range []struct {
+		pauses int64
+		reason string
+		want   string
+	}{
+		{2, "server: 429 Retry-After: 0", "paused admissions 2× (no call waited on them) (last: 429 Retry-After: 0)"},
+		{1, "", "paused admissions 1× (no call waited on it) (last: no reason given)"},
+	} {
+		s := testSummary(t)
+		s.HTTP = &HTTPSummary{Status: map[string]int64{"429": 2}, Pauses: tt.pauses, PauseReason: tt.reason}
+		var b bytes.Buffer
+		if err := s.writeText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.want) || strings.Contains(b.String(), "for 0s") {
+			t.Errorf("summary:\n%s\nwant a line with %q and no \"for 0s\"", b.String(), tt.want)
+		}
+	}
+}
