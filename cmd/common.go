@@ -75,7 +75,7 @@ type CommonOptions struct {
 	Margin    time.Duration
 	MarginSet bool // --margin was given: fixed, not adapted
 	// marginLeast is the least the adaptive margin may narrow to (see
-	// cmd/margin.go): what the command can bound no better.
+	// throttle/margin): what the command can bound no better.
 	marginLeast time.Duration
 	Timeout     time.Duration
 	Retries     int

@@ -522,7 +522,7 @@ func TestFetchErrorBodyIsRedacted(t *testing.T) {
 	}
 }
 
-// TestFetchRedacts: values of a parameter named by Options.Redactor, and
+// TestFetchRedacts: values of a parameter named by Options.SecretParams, and
 // the signature and credential of a pre-signed S3 URL, appear nowhere:
 // not in Argv, ShowItem, HTTPInfo.URL, errors or the error body.
 func TestFetchRedacts(t *testing.T) {

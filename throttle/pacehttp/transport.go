@@ -99,12 +99,10 @@ type Transport struct {
 	margin  *margin.Tracker  // nil with FixedMargin
 	opts    Options
 
-	mu       sync.Mutex
-	boLast   time.Duration // the last backoff pause; 0 after a success
-	boUntil  time.Time     // when it ends
-	hinted   map[string]bool
-	requests int64
-	pauses   int64
+	mu      sync.Mutex
+	boLast  time.Duration // the last backoff pause; 0 after a success
+	boUntil time.Time     // when it ends
+	hinted  map[string]bool
 }
 
 // New returns a Transport admitting through b.
@@ -261,9 +259,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	info.Admission = a
-	t.mu.Lock()
-	t.requests++
-	t.mu.Unlock()
 
 	var sent time.Time
 	var sentMu sync.Mutex
@@ -400,9 +395,6 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 	}
 	if until.After(now) {
 		info.PauseUntil, info.PauseReason = until, reason
-		t.mu.Lock()
-		t.pauses++
-		t.mu.Unlock()
 		t.backend.PauseUntil(until, "server: "+reason)
 		if t.opts.OnPause != nil {
 			t.opts.OnPause(until.Sub(now), reason)
