@@ -39,7 +39,8 @@ func (e *ExitError) Is(target error) bool { return target == errSilent }
 
 // libraryPrefixes are the package names that pace's libraries put at the
 // start of their messages, as Go libraries do; users need none of them.
-var libraryPrefixes = strings.NewReplacer("throttle: ", "", "redisrate: ", "", "localstore: ", "", "runner: ", "", "fetch: ", "")
+var libraryPrefixes = strings.NewReplacer("throttle: ", "", "redisrate: ", "", "localstore: ", "", "runner: ", "", "fetch: ", "",
+	"pacehttp: ", "", "learn: ", "")
 
 // userMessage returns err's message for a user: without the libraries'
 // package prefixes.

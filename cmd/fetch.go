@@ -467,7 +467,7 @@ func (v costFromValue) String() string {
 func (v costFromValue) Set(s string) error {
 	c, err := pacehttp.ParseCostSource(s)
 	if err != nil {
-		return err
+		return errors.New(userMessage(err))
 	}
 	*v.c = c
 	return nil

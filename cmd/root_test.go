@@ -40,6 +40,8 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		{[]string{"run", "--progress-interval", "500ms", "--", "true"}, `invalid argument 500ms for "--progress-interval": want at least 1s`},
 		{[]string{"run", "--frobnicate", "--", "true"}, "unknown flag: --frobnicate"},
 		{[]string{"run", "--resume", "--", "true"}, "--resume needs --joblog FILE"},
+		{[]string{"fetch", "--cost-rate", "10/s", "--cost-from-response", "bogus", "http://x/{}"},
+			`invalid argument "bogus" for "--cost-from-response" flag: cost source "bogus": want header:NAME (such as header:X-Tokens-Used) or json:PATH (such as json:usage.total_tokens)`},
 		{[]string{"fetch", "--max-body", "12q", "http://x/"}, `invalid argument "12q" for "--max-body" flag: want a size such as 1048576, 512k, 64M or 4G`},
 		{[]string{"fetch", "--max-body", "0", "http://x/{}"}, `invalid argument for "--max-body": want more than 0, such as 64M`},
 		{[]string{"fetch", "--max-server-pause", "0s", "http://x/{}"}, `invalid argument 0s for "--max-server-pause": want more than 0, such as 5m`},
