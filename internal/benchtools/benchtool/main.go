@@ -6,6 +6,7 @@
 //	benchtool fastest -rules 5/s,cost:100/s -items FILE [-jobs 4] [-margin 0]
 //	benchtool items -n 60 -max 60 -seed 13 > FILE
 //	benchtool freeport
+//	benchtool linksim -to HOST:PORT -delay 20ms -jitter 5ms -portfile FILE
 //
 // fastest prints the makespan in seconds (first to last admission) of the
 // fastest legal FIFO schedule (throttle.Plan
@@ -14,7 +15,10 @@
 // a client's margin does: the best a client keeping that margin can do. items writes lines "SEQ COST",
 // the costs drawn from 1..max by a PCG seeded with seed: the same file on
 // every machine and Go release. freeport prints a free TCP port on
-// 127.0.0.1 (never 6379) for a server the script starts.
+// 127.0.0.1 (never 6379) for a server the script starts. linksim forwards
+// connections from a free port on 127.0.0.1 (written to FILE) to HOST:PORT
+// through a simulated slow link (internal/linksim), the delay and jitter
+// added in each direction, until it is sent SIGTERM or SIGINT.
 package main
 
 import (
@@ -26,9 +30,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/pace-cli/pace/internal/linksim"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -42,7 +50,7 @@ func main() {
 
 func run(args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("want a subcommand: fastest, items or freeport")
+		return errors.New("want a subcommand: fastest, items, freeport or linksim")
 	}
 	switch args[0] {
 	case "fastest":
@@ -51,8 +59,10 @@ func run(args []string, out io.Writer) error {
 		return items(args[1:], out)
 	case "freeport":
 		return freeport(out)
+	case "linksim":
+		return linkSim(args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want fastest, items or freeport", args[0])
+	return fmt.Errorf("unknown subcommand %q: want fastest, items, freeport or linksim", args[0])
 }
 
 // fastest prints the makespan of the fastest legal FIFO schedule.
@@ -163,4 +173,36 @@ func freeport(out io.Writer) error {
 		}
 	}
 	return errors.New("freeport: no port other than 6379")
+}
+
+// linkSim runs a link simulator until SIGTERM or SIGINT.
+func linkSim(args []string) error {
+	fs := flag.NewFlagSet("linksim", flag.ContinueOnError)
+	to := fs.String("to", "", "`address` to forward to, such as 127.0.0.1:6380")
+	delay := fs.Duration("delay", 0, "one-way delay, each direction")
+	jitter := fs.Duration("jitter", 0, "each chunk's delay varies by up to ± this much")
+	portfile := fs.String("portfile", "", "`file` to write the port listened on to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *to == "" || *portfile == "" {
+		return errors.New("linksim: want -to and -portfile")
+	}
+	l := linksim.Link{Delay: *delay, Jitter: *jitter}
+	p, err := linksim.Listen("127.0.0.1:0", *to, l, l)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	_, port, _ := net.SplitHostPort(p.Addr())
+	if err := os.WriteFile(*portfile+".tmp", []byte(port+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(*portfile+".tmp", *portfile); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
 }
