@@ -143,7 +143,7 @@ func (r *recorder) adaptMargin(res *runner.Result) {
 		r.margin.Forget(res.Start)
 		return
 	}
-	before, m := r.margin.Observe(res.Start, res.Lag, res.Runtime)
+	before, m := r.margin.ObserveLoad(res.Start, res.Lag, res.Runtime, margin.Load{CPU: res.CPU, Queued: res.Queued})
 	if m == before {
 		return
 	}

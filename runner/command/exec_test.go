@@ -47,6 +47,16 @@ func helper(mode, arg string) {
 	case "stdin":
 		b, err := io.ReadAll(os.Stdin)
 		fmt.Printf("read %d bytes, err %v", len(b), err)
+	case "spin":
+		// Runs on a CPU for arg milliseconds of its own time.
+		n, _ := strconv.Atoi(arg)
+		var ru syscall.Rusage
+		for {
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			if time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= time.Duration(n)*time.Millisecond {
+				return
+			}
+		}
 	case "pgid":
 		pgid, _ := syscall.Getpgid(0)
 		fmt.Printf("pid %d pgid %d", os.Getpid(), pgid)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -166,6 +168,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 
 	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
+	res.CPU, res.Queued = w.cpu, w.queued
 	if w.state != nil {
 		res.ExitCode = w.state.ExitCode()
 		res.Signal = exitSignal(w.state)
@@ -252,9 +255,10 @@ func drain(c *runner.Capture, r *os.File) {
 // exitWatch learns how a child ended; done is closed once state or err is
 // set.
 type exitWatch struct {
-	done  chan struct{}
-	state *os.ProcessState
-	err   error
+	done        chan struct{}
+	state       *os.ProcessState
+	err         error
+	cpu, queued time.Duration // the child's schedstat as it exited; zero if unknown
 }
 
 // watchExit waits for p in a goroutine. With a pidfd the goroutine waits
@@ -264,30 +268,31 @@ func watchExit(p *os.Process, pidfd int) *exitWatch {
 	w := &exitWatch{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		if pidfd >= 0 {
-			awaitExit(pidfd)
+		if pidfd >= 0 && awaitExit(pidfd) {
+			// Exited, not reaped: its /proc entry stands until Wait.
+			w.cpu, w.queued = schedstat(p.Pid)
 		}
 		w.state, w.err = p.Wait()
 	}()
 	return w
 }
 
-// awaitExit returns once the process of pidfd has exited, or at once if
-// the netpoller cannot watch pidfd. It closes pidfd, a descriptor of its
-// own: the os.Process keeps another.
-func awaitExit(pidfd int) {
+// awaitExit returns once the process of pidfd has exited (true), or at
+// once if the netpoller cannot watch pidfd (false). It closes pidfd, a
+// descriptor of its own: the os.Process keeps another.
+func awaitExit(pidfd int) bool {
 	// The descriptor shares its file with the os.Process's: left
 	// non-blocking, Wait would return EAGAIN instead of waiting.
 	if err := unix.SetNonblock(pidfd, true); err != nil {
 		unix.Close(pidfd)
-		return
+		return false
 	}
 	f := os.NewFile(uintptr(pidfd), "pidfd")
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
 		unix.SetNonblock(pidfd, false)
-		return
+		return false
 	}
 	exited := false
 	err = rc.Read(func(fd uintptr) bool {
@@ -302,6 +307,33 @@ func awaitExit(pidfd int) {
 	if err != nil || !exited {
 		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
 	}
+	return err == nil && exited
+}
+
+// schedstat returns how long process pid ran on a CPU and how long it
+// waited for one while runnable (/proc/PID/schedstat: nanoseconds), or
+// zeros where the kernel does not tell.
+func schedstat(pid int) (cpu, queued time.Duration) {
+	var buf [96]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return 0, 0
+	}
+	f := strings.Fields(string(buf[:n]))
+	if len(f) < 2 {
+		return 0, 0
+	}
+	c, err1 := strconv.ParseInt(f[0], 10, 64)
+	q, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || c < 0 || q < 0 {
+		return 0, 0
+	}
+	return time.Duration(c), time.Duration(q)
 }
 
 // pidfdWorks reports whether this kernel gives pidfds that waitid

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 )
@@ -33,5 +34,35 @@ func TestExecuteWithoutPidfd(t *testing.T) {
 	}
 	if !waitGone(t, pidFile) {
 		t.Error("grandchild survived the timeout")
+	}
+}
+
+// A child's scheduling is read as it exits, before it is reaped: how long
+// it ran on a CPU (at least what it spun for) and how long it waited for
+// one. The margin stretches with the wait (throttle/margin.Load).
+func TestExecuteReportsSchedstat(t *testing.T) {
+	if !pidfdWorks() {
+		t.Skip("this kernel has no pidfds: the child is reaped before its schedstat can be read")
+	}
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("this kernel has no /proc/PID/schedstat")
+	}
+	e, job := helperArgv(t, "spin", "30")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if res.Err != nil || res.ExitCode != 0 {
+		t.Fatalf("spin: %s, err %v", res.Status(), res.Err)
+	}
+	if res.CPU < 30*time.Millisecond || res.CPU > res.Runtime+time.Second {
+		t.Errorf("CPU = %v after spinning for 30ms of CPU time (runtime %v)", res.CPU, res.Runtime)
+	}
+	if res.Queued < 0 {
+		t.Errorf("Queued = %v, want >= 0", res.Queued)
+	}
+	if cpu, _ := schedstat(os.Getpid()); cpu <= 0 {
+		t.Errorf("schedstat of this process: CPU %v, want > 0", cpu)
+	}
+	if cpu, q := schedstat(-1); cpu != 0 || q != 0 {
+		t.Errorf("schedstat of no process = %v, %v; want zeros", cpu, q)
 	}
 }

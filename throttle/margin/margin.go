@@ -69,14 +69,44 @@ func (m *Tracker) Forget(at time.Time) {
 // had arrived when it ended). It sets the backend's margin and returns
 // the margin before and after.
 func (m *Tracker) Observe(at time.Time, lag, runtime time.Duration) (before, after time.Duration) {
+	return m.ObserveLoad(at, lag, runtime, Load{})
+}
+
+// ObserveLoad is Observe for a call made by a process whose scheduling is
+// known: a busy machine stretches the start-up of a process, so the floor
+// that a process is trusted to leave within once started is stretched too.
+func (m *Tracker) ObserveLoad(at time.Time, lag, runtime time.Duration, load Load) (before, after time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before = m.t.current
-	after = m.t.observe(time.Now(), at, lag, runtime)
+	after = m.t.observeLoad(time.Now(), at, lag, runtime, load)
 	if after != before {
 		m.b.SetMargin(after) // under the lock: margins reach b in order
 	}
 	return before, after
+}
+
+// Load is what a busy machine did to the process that made a call: it ran
+// on a CPU for CPU and waited for one, runnable, for Queued (on Linux,
+// /proc/PID/schedstat). The zero Load says nothing.
+type Load struct {
+	CPU, Queued time.Duration
+}
+
+// stretch returns how much longer than floor the start-up of a process
+// that saw l may have taken: floor stretched by the time it waited per
+// CPU time it ran, but no more than it waited in all, nor than ceiling.
+// A process that waited for a CPU while it started waited as it ran
+// later; one that never waited was not slowed.
+func (l Load) stretch(floor, ceiling time.Duration) time.Duration {
+	if l.Queued <= 0 {
+		return 0
+	}
+	s := l.Queued
+	if l.CPU > 0 {
+		s = min(s, time.Duration(float64(floor)*float64(l.Queued)/float64(l.CPU)))
+	}
+	return min(s, ceiling)
 }
 
 // Margin returns the margin now.

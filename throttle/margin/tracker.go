@@ -29,9 +29,13 @@ import (
 //   - least plus the spread of the first bound: what pace saw for certain,
 //     plus what it cannot see (the network path, a child's own start-up);
 //   - the spread with the second bound for the late calls and the first
-//     for the early one, but no more than the floor: a job that ends
-//     quickly proves its call left quickly, and a job that runs on proves
-//     nothing, so the command's default (the floor) holds.
+//     for the early one. A job that ends quickly proves its call left
+//     quickly; a job that runs on proves nothing, so the command's
+//     default holds for it: its call left within the floor of the first
+//     bound, the floor stretched by what a busy machine did to the
+//     process (Load: the time it waited, runnable, for a CPU). A call
+//     still under way counts as leaving as late as the latest seen, plus
+//     the floor and the largest stretch seen.
 //
 // For pace fetch least is the floor, so the margin is the floor plus the
 // spread of what it measured. A late call is measured once it has left,
@@ -50,6 +54,7 @@ type tracker struct {
 	samples      []lagSample   // by admission, oldest first
 	seen         time.Duration // least plus the spread seen, narrowing slowly
 	current      time.Duration
+	underWay     time.Duration   // the latest a call under way is taken to leave
 	idx, dq      []int           // lateLeast's buffers
 	vals         []time.Duration // lateLeast's buffer
 }
@@ -62,6 +67,7 @@ type lagSample struct {
 	lo, hi  time.Duration
 	pending bool
 	latency time.Duration // of a pending call: its admission's Latency
+	stretch time.Duration // how much longer than the floor its start-up may have taken
 }
 
 // unknownLag stands for a bound not known: a call still under way may yet
@@ -144,16 +150,23 @@ func (m *tracker) pendingAt(at time.Time) int {
 // margin from now on: widened at once to cover the lags, narrowed by at
 // most an eighth of the difference per call.
 func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Duration {
+	return m.observeLoad(now, at, lag, runtime, Load{})
+}
+
+// observeLoad is observe for a call whose process saw load.
+func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, load Load) time.Duration {
 	i := m.pendingAt(at)
 	if i < 0 {
 		m.started(at, 0)
 		i = m.pendingAt(at)
 	}
-	lo, hi := max(lag, 0), unknownLag
+	lo := max(lag, 0)
+	stretch := load.stretch(m.floor, m.ceiling)
+	hi := lo + m.floor + stretch
 	if runtime >= 0 {
-		hi = max(lo, m.samples[i].latency+runtime)
+		hi = max(lo, min(hi, m.samples[i].latency+runtime))
 	}
-	m.samples[i] = lagSample{at: at.UnixNano(), lo: lo, hi: hi}
+	m.samples[i] = lagSample{at: at.UnixNano(), lo: lo, hi: hi, stretch: stretch}
 	m.sortTie(i)
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
@@ -168,10 +181,13 @@ func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Du
 		old = 0
 	}
 	live := m.samples[old:]
-	least := unknownLag
+	least, latest, stretched := unknownLag, time.Duration(0), time.Duration(0)
 	for _, s := range live {
-		least = min(least, s.lo)
+		if !s.pending {
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+		}
 	}
+	m.underWay = latest + m.floor + stretched
 	// What pace saw counts the calls it saw leave, over the whole span,
 	// and narrows slowly. A bound counts the calls that can still open a
 	// window for the next admission, taking those under way as late as
@@ -183,11 +199,8 @@ func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Du
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
-	if bound < unknownLag {
-		bound -= least
-	}
-	m.current = min(max(m.seen, min(m.floor, bound)), m.ceiling)
+	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true) - least
+	m.current = min(max(m.seen, bound), m.ceiling)
 	return m.current
 }
 
@@ -220,8 +233,9 @@ func (m *tracker) sortTie(i int) {
 // late the calls in a window that x opens arrive, at the least, counted
 // from x's admission. A sliding-window minimum over a deque of indices,
 // in buffers the tracker keeps, so that an observation allocates nothing.
-// The lag is the latest bound (hi) if upper, and then pending calls count
-// as arbitrarily late; else it is the soonest (lo), over the calls seen.
+// The lag is the latest bound (hi) if upper, and then a pending call counts
+// as leaving m.underWay after its admission's latency; else it is the
+// soonest (lo), over the calls seen.
 func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Duration {
 	idx := m.idx[:0]
 	start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
@@ -243,6 +257,9 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Du
 		l := s.lo
 		if upper {
 			l = s.hi
+			if s.pending {
+				l = s.latency + m.underWay
+			}
 		}
 		if l != unknownLag {
 			l += time.Duration(s.at - base)

@@ -95,7 +95,7 @@ func TestMarginTrackerSpacedCalls(t *testing.T) {
 // For pace run, a job that ended soon after its admission proves its call
 // arrived by then: with quick jobs the margin goes below the floor, to
 // the bound (at least least plus what pace saw); a job still running, or
-// one whose runtime says nothing, holds the floor.
+// one whose runtime says nothing, holds the floor plus the spread seen.
 func TestMarginTrackerBound(t *testing.T) {
 	m := newTracker(ms(50), ms(10), time.Second, 1)
 	m.seen = 0 // compare the target, not the slow narrowing
@@ -109,13 +109,13 @@ func TestMarginTrackerBound(t *testing.T) {
 		t.Errorf("jobs ending at once: margin %v, want least 10ms + 1ms seen", got)
 	}
 	m.started(call(2), 0)
-	if got := m.observe(call(3), call(3), ms(2), ms(3)); got != ms(50) {
-		t.Errorf("a job under way: margin %v, want the floor, 50ms", got)
+	if got := m.observe(call(3), call(3), ms(2), ms(3)); got != ms(51) {
+		t.Errorf("a job under way: margin %v, want the floor and the spread seen, 50ms + 1ms", got)
 	}
 	m.forget(call(2)) // it never left
 	m.seen = 0
-	if got := m.observe(call(4), call(4), ms(2), -1); got != ms(50) {
-		t.Errorf("a runtime that bounds nothing: margin %v, want the floor, 50ms", got)
+	if got := m.observe(call(4), call(4), ms(2), -1); got != ms(51) {
+		t.Errorf("a runtime that bounds nothing: margin %v, want the floor and the spread seen, 50ms + 1ms", got)
 	}
 	m = newTracker(ms(50), ms(10), time.Second, 1)
 	m.observe(call(0), call(0), ms(1), ms(2))
@@ -140,6 +140,43 @@ func TestMarginTrackerBound(t *testing.T) {
 	m.started(call(0), ms(3))
 	if got := m.observe(call(0), call(0), ms(4), ms(20)); got != ms(19) {
 		t.Errorf("runtime 20ms after a 3ms latency, lag 4ms: margin %v, want 23ms - 4ms", got)
+	}
+}
+
+// On a busy machine a process starts slowly, after its exec has returned:
+// pace cannot see its call leave, only how long it waited for a CPU. A
+// job that ran long and waited stretches the floor it is trusted to leave
+// within by the time it waited per CPU time it used (pace run + curl under
+// load: curl's start-up took hundreds of milliseconds, and a margin held
+// at the floor let calls through early); one that waited little does not.
+func TestMarginTrackerLoad(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		load    Load
+		want    float64
+		because string
+	}{
+		{"quiet long job", Load{CPU: ms(5), Queued: ms(0.5)}, 50 + 0.5, "waited 0.5ms in all"},
+		{"no schedstat", Load{}, 50, "the floor"},
+		{"curl on a loaded machine", Load{CPU: ms(10), Queued: ms(700)}, 50 + 700, "waited 700ms for a CPU"},
+		{"cpu-bound on a saturated machine", Load{CPU: ms(3000), Queued: ms(6000)}, 50 + 100, "twice the floor: waited 2ms per ms run"},
+		{"beyond the ceiling", Load{CPU: ms(1), Queued: 5 * time.Second}, 1500, "capped at half the longest window"},
+	} {
+		m := newTracker(ms(50), ms(10), 3*time.Second, 1)
+		m.observe(call(0), call(0), ms(1), ms(2))
+		if got := m.observeLoad(call(1), call(1), ms(1), 10*time.Second, tt.load); got != ms(tt.want) {
+			t.Errorf("%s: margin %v, want %vms: %s", tt.name, got, tt.want, tt.because)
+		}
+	}
+	// A call under way counts as stretched as much as the most stretched
+	// call seen: the next burst is admitted before the slow ones end.
+	m := newTracker(ms(50), ms(10), 3*time.Second, 1)
+	m.observe(call(0), call(0), ms(1), ms(2))
+	m.observeLoad(call(1), call(1), ms(1), ms(760), Load{CPU: ms(10), Queued: ms(700)})
+	m.started(call(2), 0)
+	m.observe(call(3), call(3), ms(1), ms(2)) // a quick one ends
+	if got := m.current; got != ms(50+700) {
+		t.Errorf("with a call under way after a stretched one: margin %v, want 750ms", got)
 	}
 }
 
