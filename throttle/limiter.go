@@ -164,6 +164,15 @@ func (l *Limiter) nowLocked(t time.Time) int64 {
 	return l.last
 }
 
+// clockLocked is nowLocked(time.Now()) at half the cost: the epoch has a
+// monotonic reading, so time.Since reads only the monotonic clock, where
+// time.Now reads the wall clock too. It is read with the lock held, on
+// the admission path, where every nanosecond holds up contending callers.
+func (l *Limiter) clockLocked() int64 {
+	l.last = max(int64(time.Since(l.epoch)), l.last)
+	return l.last
+}
+
 // toTime maps an internal instant back to wall time. Requires l.mu held.
 func (l *Limiter) toTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
@@ -216,7 +225,7 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 		l.mu.Unlock()
 		return time.Time{}, 0, 0, ErrClosed
 	}
-	now := l.nowLocked(time.Now())
+	now := l.clockLocked()
 	if len(l.queue) == 0 || l.reorder {
 		if d, _ := l.delayLocked(now, cost); d == 0 {
 			s := l.admitLocked(now, now, cost)
@@ -289,7 +298,7 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Tim
 			l.mu.Unlock()
 			return time.Time{}, 0, 0, ErrClosed
 		}
-		now := l.nowLocked(time.Now())
+		now := l.clockLocked()
 		d, why := l.delayLocked(now, cost)
 		if d == 0 {
 			s := l.admitLocked(now, w.arrived, cost)
@@ -364,7 +373,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	if ok {
 		// The common case: a slot, and room in every rule, at once.
 		if !l.closed && (len(l.queue) == 0 || l.reorder) {
-			now := l.nowLocked(time.Now())
+			now := l.clockLocked()
 			if d, _ := l.delayLocked(now, cost); d == 0 {
 				serial := l.admitLocked(now, now, cost)
 				at := l.toTime(now)
@@ -407,7 +416,7 @@ func (o *owner) Correct(serial uint64, at time.Time, from, to int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ns := int64(at.Sub(l.epoch))
-	now := l.nowLocked(time.Now())
+	now := l.clockLocked()
 	for i, w := range l.windows {
 		if l.rules[i].Cost {
 			w.adjust(serial, ns, delta)
@@ -472,7 +481,7 @@ func (l *Limiter) DelayN(t time.Time, cost int) time.Duration {
 func (l *Limiter) PauseUntil(t time.Time, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.nowLocked(time.Now())
+	now := l.clockLocked()
 	until := int64(t.Sub(l.epoch))
 	if until <= l.pause || until <= now {
 		return
@@ -495,7 +504,7 @@ func (l *Limiter) Seed(calls []Call) error {
 	if l.started {
 		return errSeedLate
 	}
-	now := l.nowLocked(time.Now())
+	now := l.clockLocked()
 	type seed struct {
 		t    int64
 		cost int
