@@ -55,8 +55,8 @@ type tracker struct {
 	seen         time.Duration // least plus the spread seen, narrowing slowly
 	current      time.Duration
 	underWay     time.Duration   // the latest a call under way is taken to leave
-	idx, dq      []int           // lateLeast's buffers
-	vals         []time.Duration // lateLeast's buffer
+	dq           []int           // lateLeast's buffer
+	vals, ats    []time.Duration // lateLeast's buffers
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -181,26 +181,20 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 		old = 0
 	}
 	live := m.samples[old:]
-	least, latest, stretched := unknownLag, time.Duration(0), time.Duration(0)
-	for _, s := range live {
-		if !s.pending {
-			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
-		}
-	}
-	m.underWay = latest + m.floor + stretched
 	// What pace saw counts the calls it saw leave, over the whole span,
 	// and narrows slowly. A bound counts the calls that can still open a
 	// window for the next admission, taking those under way as late as
 	// can be; it holds until they have left every window, and no longer.
-	seen := m.least + m.lateLeast(live, math.MinInt64, false) - least
+	most, least := m.lateLeast(live, math.MinInt64, false)
+	seen := m.least + most - least
 	switch {
 	case seen > m.seen:
 		m.seen = seen
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true) - least
-	m.current = min(max(m.seen, bound), m.ceiling)
+	bound, _ := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
+	m.current = min(max(m.seen, bound-least), m.ceiling)
 	return m.current
 }
 
@@ -231,28 +225,34 @@ func (m *tracker) sortTie(i int) {
 // (Unix ns), of the least of lag(k) +
 // (k's admission - x's) over x and the group-1 calls admitted next: how
 // late the calls in a window that x opens arrive, at the least, counted
-// from x's admission. A sliding-window minimum over a deque of indices,
-// in buffers the tracker keeps, so that an observation allocates nothing.
-// The lag is the latest bound (hi) if upper, and then a pending call counts
-// as leaving m.underWay after its admission's latency; else it is the
-// soonest (lo), over the calls seen.
-func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Duration {
-	idx := m.idx[:0]
-	start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
-	for i := start; i < len(samples); i++ {
-		if upper || !samples[i].pending {
-			idx = append(idx, i)
-		}
+// from x's admission. The lag is the latest bound (hi) if upper, and then
+// a pending call counts as leaving m.underWay after its admission's
+// latency; else it is the soonest (lo), over the calls seen, and
+// lateLeast also returns the least lag seen and sets m.underWay (from the
+// latest lag and the largest stretch seen), for the upper pass after it.
+//
+// One pass: a sliding-window minimum over a deque, in buffers the tracker
+// keeps, so that an observation allocates nothing
+// (BenchmarkMarginTrackerFull).
+func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, least time.Duration) {
+	if from != math.MinInt64 {
+		start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
+		samples = samples[start:]
 	}
-	m.idx = idx
-	if len(idx) == 0 {
-		return 0
-	}
-	base := samples[idx[0]].at
-	// vals[j] is when the jth call arrived at the latest (or left at the
-	// soonest), from base: unknownLag for a call under way.
-	vals := slices.Grow(m.vals[:0], len(idx))
-	for _, i := range idx {
+	least = unknownLag
+	var latest, stretched time.Duration
+	// vals[j] is when the jth call counted arrived at the latest (or left
+	// at the soonest), from base, the first one's admission; ats[j] is its
+	// admission, from base.
+	vals := slices.Grow(m.vals[:0], len(samples))[:len(samples)]
+	ats := slices.Grow(m.ats[:0], len(samples))[:len(samples)]
+	dq := slices.Grow(m.dq[:0], len(samples))[:len(samples)]
+	m.vals, m.ats, m.dq = vals, ats, dq
+	k := m.group
+	var base int64
+	n := 0             // calls counted
+	head, tail := 0, 0 // the deque of the window's least is dq[head:tail]
+	for i := range samples {
 		s := &samples[i]
 		l := s.lo
 		if upper {
@@ -260,21 +260,23 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Du
 			if s.pending {
 				l = s.latency + m.underWay
 			}
+		} else {
+			if s.pending {
+				continue
+			}
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
 		}
+		if n == 0 {
+			base = s.at
+		}
+		at := time.Duration(s.at - base)
 		if l != unknownLag {
-			l += time.Duration(s.at - base)
+			l += at
 		}
-		vals = append(vals, l)
-	}
-	m.vals = vals
-	k := min(m.group, len(idx))
-	var most time.Duration
-	dq := slices.Grow(m.dq[:0], len(idx))[:len(idx)]
-	m.dq = dq
-	head, tail := 0, 0 // the deque is dq[head:tail]
-	for j := range idx {
-		vj := vals[j]
-		for tail > head && vals[dq[tail-1]] >= vj {
+		j := n
+		vals[j], ats[j] = l, at
+		n++
+		for tail > head && vals[dq[tail-1]] >= l {
 			tail--
 		}
 		dq[tail] = j
@@ -283,13 +285,19 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Du
 			head++
 		}
 		if j >= k-1 {
-			x := j - k + 1
-			late := vals[dq[head]]
-			if late != unknownLag {
-				late -= time.Duration(samples[idx[x]].at - base)
-			}
-			most = max(most, late)
+			most = max(most, lateFrom(vals[dq[head]], ats[j-k+1]))
 		}
+	}
+	if !upper {
+		m.underWay = latest + m.floor + stretched
+	}
+	if n == 0 {
+		return 0, least
+	}
+	if n < k {
+		// Fewer calls than a group: the one window is the first call's.
+		most = max(most, lateFrom(vals[dq[head]], 0))
+		k = n
 	}
 	if !upper {
 		// The last calls open windows that calls not yet admitted will
@@ -300,15 +308,23 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) time.Du
 		// Without this, a burst's latest call was covered only once N
 		// more calls had come, too late for the burst a window later.
 		suffix := unknownLag
-		tail := samples[start:]
-		for j := len(tail) - 1; j >= 0 && j > len(tail)-k-1; j-- {
-			lag := tail[j].lo
-			if tail[j].pending {
+		for j := len(samples) - 1; j >= 0 && j > len(samples)-k-1; j-- {
+			lag := samples[j].lo
+			if samples[j].pending {
 				lag = 0
 			}
-			suffix = min(suffix, lag+time.Duration(tail[j].at-base))
-			most = max(most, suffix-time.Duration(tail[j].at-base))
+			suffix = min(suffix, lag+time.Duration(samples[j].at-base))
+			most = max(most, suffix-time.Duration(samples[j].at-base))
 		}
 	}
-	return most
+	return most, least
+}
+
+// lateFrom returns v, an instant from base, from at (also from base), or
+// unknownLag for unknownLag.
+func lateFrom(v, at time.Duration) time.Duration {
+	if v == unknownLag {
+		return v
+	}
+	return v - at
 }

@@ -2,6 +2,7 @@ package margin
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestMarginTrackerGroup(t *testing.T) {
 		for i, l := range lags {
 			m.observe(call(i), call(i), ms(l), ms(l))
 		}
-		if got := m.lateLeast(m.samples, math.MinInt64, false); got != ms(tt.want) {
+		if got, _ := m.lateLeast(m.samples, math.MinInt64, false); got != ms(tt.want) {
 			t.Errorf("group %d: statistic %v, want %vms", tt.group, got, tt.want)
 		}
 	}
@@ -253,6 +254,122 @@ func TestMarginGroup(t *testing.T) {
 // holding as many samples as it keeps (a fast run with a long window).
 func BenchmarkMarginTrackerFull(b *testing.B) {
 	m := newTracker(ms(50), ms(10), time.Minute, 5)
+	at := t0
+	for i := range maxLagSamples {
+		at = t0.Add(time.Duration(i) * time.Millisecond)
+		m.observe(at, at, ms(float64(1+i%7)), ms(float64(20+i%13)))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		at = at.Add(time.Millisecond)
+		m.started(at, 0)
+		m.observe(at, at, ms(float64(1+i%7)), ms(float64(20+i%13)))
+	}
+}
+
+// The tracker's observations, made cheaper, give the margins the
+// straightforward recomputation gave (refTracker), over random runs:
+// calls started, forgotten and observed out of order, bursts at one
+// instant, long and short windows, groups of 1 to more than the samples.
+func TestTrackerMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	maxLen := 0
+	for run := range 12 {
+		floor := ms(float64(1 + rng.IntN(50)))
+		least := floor
+		if rng.IntN(2) == 0 {
+			least = ms(float64(rng.IntN(20)))
+		}
+		longest := []time.Duration{ms(50), time.Second, time.Minute}[rng.IntN(3)]
+		group := []int{1, 2, 5, 50, 100000}[rng.IntN(5)]
+		m, ref := newTracker(floor, least, longest, group), newRefTracker(floor, least, longest, group)
+		now := t0
+		var pending []time.Time
+		for step := range 3000 {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Microsecond)
+			if rng.IntN(500) == 0 {
+				now = now.Add(time.Duration(rng.IntN(20)) * time.Second) // samples leave the span
+			}
+			switch r := rng.IntN(10); {
+			case r < 5 || len(pending) == 0:
+				at := now
+				if rng.IntN(4) == 0 && len(pending) > 0 {
+					at = pending[len(pending)-1] // a burst: the same instant
+				}
+				lat := time.Duration(rng.IntN(3)) * time.Millisecond
+				m.started(at, lat)
+				ref.started(at, lat)
+				pending = append(pending, at)
+			case r == 4:
+				i := rng.IntN(len(pending))
+				m.forget(pending[i])
+				ref.forget(pending[i])
+				pending = append(pending[:i], pending[i+1:]...)
+			default:
+				i := rng.IntN(len(pending))
+				at := pending[i]
+				pending = append(pending[:i], pending[i+1:]...)
+				lag := time.Duration(rng.ExpFloat64() * float64(3*time.Millisecond))
+				runtime := lag + time.Duration(rng.IntN(20_000))*time.Microsecond
+				if rng.IntN(8) == 0 {
+					runtime = -1
+				}
+				if rng.IntN(20) == 0 {
+					at = now // never started
+				}
+				var load Load
+				if rng.IntN(3) == 0 {
+					load = Load{CPU: time.Duration(rng.IntN(5000)) * time.Microsecond, Queued: time.Duration(rng.IntN(20_000)) * time.Microsecond}
+				}
+				got, want := m.observeLoad(now, at, lag, runtime, load), ref.observeLoad(now, at, lag, runtime, load)
+				maxLen = max(maxLen, len(m.samples))
+				if got != want {
+					t.Fatalf("run %d (floor %v, least %v, window %v, group %d), step %d: margin %v, want %v",
+						run, floor, least, longest, group, step, got, want)
+				}
+			}
+		}
+	}
+	if maxLen <= maxLagSamples {
+		t.Errorf("the tracker held at most %d samples: the cap, %d, was not reached", maxLen, maxLagSamples)
+	}
+}
+
+// BenchmarkMarginTrackerFetch is BenchmarkMarginTrackerFull for pace
+// fetch, whose least is the floor, under a rule that never binds (a group
+// larger than the samples kept).
+func BenchmarkMarginTrackerFetch(b *testing.B) {
+	m := newTracker(ms(10), ms(10), time.Second, 100000)
+	at := t0
+	for i := range maxLagSamples {
+		at = t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		m.observe(at, at, ms(float64(1+i%7)/10), ms(float64(20+i%13)/10))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		at = at.Add(100 * time.Microsecond)
+		m.started(at, 0)
+		m.observe(at, at, ms(float64(1+i%7)/10), ms(float64(20+i%13)/10))
+	}
+}
+
+func BenchmarkRefTrackerFetch(b *testing.B) {
+	m := newRefTracker(ms(10), ms(10), time.Second, 100000)
+	at := t0
+	for i := range maxLagSamples {
+		at = t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		m.observe(at, at, ms(float64(1+i%7)/10), ms(float64(20+i%13)/10))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		at = at.Add(100 * time.Microsecond)
+		m.started(at, 0)
+		m.observe(at, at, ms(float64(1+i%7)/10), ms(float64(20+i%13)/10))
+	}
+}
+
+func BenchmarkRefTrackerFull(b *testing.B) {
+	m := newRefTracker(ms(50), ms(10), time.Minute, 5)
 	at := t0
 	for i := range maxLagSamples {
 		at = t0.Add(time.Duration(i) * time.Millisecond)

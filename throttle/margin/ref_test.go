@@ -1,0 +1,211 @@
+package margin
+
+// The refTracker as it was before its observations were made cheaper (see
+// TestTrackerMatchesReference): every observation recomputed from all samples
+// in several passes.
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+type refTracker struct {
+	floor, least time.Duration
+	ceiling      time.Duration
+	span         time.Duration // how long a call's lag counts
+	window       time.Duration // the longest rule window
+	group        int           // N of the tightest rule: calls that must all be late
+	samples      []refSample   // by admission, oldest first
+	seen         time.Duration // least plus the spread seen, narrowing slowly
+	current      time.Duration
+	underWay     time.Duration   // the latest a call under way is taken to leave
+	idx, dq      []int           // lateLeast's buffers
+	vals         []time.Duration // lateLeast's buffer
+}
+type refSample struct {
+	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
+	lo, hi  time.Duration
+	pending bool
+	latency time.Duration // of a pending call: its admission's Latency
+	stretch time.Duration // how much longer than the floor its start-up may have taken
+}
+
+func newRefTracker(floor, least, longest time.Duration, group int) *refTracker {
+	return &refTracker{
+		floor:   floor,
+		least:   min(least, floor),
+		ceiling: max(floor, min(longest/2, time.Minute)),
+		span:    min(max(longest, 10*time.Second), 10*time.Minute),
+		window:  longest,
+		group:   max(group, 1),
+		seen:    min(least, floor),
+		current: floor,
+	}
+}
+func (m *refTracker) started(at time.Time, latency time.Duration) {
+	i := len(m.samples)
+	ns := at.UnixNano()
+	for i > 0 && m.samples[i-1].at > ns {
+		i--
+	}
+	m.samples = slices.Insert(m.samples, i, refSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency})
+}
+func (m *refTracker) forget(at time.Time) {
+	if i := m.pendingAt(at); i >= 0 {
+		m.samples = slices.Delete(m.samples, i, i+1)
+	}
+}
+func (m *refTracker) pendingAt(at time.Time) int {
+	for i := len(m.samples) - 1; i >= 0; i-- {
+		if s := m.samples[i]; s.pending && s.at == at.UnixNano() {
+			return i
+		}
+	}
+	return -1
+}
+func (m *refTracker) observe(now, at time.Time, lag, runtime time.Duration) time.Duration {
+	return m.observeLoad(now, at, lag, runtime, Load{})
+}
+func (m *refTracker) observeLoad(now, at time.Time, lag, runtime time.Duration, load Load) time.Duration {
+	i := m.pendingAt(at)
+	if i < 0 {
+		m.started(at, 0)
+		i = m.pendingAt(at)
+	}
+	lo := max(lag, 0)
+	stretch := load.stretch(m.floor, m.ceiling)
+	hi := lo + m.floor + stretch
+	if runtime >= 0 {
+		hi = max(lo, min(hi, m.samples[i].latency+runtime))
+	}
+	m.samples[i] = refSample{at: at.UnixNano(), lo: lo, hi: hi, stretch: stretch}
+	m.sortTie(i)
+	// Samples older than the span, or beyond the most kept, no longer
+	// count; they are dropped a quarter at a time, so that the slice is
+	// not shifted at every call.
+	first := now.UnixNano() - int64(m.span)
+	old := 0
+	for old < len(m.samples)-1 && (m.samples[old].at < first || len(m.samples)-old > maxLagSamples) {
+		old++
+	}
+	if old > 0 && old >= len(m.samples)/4 {
+		m.samples = slices.Delete(m.samples, 0, old)
+		old = 0
+	}
+	live := m.samples[old:]
+	least, latest, stretched := unknownLag, time.Duration(0), time.Duration(0)
+	for _, s := range live {
+		if !s.pending {
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+		}
+	}
+	m.underWay = latest + m.floor + stretched
+	// What pace saw counts the calls it saw leave, over the whole span,
+	// and narrows slowly. A bound counts the calls that can still open a
+	// window for the next admission, taking those under way as late as
+	// can be; it holds until they have left every window, and no longer.
+	seen := m.least + m.lateLeast(live, math.MinInt64, false) - least
+	switch {
+	case seen > m.seen:
+		m.seen = seen
+	case seen < m.seen:
+		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
+	}
+	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true) - least
+	m.current = min(max(m.seen, bound), m.ceiling)
+	return m.current
+}
+func (m *refTracker) sortTie(i int) {
+	key := func(s refSample) time.Duration {
+		if s.pending {
+			return unknownLag
+		}
+		return s.lo
+	}
+	for i > 0 && m.samples[i-1].at == m.samples[i].at && key(m.samples[i-1]) > key(m.samples[i]) {
+		m.samples[i-1], m.samples[i] = m.samples[i], m.samples[i-1]
+		i--
+	}
+	for i+1 < len(m.samples) && m.samples[i+1].at == m.samples[i].at && key(m.samples[i+1]) < key(m.samples[i]) {
+		m.samples[i+1], m.samples[i] = m.samples[i], m.samples[i+1]
+		i++
+	}
+}
+func (m *refTracker) lateLeast(samples []refSample, from int64, upper bool) time.Duration {
+	idx := m.idx[:0]
+	start, _ := slices.BinarySearchFunc(samples, from, func(s refSample, t int64) int { return cmp.Compare(s.at, t) })
+	for i := start; i < len(samples); i++ {
+		if upper || !samples[i].pending {
+			idx = append(idx, i)
+		}
+	}
+	m.idx = idx
+	if len(idx) == 0 {
+		return 0
+	}
+	base := samples[idx[0]].at
+	// vals[j] is when the jth call arrived at the latest (or left at the
+	// soonest), from base: unknownLag for a call under way.
+	vals := slices.Grow(m.vals[:0], len(idx))
+	for _, i := range idx {
+		s := &samples[i]
+		l := s.lo
+		if upper {
+			l = s.hi
+			if s.pending {
+				l = s.latency + m.underWay
+			}
+		}
+		if l != unknownLag {
+			l += time.Duration(s.at - base)
+		}
+		vals = append(vals, l)
+	}
+	m.vals = vals
+	k := min(m.group, len(idx))
+	var most time.Duration
+	dq := slices.Grow(m.dq[:0], len(idx))[:len(idx)]
+	m.dq = dq
+	head, tail := 0, 0 // the deque is dq[head:tail]
+	for j := range idx {
+		vj := vals[j]
+		for tail > head && vals[dq[tail-1]] >= vj {
+			tail--
+		}
+		dq[tail] = j
+		tail++
+		if dq[head] <= j-k {
+			head++
+		}
+		if j >= k-1 {
+			x := j - k + 1
+			late := vals[dq[head]]
+			if late != unknownLag {
+				late -= time.Duration(samples[idx[x]].at - base)
+			}
+			most = max(most, late)
+		}
+	}
+	if !upper {
+		// The last calls open windows that calls not yet admitted will
+		// complete; those will be admitted later than now, after every
+		// call seen had left, so they cannot be early enough to keep such
+		// a window: it counts with the calls it has. A call under way
+		// counts as one that left at once (the least it can have done).
+		// Without this, a burst's latest call was covered only once N
+		// more calls had come, too late for the burst a window later.
+		suffix := unknownLag
+		tail := samples[start:]
+		for j := len(tail) - 1; j >= 0 && j > len(tail)-k-1; j-- {
+			lag := tail[j].lo
+			if tail[j].pending {
+				lag = 0
+			}
+			suffix = min(suffix, lag+time.Duration(tail[j].at-base))
+			most = max(most, suffix-time.Duration(tail[j].at-base))
+		}
+	}
+	return most
+}
