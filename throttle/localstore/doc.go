@@ -11,6 +11,7 @@
 //
 //	NAME.db        the store: a bbolt database (see state.go for its buckets)
 //	NAME.lock      an empty file, locked for the length of each transaction
+//	               (each process keeps it open between transactions)
 //	NAME.open      an empty file, locked shared by every open Store (Reset
 //	               takes it exclusive, so it never resets a quota in use)
 //	NAME.slots/<i> slot i of the cap on calls in flight (GlobalJobs)
@@ -20,7 +21,8 @@
 // # Transactions
 //
 // Each admission is one transaction: take NAME.lock (the kernel queues
-// the waiters and wakes one when it is released: no polling), open
+// the waiters and wakes one when it is released: no polling; a process
+// keeps the file open, and opens it again if it was removed), open
 // NAME.db, check every rule at one instant and, only if all of them allow
 // the call, record it in all of them, commit, close the store and let go
 // of the lock. bbolt keeps an exclusive lock on its file for as long as

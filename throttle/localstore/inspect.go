@@ -66,7 +66,7 @@ func Inspect(dir, key string) (*Quota, error) {
 	}
 	p := pathsOf(dir, key)
 	q := &Quota{Key: key, Path: p.db}
-	err := withDB(context.Background(), p, DefaultTimeout, true, false, nil, func(db *bbolt.DB) error {
+	err := withDB(context.Background(), p, txOptions{timeout: DefaultTimeout, readOnly: true}, func(db *bbolt.DB) error {
 		return db.View(func(tx *bbolt.Tx) error { return q.read(p, tx) })
 	})
 	switch {

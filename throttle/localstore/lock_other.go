@@ -18,3 +18,5 @@ func tryLock(*os.File, bool) (bool, error) { return false, errNoLocks }
 func lockBlocking(*os.File, bool) error { return errNoLocks }
 
 func unlock(*os.File) error { return errNoLocks }
+
+func unlinked(*os.File) bool { return false }

@@ -54,3 +54,9 @@ func lockBlocking(f *os.File, exclusive bool) error {
 
 // unlock releases the lock f holds.
 func unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// unlinked reports whether f's file has been removed from its directory.
+func unlinked(f *os.File) bool {
+	var st unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &st) == nil && st.Nlink == 0
+}

@@ -53,3 +53,8 @@ func lockBlocking(f *os.File, exclusive bool) error {
 func unlock(f *os.File) error {
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, lockRegion())
 }
+
+// unlinked reports whether f's file has been removed: never, since
+// Windows does not remove a file that is open without FILE_SHARE_DELETE,
+// and Go opens files without it.
+func unlinked(*os.File) bool { return false }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -486,5 +487,47 @@ func TestKillSlotHolder(t *testing.T) {
 	checkCalls(t, spec, all)
 	if len(all) != 62 {
 		t.Errorf("%d admissions, want 62", len(all))
+	}
+}
+
+// TestLockFileRemoved: a process keeps its quota's lock file open between
+// transactions; once the file is removed (a state directory deleted by
+// hand), its next transaction locks the new file that other processes
+// create and lock, never the removed one, or the quota would be split.
+func TestLockFileRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "rm", "1000/s", localstore.Options{})
+	lockPath := strings.TrimSuffix(s.Path(), ".db") + ".lock"
+	admit := func() {
+		t.Helper()
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+	}
+	admit()
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, dir, "rm", "1000/s", localstore.Options{})
+	if a, err := other.Admit(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	} else {
+		a.Release()
+	}
+	var lockedByOther error
+	localstore.SetTxHook(s, func() {
+		f, err := os.OpenFile(lockPath, os.O_RDWR, 0)
+		if err != nil {
+			lockedByOther = err
+			return
+		}
+		defer f.Close()
+		lockedByOther = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	})
+	admit()
+	if !errors.Is(lockedByOther, syscall.EWOULDBLOCK) {
+		t.Errorf("during a transaction after %s was removed and made again, locking it = %v, want EWOULDBLOCK (the transaction holds it)", lockPath, lockedByOther)
 	}
 }

@@ -96,7 +96,9 @@ type Store struct {
 	slots   *slotSet // nil without GlobalJobs
 	txHook  func()   // tests: called in an admission's transaction, after the records
 
-	txMu sync.Mutex // one transaction at a time in this process
+	txMu   sync.Mutex  // one transaction at a time in this process
+	txLock txLock      // requires txMu
+	perm   os.FileMode // of the store file, if a transaction creates it
 
 	roundTrips atomic.Int64
 	failures   atomic.Int64
@@ -151,12 +153,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(cf.Dir, 0o700); err != nil {
 		return nil, unusableDir(cf.Dir, err)
 	}
+	perm, _ := permIn(cf.Dir)
 	s := &Store{
 		cf:     cf,
 		key:    cf.Key,
 		paths:  pathsOf(cf.Dir, cf.Key),
+		txLock: txLock{path: pathsOf(cf.Dir, cf.Key).lock},
 		rules:  slices.Clone(cf.Rules),
 		opened: time.Now(),
+		perm:   perm,
 		id:     []byte(rand.Text()[:16]),
 	}
 	s.core = gate.NewCore(gate.Config{Name: "localstore", Rules: s.rules, GlobalJobs: cf.GlobalJobs,
@@ -185,6 +190,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.slots = newSlotSet(s.paths.slot, cf.GlobalJobs)
 	}
 	if err := s.checkStored(ctx); err != nil {
+		s.txLock.close()
 		_ = s.present.Close()
 		return nil, err
 	}
@@ -464,8 +470,8 @@ func (s *Store) SetMargin(d time.Duration) { s.core.SetMargin(d) }
 // finished. It returns nil.
 func (s *Store) Close() error {
 	if s.core.Shutdown() {
-		s.txMu.Lock()
-		//lint:ignore SA2001 the lock is taken only to wait for a transaction under way
+		s.txMu.Lock() // a transaction under way ends first
+		s.txLock.close()
 		s.txMu.Unlock()
 		s.core.ReleaseHeld()
 		if s.slots != nil {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	mrand "math/rand/v2"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -56,19 +55,31 @@ func (p paths) damaged(why any) error {
 		"move it away to start the quota over: %w", p.key, p.db, why, throttle.ErrBackend)}
 }
 
+// txOptions say how withDB opens a store.
+type txOptions struct {
+	lock     *txLock       // the transaction lock; nil: p.lock, opened for this transaction
+	perm     os.FileMode   // of the store file, if it is created (permIn)
+	timeout  time.Duration // the longest wait for the lock
+	readOnly bool          // the store must exist, and is opened read-only
+	noSync   bool          // commits do not wait for the disk
+	closed   <-chan struct{}
+}
+
 // withDB opens the store of p with the transaction lock held, runs fn on
-// it and closes it. With readOnly, the store must exist and is opened
-// read-only. Other processes wait for the lock meanwhile: fn must be
-// short. A store that bbolt cannot read, or that panics bbolt, is
+// it and closes it. Other processes wait for the lock meanwhile: fn must
+// be short. A store that bbolt cannot read, or that panics bbolt, is
 // reported damaged.
-func withDB(ctx context.Context, p paths, timeout time.Duration, readOnly, noSync bool, closed <-chan struct{},
-	fn func(*bbolt.DB) error) (err error) {
-	lf, err := lockWait(ctx, p.lock, true, timeout, closed)
-	if err != nil {
+func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error) (err error) {
+	lk := o.lock
+	if lk == nil {
+		lk = &txLock{path: p.lock}
+		defer lk.close()
+	}
+	if err := lk.lock(ctx, o.timeout, o.closed); err != nil {
 		return err
 	}
-	defer release(lf)
-	if readOnly {
+	defer lk.unlock()
+	if o.readOnly {
 		if _, err := os.Stat(p.db); err != nil {
 			return err
 		}
@@ -80,10 +91,9 @@ func withDB(ctx context.Context, p paths, timeout time.Duration, readOnly, noSyn
 	}()
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	perm, _ := permIn(filepath.Dir(p.db))
-	db, err := bbolt.Open(p.db, perm, &bbolt.Options{Timeout: timeout, ReadOnly: readOnly, NoSync: noSync, NoStatistics: true})
-	if err == nil && !readOnly {
-		sharePerm(p.db, perm)
+	db, err := bbolt.Open(p.db, o.perm, &bbolt.Options{Timeout: o.timeout, ReadOnly: o.readOnly, NoSync: o.noSync, NoStatistics: true})
+	if err == nil && !o.readOnly {
+		sharePerm(p.db, o.perm)
 	}
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
@@ -146,7 +156,8 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 	for {
 		s.roundTrips.Add(1)
 		start := time.Now()
-		err := withDB(ctx, s.paths, s.cf.Timeout, !write, !s.cf.Sync, s.core.Closed(), func(db *bbolt.DB) error {
+		err := withDB(ctx, s.paths, txOptions{lock: &s.txLock, perm: s.perm, timeout: s.cf.Timeout,
+			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed()}, func(db *bbolt.DB) error {
 			if !write {
 				return db.View(fn)
 			}
