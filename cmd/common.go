@@ -129,8 +129,7 @@ const (
 // margin is the command's default --margin, and least the least its
 // adaptive margin may narrow to.
 func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Duration) {
-	o.Progress, o.Summary, o.Grace, o.Margin, o.marginLeast = progressAuto, summaryText, defaultGrace, margin, least
-	o.ProgressInterval = defaultProgressInterval
+	o.Grace, o.Margin, o.marginLeast = defaultGrace, margin, least
 	fl := cmd.Flags()
 	fl.VarP(rulesValue{rules: &o.Rules}, "rate", "r",
 		"rate rule `N/PERIOD`, e.g. 10/s, 500/min, 12/3s, 100/1m30s, 10000/day;\nrepeat or comma-separate to keep several at once (default: no rate limit)")
@@ -150,6 +149,23 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVar(&o.Tag, "tag", false, "prefix each output line with the item and a tab")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print each command that would run (credentials redacted); run nothing, consume no quota")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
+	addReportFlags(cmd, o)
+	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
+	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's")
+	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
+	fl.Lookup("grace").DefValue = defaultGrace.String()
+	addJobLogFlags(cmd, &o.JobLogOptions)
+	addRedisFlags(cmd, &o.Redis)
+	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
+	cmd.RegisterFlagCompletionFunc("jobs", cobra.NoFileCompletions)
+}
+
+// addReportFlags binds the flags that say how a run reports (progress,
+// summary, metrics) to o, with their defaults: pace run's, fetch's and
+// proxy's.
+func addReportFlags(cmd *cobra.Command, o *CommonOptions) {
+	o.Progress, o.Summary, o.ProgressInterval = progressAuto, summaryText, defaultProgressInterval
+	fl := cmd.Flags()
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
 	fl.Var(enumValue{&o.Progress, progressModes}, "progress",
 		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal, status lines otherwise; --progress alone: always")
@@ -158,19 +174,23 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 		"final summary on stderr")
 	fl.StringVar(&o.SummaryFile, "summary-file", "", "also write the summary as JSON to `FILE` (see docs/summary.md)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`HOST:PORT`/metrics while the run goes,\nsuch as 127.0.0.1:9090 (see docs/metrics.md)")
-	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
-	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's")
-	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
-	fl.Lookup("grace").DefValue = defaultGrace.String()
 	fl.Lookup("progress-interval").DefValue = defaultProgressInterval.String()
-	addJobLogFlags(cmd, &o.JobLogOptions)
-	addRedisFlags(cmd, &o.Redis)
-
 	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(progressModes, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("summary", cobra.FixedCompletions(
 		[]string{summaryText, summaryJSON, summaryNone}, cobra.ShellCompDirectiveNoFileComp))
-	cmd.RegisterFlagCompletionFunc("rate", cobra.NoFileCompletions)
-	cmd.RegisterFlagCompletionFunc("jobs", cobra.NoFileCompletions)
+}
+
+// checkReport validates the flags of addReportFlags.
+func (o *CommonOptions) checkReport() error {
+	if o.ProgressInterval < minProgressInterval {
+		return flagErrorf("invalid argument %v for \"--progress-interval\": want at least %v", o.ProgressInterval, minProgressInterval)
+	}
+	if o.MetricsAddr != "" {
+		if err := metrics.CheckAddr(o.MetricsAddr); err != nil {
+			return flagErrorf("invalid argument %q for \"--metrics-addr\": %v", o.MetricsAddr, err)
+		}
+	}
+	return nil
 }
 
 // check validates the options that flag parsing cannot, and fills in the
@@ -189,17 +209,12 @@ func (o *CommonOptions) check() error {
 		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", o.Margin)
 	case o.Grace < 0:
 		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", o.Grace)
-	case o.ProgressInterval < minProgressInterval:
-		return flagErrorf("invalid argument %v for \"--progress-interval\": want at least %v", o.ProgressInterval, minProgressInterval)
 	}
 	if o.Cost != nil && len(o.CostRules) == 0 {
 		return flagErrorf("--cost gives items a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
 	}
-
-	if o.MetricsAddr != "" {
-		if err := metrics.CheckAddr(o.MetricsAddr); err != nil {
-			return flagErrorf("invalid argument %q for \"--metrics-addr\": %v", o.MetricsAddr, err)
-		}
+	if err := o.checkReport(); err != nil {
+		return err
 	}
 	if err := o.JobLogOptions.check(); err != nil {
 		return err

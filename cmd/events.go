@@ -48,7 +48,7 @@ type recorder struct {
 
 func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errOut io.Writer, stop func()) *recorder {
 	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: newTally(s.opts.allRules())}
-	if !s.opts.MarginSet && len(s.opts.allRules()) > 0 {
+	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
 		r.margin = margin.New(b, margin.Config{Floor: s.opts.Margin, Least: s.opts.marginLeast,
 			Rules: s.opts.allRules(), Shared: b.Stats().Store.Name != ""})
 	}
@@ -115,7 +115,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 				// The job ran, but its output is lost: it failed.
 				res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
 			}
-			if !res.OK() && !errors.Is(outErr, errStdoutGone) {
+			if !res.OK() && !errors.Is(outErr, errStdoutGone) && !r.s.proxy {
 				reportFailure(errOut, res)
 			}
 		})

@@ -43,6 +43,9 @@ type display struct {
 	// outOnScreen: stdout is a terminal too, so job output shares the
 	// screen with the bar.
 	outOnScreen bool
+	// waiting, if set, returns how many calls wait for their admission,
+	// for the status (pace proxy's requests).
+	waiting func() int64
 
 	mu      sync.Mutex
 	bar     *termBar // nil unless mode is progressAlways
@@ -176,7 +179,7 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 		every = d.interval
 	}
 	p := newProgress(o.allRules(), o.Jobs)
-	p.extra = learned
+	p.extra, p.waiting = learned, d.waiting
 	// The rate counts from the start, not from the first tick.
 	p.samples = append(p.samples, sample{time.Now(), 0})
 	if d.mode == progressAlways {
@@ -225,6 +228,9 @@ type progress struct {
 	// extra, if set, returns the rules learned from the server, which
 	// hold calls back as the user's do.
 	extra func() []throttle.Rule
+	// waiting, if set, returns how many calls wait for their admission
+	// (pace proxy's requests).
+	waiting func() int64
 	// The latest ETA, recomputed at most once a second.
 	etaAt   time.Time
 	etaLeft int64
@@ -293,6 +299,9 @@ func (p *progress) status(now time.Time, done int64, t tallySnapshot, st throttl
 	parts := []statusPart{{text: countText(done, total)}}
 	if t.Failed > 0 {
 		parts = append(parts, statusPart{fmt.Sprintf("%d failed", t.Failed), 1})
+	}
+	if p.waiting != nil {
+		parts = append(parts, statusPart{fmt.Sprintf("%d waiting", p.waiting()), 2})
 	}
 	parts = append(parts, statusPart{formatRate(p.rate(now, done, st)) + p.unitStr, 4})
 	switch b := st.Busiest(); {

@@ -10,15 +10,15 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/proxy"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/pacehttp"
@@ -38,17 +38,18 @@ const (
 type ProxyOptions struct {
 	IO      *IOStreams
 	Factory *Factory
+	// Common holds what pace proxy shares with run and fetch: -r,
+	// --cost-rate, -j (0: no cap), --margin, --grace, -v, --joblog,
+	// progress, summary, metrics, --key and --redis.
+	Common CommonOptions
 	// Upstream is where every request goes (--upstream).
 	Upstream string
 	upstream *url.URL
-	// Rules, CostRules and Cost are as pace exec's, per request.
-	Rules     []throttle.Rule
-	CostRules []throttle.Rule
-	Cost      int
-	costSet   bool
-	CostFrom  pacehttp.CostSource
-	// Jobs caps the requests in flight upstream (-j); 0: no cap.
-	Jobs int
+	// Cost is each request's cost (--cost); CostFrom corrects it from the
+	// response.
+	Cost     int
+	costSet  bool
+	CostFrom pacehttp.CostSource
 	// Listen is the address to listen on; AllowRemote allows one that
 	// is not loopback.
 	Listen      string
@@ -59,20 +60,11 @@ type ProxyOptions struct {
 	MaxWait time.Duration
 	// Timeout bounds the wait for the upstream's response headers.
 	Timeout time.Duration
-	// Grace is how long requests in flight may finish after an interrupt.
-	Grace time.Duration
-	// Margin widens every rule's window; fixed when given (marginSet),
-	// else adapted from this floor.
-	Margin    time.Duration
-	marginSet bool
 	// IgnoreServerLimits, RulesFromServer and MaxServerPause are as pace
 	// fetch's.
 	IgnoreServerLimits bool
 	RulesFromServer    bool
 	MaxServerPause     time.Duration
-	// Verbose logs every request (redacted) on stderr.
-	Verbose bool
-	Shared  RedisOptions
 	// Command runs with PACE_PROXY_URL set; the proxy stops when it ends.
 	Command []string
 }
@@ -123,11 +115,25 @@ Listening:
   that is not loopback needs --allow-remote: anyone who can reach it can
   send requests to the upstream and spend the quota.
 
+What it did:
+  As pace run and fetch: progress on stderr (requests done, waiting, the
+  rate, the rule that binds; no bar while -- CMD runs, status lines
+  instead), the summary when it stops (--summary, --summary-file), and
+  Prometheus metrics (--metrics-addr). --joblog FILE appends one row per
+  request sent upstream, with "METHOD URL" (credentials redacted) as its
+  Command: Exitval 0 when the upstream answered with a status below 400,
+  the status otherwise, -1 when no whole answer came; earlier rows count
+  against the rules, and pace audit and pace plot read it. Requests the
+  proxy answered itself (--max-wait's 429s, 503s while stopping) and
+  those whose client left while they waited spent nothing and have no
+  row; the summary counts them.
+
 Interrupts:
   The first SIGINT or SIGTERM stops accepting connections, answers 503 to
   requests still waiting and lets those in flight finish for up to
-  --grace; then one summary line on stderr. With -- CMD the signals go to
-  CMD instead, and the proxy stops once CMD has exited.
+  --grace (a second signal closes them at once); then the summary and the
+  job log. With -- CMD the signals go to CMD instead, and the proxy stops
+  the same way once CMD has exited.
 
 ` + redisHelp + `
 
@@ -153,8 +159,9 @@ const proxyExample = `  # pace a Python script's calls: 10/s and 500/min, 8 in f
 // NewCmdProxy returns the pace proxy command. runF, if not nil, replaces
 // the real run (tests capture the options with it).
 func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
-	opts := &ProxyOptions{IO: f.IOStreams, Factory: f, Margin: defaultFetchMargin, Grace: defaultGrace,
-		Listen: "127.0.0.1:0", MaxServerPause: pacehttp.DefaultMaxServerPause}
+	opts := &ProxyOptions{IO: f.IOStreams, Factory: f, Listen: "127.0.0.1:0", MaxServerPause: pacehttp.DefaultMaxServerPause}
+	o := &opts.Common
+	o.Margin, o.marginLeast, o.Grace = defaultFetchMargin, defaultFetchMargin, defaultGrace
 	cmd := &cobra.Command{
 		Use:     "proxy --upstream <url> [flags] [-- <command> [<arg>...]]",
 		Short:   "Pace any HTTP client: a local reverse proxy that admits each request under the rules",
@@ -164,7 +171,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			opts.costSet = cmd.Flags().Changed("cost")
-			opts.marginSet = cmd.Flags().Changed("margin")
+			o.MarginSet = cmd.Flags().Changed("margin")
 			if err := opts.check(); err != nil {
 				return err
 			}
@@ -177,29 +184,31 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Upstream, "upstream", "", "send every request to `URL` (http:// or https://, with an optional path prefix)")
-	fl.VarP(rulesValue{rules: &opts.Rules}, "rate", "r",
+	fl.VarP(rulesValue{rules: &o.Rules}, "rate", "r",
 		"rate rule `N/PERIOD`, e.g. 10/s, 5000/h, 12/3s;\nrepeat or comma-separate to keep several at once")
-	fl.Var(rulesValue{rules: &opts.CostRules, cost: true}, "cost-rate",
+	fl.Var(rulesValue{rules: &o.CostRules, cost: true}, "cost-rate",
 		"cost rule `N/PERIOD`: the requests' costs (--cost) add up to at most N in any window")
 	fl.Var(intValue{&opts.Cost}, "cost", "each request's cost under --cost-rate: a whole number `N` (default 1)")
 	fl.Var(costFromValue{&opts.CostFrom}, "cost-from-response",
 		"read each request's true cost from its response: `header:NAME` or json:PATH")
-	fl.VarP(intValue{&opts.Jobs}, "jobs", "j", "send at most `N` requests upstream at once (default 0: no cap)")
+	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "send at most `N` requests upstream at once (default 0: no cap)")
 	fl.StringVar(&opts.Listen, "listen", opts.Listen, "listen on `ADDR` (host:port; port 0 picks a free one)")
 	fl.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
 	fl.StringVar(&opts.PortFile, "port-file", "", "write the proxy's URL to `FILE` once it listens")
 	fl.Var(durationValue{&opts.MaxWait}, "max-wait", "answer 429 with Retry-After to a request that would wait longer than `DURATION` (default: wait)")
 	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION` (default 0: no limit)")
-	fl.Var(durationValue{&opts.Grace}, "grace", "after the first interrupt, let requests in flight finish for up to `DURATION`")
-	fl.Var(durationValue{&opts.Margin}, "margin", "widen every rule's window by `DURATION`, fixed (default: adapted, at least 10ms)")
+	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let requests in flight finish for up to `DURATION`")
+	fl.Var(durationValue{&o.Margin}, "margin", "widen every rule's window by `DURATION`, fixed (default: adapted, at least 10ms)")
 	fl.BoolVar(&opts.IgnoreServerLimits, "ignore-server-limits", false,
 		"ignore RateLimit and X-RateLimit headers, and learn nothing from 429s\n(Retry-After is always honoured)")
 	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false, "keep the rules the server publishes (RateLimit-Policy) as rules, with -r")
 	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "take no pause longer than `DURATION` from a 429's Retry-After")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "log every request on stderr (method, redacted URL, status, wait)")
+	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log every request on stderr (method, redacted URL, status, wait)")
+	fl.StringVar(&o.JobLog, "joblog", "", "append a row per request sent upstream to `FILE` (GNU parallel's format);\nearlier rows count against the rules")
+	addReportFlags(cmd, o)
 	fl.Lookup("grace").DefValue = defaultGrace.String()
 	fl.Lookup("max-server-pause").DefValue = pacehttp.DefaultMaxServerPause.String()
-	addRedisFlags(cmd, &opts.Shared)
+	addRedisFlags(cmd, &o.Redis)
 	for _, name := range []string{"upstream", "rate", "cost-rate", "cost", "jobs", "listen", "max-wait", "timeout", "grace", "margin"} {
 		cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
@@ -208,6 +217,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 
 // check validates the options that flag parsing cannot.
 func (o *ProxyOptions) check() error {
+	c := &o.Common
 	if o.Upstream == "" {
 		return flagErrorf("pace proxy needs --upstream URL, such as --upstream https://api.example.com")
 	}
@@ -217,23 +227,23 @@ func (o *ProxyOptions) check() error {
 	}
 	o.upstream = u
 	switch {
-	case o.Jobs < 0:
-		return flagErrorf("invalid argument %d for \"-j\": want at least 1, or 0 for no cap", o.Jobs)
+	case c.Jobs < 0:
+		return flagErrorf("invalid argument %d for \"-j\": want at least 1, or 0 for no cap", c.Jobs)
 	case o.MaxWait < 0:
 		return flagErrorf("invalid argument %v for \"--max-wait\": want more than 0, such as 5s", o.MaxWait)
 	case o.Timeout < 0:
 		return flagErrorf("invalid argument %v for \"--timeout\": want at least 0", o.Timeout)
-	case o.Grace < 0:
-		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", o.Grace)
-	case o.Margin < 0:
-		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", o.Margin)
+	case c.Grace < 0:
+		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", c.Grace)
+	case c.Margin < 0:
+		return flagErrorf("invalid argument %v for \"--margin\": want at least 0", c.Margin)
 	case o.MaxServerPause <= 0:
 		return flagErrorf("invalid argument %v for \"--max-server-pause\": want more than 0, such as 5m", o.MaxServerPause)
 	case o.costSet && o.Cost < 1:
 		return flagErrorf("invalid argument %d for \"--cost\": want at least 1", o.Cost)
-	case o.costSet && len(o.CostRules) == 0:
+	case o.costSet && len(c.CostRules) == 0:
 		return flagErrorf("--cost gives each request a cost, but no --cost-rate limits costs: add one, such as --cost-rate 90000/min")
-	case o.CostFrom.Kind != "" && len(o.CostRules) == 0:
+	case o.CostFrom.Kind != "" && len(c.CostRules) == 0:
 		return flagErrorf("--cost-from-response corrects costs, but no --cost-rate limits them: add one, such as --cost-rate 90000/min")
 	case o.RulesFromServer && o.IgnoreServerLimits:
 		return flagErrorf("--rules-from-server and --ignore-server-limits contradict each other: use one")
@@ -241,18 +251,16 @@ func (o *ProxyOptions) check() error {
 	if o.Cost == 0 {
 		o.Cost = 1
 	}
-	if m := throttle.MaxCost(o.allRules()); m > 0 && o.Cost > m {
+	if m := throttle.MaxCost(c.allRules()); m > 0 && o.Cost > m {
 		return flagErrorf("invalid argument %d for \"--cost\": no request could ever be admitted under a cost rule of %d", o.Cost, m)
 	}
 	if err := checkListen(o.Listen, o.AllowRemote); err != nil {
 		return err
 	}
-	return o.Shared.check(len(o.allRules()) > 0)
-}
-
-// allRules returns -r's rules, then --cost-rate's.
-func (o *ProxyOptions) allRules() []throttle.Rule {
-	return append(slices.Clone(o.Rules), o.CostRules...)
+	if err := c.checkReport(); err != nil {
+		return err
+	}
+	return c.Redis.check(len(c.allRules()) > 0)
 }
 
 // parseUpstream checks an --upstream URL: http or https, a host, no
@@ -300,9 +308,10 @@ func isLoopback(host string) bool {
 
 // proxyRun runs the proxy until a signal, or until the command ends; it
 // returns nil or an *ExitError with the exit code, everything reported.
+// It is a session without a pool: the proxy's requests are its jobs, told
+// to the recorder as they start and end.
 func proxyRun(ctx context.Context, opts *ProxyOptions) error {
-	ios := opts.IO
-	errOut := &lockedWriter{w: ios.ErrOut}
+	ios, o := opts.IO, &opts.Common
 	var path string
 	if len(opts.Command) > 0 {
 		p, code, err := lookCommand(opts.Command[0])
@@ -310,45 +319,41 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 			return reportf(ios, code, "%v", err)
 		}
 		path = p
-	}
-
-	// Until the proxy serves, an interrupt stops pace.
-	setupCtx, cancel, endWatch := watchInterrupt(ctx, opts.Factory.Signals)
-	defer cancel()
-	common := &CommonOptions{Rules: opts.Rules, CostRules: opts.CostRules, Margin: opts.Margin, MarginSet: opts.marginSet,
-		Verbose: opts.Verbose, Redis: opts.Shared}
-	backend, err := opts.Factory.openBackend(setupCtx, common, errOut)
-	if sig := endWatch(); sig != nil {
-		if backend != nil {
-			backend.Close()
+		if o.Progress == progressAuto && !o.Quiet {
+			o.Progress = progressLines // CMD writes to the terminal too: no bar
 		}
-		return reportf(ios, signalExitCode(sig), "%s: stopped before the proxy started", signalName(sig))
 	}
+	s := &session{f: opts.Factory, opts: o, logCommand: fetchJobLogCommand, proxy: true,
+		show:  func(item string) string { return item }, // redacted already
+		print: func(io.Writer, io.Writer, *runner.Result) error { return nil }}
+	disp := s.newDisplay()
+	errOut := displayWriter{disp, ios.ErrOut}
+	setupCtx, cancelSetup := context.WithCancel(ctx)
+	defer cancelSetup()
+	sigs := &interrupts{signals: opts.Factory.Signals, grace: o.Grace, out: errOut,
+		noun: "request", stopping: "accepting no more requests"}
+	sigs.watch(cancelSetup)
+	watching := true
+	defer func() {
+		if watching {
+			sigs.close()
+		}
+	}()
+	backend, jl, closeRun, err := s.open(setupCtx, errOut, sigs)
 	if err != nil {
-		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
+		return err
 	}
-	defer backend.Close()
+	defer closeRun()
 
 	red := redact.New()
-	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   max(opts.Jobs, 64),
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: opts.Timeout,
-		DisableCompression:    true, // the client's Accept-Encoding, and the body, as they are
-	}
+	base := proxy.NewUpstreamTransport(o.Jobs, opts.Timeout)
 	defer base.CloseIdleConnections()
 	tr := pacehttp.New(backend, pacehttp.Options{
 		Base: proxy.Base(base), Cost: fixedCost(opts.Cost), CostFrom: opts.CostFrom,
 		Learn: !opts.IgnoreServerLimits, Adopt: opts.RulesFromServer,
 		Hint:               func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) },
 		IgnoreServerLimits: opts.IgnoreServerLimits, MaxServerPause: opts.MaxServerPause,
-		Margin: opts.Margin, FixedMargin: opts.marginSet,
+		Margin: o.Margin, FixedMargin: o.MarginSet,
 		OnPause: func(d time.Duration, reason string) {
 			if d >= longPause {
 				fmt.Fprintf(errOut, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
@@ -356,18 +361,20 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 			}
 		},
 	})
-	popts := proxy.Options{Upstream: opts.upstream, Transport: tr, Jobs: opts.Jobs, MaxWait: opts.MaxWait,
-		Rules: opts.allRules(), Redactor: red}
-	if opts.Verbose {
-		popts.Log = func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) }
-	}
-	px, err := proxy.New(popts)
+	var stop, kill func()
+	rec := newRecorder(s, tr.Backend(), jl, disp, errOut, func() { stop() })
+	rec.kill = func() { kill() }
+	px, err := proxy.New(proxy.Options{Upstream: opts.upstream, Transport: tr, Jobs: o.Jobs, MaxWait: opts.MaxWait,
+		Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
 	if err != nil { // the options were checked: unreachable
+		jl.close()
 		return reportf(ios, ExitUsage, "%v", err)
 	}
+	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), tr.Stats()) })
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
+		jl.close()
 		return reportf(ios, ExitUsage, "cannot listen on %s: %v", opts.Listen, unwrapOp(err))
 	}
 	proxyURL := "http://" + ln.Addr().String()
@@ -375,104 +382,103 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		fmt.Fprintf(errOut, "pace: warning: listening on %s, not loopback: anyone who can reach it can send requests to %s and spend the quota\n",
 			ln.Addr(), red.URL(opts.upstream))
 	}
-	srv := &http.Server{
-		Handler:           px,
-		MaxHeaderBytes:    proxyMaxHeaderBytes,
-		ReadHeaderTimeout: proxyReadHeaderTimeout,
-		IdleTimeout:       proxyIdleTimeout,
-		ErrorLog:          discardLogger(),
+	srv := &http.Server{Handler: px, MaxHeaderBytes: proxyMaxHeaderBytes, ReadHeaderTimeout: proxyReadHeaderTimeout,
+		IdleTimeout: proxyIdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}
+	// stop: accept nothing more, answer the waiting requests 503, let
+	// those in flight finish (Shutdown); kill: close them (Close).
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
+	stop = func() {
+		stopOnce.Do(func() {
+			px.Stop()
+			go func() { srv.Shutdown(context.Background()); close(stopped) }()
+		})
 	}
+	kill = func() { srv.Close() }
 	served := make(chan error, 1)
+	start := time.Now()
 	go func() { served <- srv.Serve(ln) }()
 	if opts.PortFile != "" {
-		if err := writeFileAtomic(opts.PortFile, proxyURL+"\n"); err != nil {
+		if err := outfile.WriteFile(ctx, opts.PortFile, []byte(proxyURL+"\n")); err != nil {
 			srv.Close()
-			return reportf(ios, ExitUsage, "--port-file: %v", err)
+			jl.close()
+			return reportf(ios, ExitUsage, "--port-file %v", err)
 		}
 	}
-	if opts.Verbose {
+	if o.Verbose {
 		fmt.Fprintf(errOut, "pace: proxy %s -> %s\n", proxyURL, red.URL(opts.upstream))
 	}
 
-	code := ExitOK
+	runDone := make(chan struct{})
+	var wg sync.WaitGroup
+	var learned func() []throttle.Rule
+	if !opts.IgnoreServerLimits {
+		learned = func() []throttle.Rule { rules, _ := tr.Learned(); return rules }
+	}
+	disp.waiting = func() int64 { return px.Stats().Waiting }
+	wg.Go(func() { disp.follow(runDone, tr.Backend(), rec.tally, newTotal(), o, learned) })
+
+	facts := &runFacts{opts: o, jobs: o.Jobs, total: -1, read: -1}
 	if len(opts.Command) > 0 {
-		env := append(os.Environ(), proxyURLEnv+"="+proxyURL)
-		code = runForegroundEnv(opts.Factory, path, opts.Command, env)
-		shutdown(srv, px, opts.Grace, nil, errOut)
+		sigs.close() // the signals go to CMD
+		watching = false
+		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL))
+		facts.command = &code
+		stop()
+		grace := time.AfterFunc(o.Grace, func() {
+			if n := px.Stats().InFlight; n > 0 {
+				fmt.Fprintf(errOut, "pace: grace period of %v over: closing %d %s in flight\n", o.Grace, n, plural(int(n), "request"))
+			}
+			kill()
+		})
+		<-stopped
+		grace.Stop()
 	} else {
+		sigs.arm(func() int { return int(px.Stats().InFlight) }, stop, func(error) { kill() })
 		if _, err := fmt.Fprintln(ios.Out, proxyURL); err != nil {
-			srv.Close()
-			return reportf(ios, ExitFailed, "stdout: %v", err)
+			fmt.Fprintf(errOut, "pace: stdout: %v\n", err)
+			code := ExitFailed
+			facts.command = &code
+			stop()
 		}
 		select {
-		case s := <-opts.Factory.Signals:
-			code = signalExitCode(s)
-			fmt.Fprintf(errOut, "pace: %s: accepting no more requests; waiting up to %v for %d in flight (interrupt again to stop at once)\n",
-				signalName(s), opts.Grace, px.Stats().InFlight)
-			shutdown(srv, px, opts.Grace, opts.Factory.Signals, errOut)
+		case <-stopped:
 		case err := <-served:
-			px.Stop()
-			fmt.Fprintf(errOut, "pace: the proxy stopped serving: %v\n", err)
-			code = ExitFailed
+			if !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(errOut, "pace: the proxy stopped serving: %v\n", err)
+				code := ExitFailed
+				facts.command = &code
+				stop()
+			}
+			<-stopped
 		}
 	}
-	fmt.Fprintf(errOut, "pace: %s\n", proxySummary(px.Stats()))
-	if code != ExitOK {
-		return &ExitError{Code: code}
-	}
-	return nil
-}
+	// Once the server is closed, the requests it had taken end at once.
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 5*time.Second)
+	px.Wait(waitCtx)
+	cancelWait()
+	facts.elapsed = time.Since(start)
+	close(runDone)
+	wg.Wait()
+	disp.close()
 
-// shutdown stops accepting, answers the requests still waiting, and lets
-// those in flight finish for up to grace (or until a second signal).
-func shutdown(srv *http.Server, px *proxy.Proxy, grace time.Duration, again <-chan os.Signal, errOut *lockedWriter) {
-	px.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	go func() {
-		select {
-		case s := <-again:
-			fmt.Fprintf(errOut, "pace: %s again: closing %d requests in flight\n", signalName(s), px.Stats().InFlight)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if err := srv.Shutdown(ctx); err != nil {
-		if n := px.Stats().InFlight; n > 0 && errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintf(errOut, "pace: grace period of %v over: closing %d %s in flight\n", grace, n, plural(int(n), "request"))
-		}
-		srv.Close()
+	facts.tally = rec.tally.snapshot()
+	facts.stats = tr.Stats()
+	if sig := sigs.signal(); sig != nil {
+		facts.signal = signalName(sig)
 	}
-}
-
-// proxySummary is the one line a proxy says when it stops.
-func proxySummary(st proxy.Stats) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "proxy: %d %s", st.Requests, plural(int(st.Requests), "request"))
-	codes := make([]int, 0, len(st.Status))
-	for c := range st.Status {
-		codes = append(codes, c)
+	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
+	if _, l := tr.Learned(); l.Refusals > 0 || len(l.Adopted) > 0 {
+		facts.learned = &l
 	}
-	slices.Sort(codes)
-	if len(codes) > 0 {
-		var parts []string
-		for _, c := range codes {
-			parts = append(parts, fmt.Sprintf("%d×%d", st.Status[c], c))
-		}
-		fmt.Fprintf(&b, " (upstream: %s)", strings.Join(parts, ", "))
+	st := px.Stats()
+	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent}
+	rec.reportUnlogged(ios.ErrOut)
+	if err := jl.close(); err != nil && facts.jobLogErr == nil {
+		facts.jobLogErr = err
+		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}
-	fmt.Fprintf(&b, "; %d refused by upstream", st.Refused)
-	fmt.Fprintf(&b, "; %d waited %s in all", st.Waits, roundDuration(st.WaitTime))
-	if st.TooLong > 0 {
-		fmt.Fprintf(&b, "; %d answered 429 (--max-wait)", st.TooLong)
-	}
-	if st.Gone > 0 {
-		fmt.Fprintf(&b, "; %d gone while waiting", st.Gone)
-	}
-	if st.Failed > 0 {
-		fmt.Fprintf(&b, "; %d failed (502/503/504)", st.Failed)
-	}
-	return b.String()
+	return s.finish(ctx, facts, disp.mode, sigs)
 }
 
 // fixedCost returns a cost function giving every request cost n.
@@ -489,46 +495,3 @@ func unwrapOp(err error) error {
 	}
 	return err
 }
-
-// writeFileAtomic writes data to name through a temporary file in its
-// directory, so that a reader never sees it half written.
-func writeFileAtomic(name, data string) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
-}
-
-// lockedWriter serialises the lines of several goroutines on one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// discardLogger is a logger that says nothing: the HTTP server's own
-// messages about clients (bad TLS, broken connections) are not pace's.
-func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }

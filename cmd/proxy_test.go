@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,7 +143,8 @@ func TestProxyKeepsTheServersRules(t *testing.T) {
 	if code != ExitInterrupted {
 		t.Errorf("exit %d after SIGINT, want %d", code, ExitInterrupted)
 	}
-	if !strings.Contains(errOut, "pace: proxy: 15 requests (upstream: 15×200); 0 refused by upstream;") {
+	if !strings.Contains(errOut, "pace: 15 ok, 0 failed, 0 retried in ") || !strings.Contains(errOut, "responses   200 ×15;") ||
+		!strings.Contains(errOut, "proxy       15 requests received\n") {
 		t.Errorf("stderr lacks the summary line:\n%s", errOut)
 	}
 }
@@ -215,7 +218,7 @@ func TestProxyMaxWaitAnswers429WithRetryAfter(t *testing.T) {
 		t.Errorf("server accepted %d, refused %d; want 1 and 0", st.Accepted, st.Refused)
 	}
 	_, errOut := p.stop(t)
-	if !strings.Contains(errOut, "1 answered 429 (--max-wait)") {
+	if !strings.Contains(errOut, "proxy      2 requests received; sent nowhere: 1 answered 429 (--max-wait)") {
 		t.Errorf("summary does not count the 429:\n%s", errOut)
 	}
 }
@@ -266,7 +269,7 @@ func TestProxyCredentialsPassUntouchedAndNeverShow(t *testing.T) {
 	if strings.Contains(errOut, token) || strings.Contains(errOut, qsecret) {
 		t.Errorf("a credential shows on stderr:\n%s", errOut)
 	}
-	if !strings.Contains(errOut, "GET "+up.URL+"/v1/items?") {
+	if !strings.Contains(errOut, "GET '"+up.URL+"/v1/items?token=REDACTED&page=2'") {
 		t.Errorf("-v does not log the request:\n%s", errOut)
 	}
 }
@@ -313,7 +316,7 @@ func TestProxyUpstreamDownOrSlow(t *testing.T) {
 	if resp.StatusCode != http.StatusGatewayTimeout {
 		t.Errorf("slow upstream: %d, want 504", resp.StatusCode)
 	}
-	if _, errOut := p.stop(t); !strings.Contains(errOut, "1 failed (502/503/504)") {
+	if _, errOut := p.stop(t); !strings.Contains(errOut, "0 ok, 1 failed") || !strings.Contains(errOut, "no response ×1 (timeout ×1)") {
 		t.Errorf("summary does not count the failure:\n%s", errOut)
 	}
 }
@@ -441,5 +444,90 @@ func TestProxiesSharingAKeyKeepOneQuota(t *testing.T) {
 	wg.Wait()
 	if st := ss.Stats(); st.Accepted != n || st.Refused != 0 {
 		t.Errorf("server accepted %d, refused %d; want %d and 0", st.Accepted, st.Refused, n)
+	}
+}
+
+// TestProxyReportsAsARunDoes: metrics while it serves, status lines with
+// the requests waiting, and on SIGINT the request in flight finishes
+// within --grace, then the job log has its row and the summary counts it.
+func TestProxyReportsAsARunDoes(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			w.WriteHeader(200)
+			io.WriteString(w, "first half ")
+			w.(http.Flusher).Flush()
+			<-release
+		}
+		io.WriteString(w, r.URL.Path+"\n")
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	logFile, sumFile := filepath.Join(dir, "proxy.log"), filepath.Join(dir, "sum.json")
+	p := startProxy(t, "--upstream", up.URL, "-r", "100/s", "--grace", "20s", "--joblog", logFile, "--summary-file", sumFile,
+		"--metrics-addr", "127.0.0.1:0", "--progress", "lines", "--progress-interval", "1s")
+	for i := range 3 {
+		resp, err := http.Get(p.url + "/" + strconv.Itoa(i))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("request %d: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	slow := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(p.url + "/slow")
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		slow <- string(b)
+	}()
+	re := regexp.MustCompile(`pace: metrics at (http://127\.0\.0\.1:\d+/metrics)\n`)
+	var url string
+	waitFor(t, "the metrics address on stderr", func() bool {
+		m := re.FindStringSubmatch(p.errOut.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	waitFor(t, "3 ok and 1 in flight in the metrics", func() bool {
+		m := scrape(t, url)
+		return m[`pace_calls_total{outcome="ok"}`] == 3 && m["pace_in_flight"] == 1 && m["pace_calls_admitted_total"] == 4
+	})
+	waitFor(t, "a status line", func() bool {
+		return regexp.MustCompile(`(?m)^pace: 3 done, 0 waiting, `).MatchString(p.errOut.String())
+	})
+	p.sigs <- os.Interrupt
+	waitFor(t, "the interrupt's message", func() bool {
+		return strings.Contains(p.errOut.String(), "pace: SIGINT: accepting no more requests; waiting up to 20s for 1 running")
+	})
+	close(release)
+	if got := <-slow; got != "first half /slow\n" {
+		t.Errorf("the request in flight got %q, want its whole answer", got)
+	}
+	code, errOut := p.stop(t)
+	if code != ExitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", code, ExitInterrupted, errOut)
+	}
+	log, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := strings.Count(string(log), "\tGET "+up.URL+"/"); rows != 4 || !strings.Contains(string(log), "\tGET "+up.URL+"/slow\n") {
+		t.Errorf("job log has %d request rows, want 4 with /slow:\n%s", rows, log)
+	}
+	b, err := os.ReadFile(sumFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum summaryJSONForm
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK != 4 || sum.Attempts != 4 || sum.Proxy == nil || sum.Proxy.Requests != 4 || sum.Interrupted == nil || *sum.Interrupted != "SIGINT" {
+		t.Errorf("summary file: %s", b)
 	}
 }

@@ -50,17 +50,17 @@ type session struct {
 	// (pace fetch -o /dev/null); ctx bounds the wait for a FIFO's reader.
 	openOut func(ctx context.Context) (io.WriteCloser, error)
 	out     io.Writer // what openOut opened; nil: job output goes to stdout
+	// proxy marks pace proxy's session: its transport admits and adapts
+	// the margin itself, and the clients see their failures (no line on
+	// stderr for each).
+	proxy bool
 }
 
 // run runs the session and returns nil or an *ExitError with the exit
 // code; everything has been reported by then.
 func (s *session) run(ctx context.Context) error {
 	ios, o := s.f.IOStreams, s.opts
-	mode := o.Progress
-	if o.Quiet && mode == progressAuto {
-		mode = progressNever // -q: no progress unless --progress asks for it
-	}
-	disp := newDisplay(ios, mode, o.ProgressInterval)
+	disp := s.newDisplay()
 	errOut := displayWriter{disp, ios.ErrOut}
 
 	// Interrupts: before the run, the first one cancels the setup.
@@ -91,47 +91,98 @@ func (s *session) run(ctx context.Context) error {
 		}
 	}
 
-	if o.MetricsAddr != "" {
-		srv, err := metrics.Serve(o.MetricsAddr, s.metrics.get)
-		if err != nil {
-			return reportf(ios, ExitUsage, "--metrics-addr %s: %s", o.MetricsAddr, userMessage(err))
-		}
-		defer srv.Close()
-		fmt.Fprintf(errOut, "pace: metrics at http://%s/metrics\n", srv.Addr())
-	}
-
-	backend, err := s.f.openBackend(setupCtx, o, errOut)
+	backend, jl, closeRun, err := s.open(setupCtx, errOut, sigs)
 	if err != nil {
-		if sig := sigs.signal(); sig != nil {
-			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
-		}
-		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
+		return err
 	}
-	defer backend.Close()
-
-	// The job log: earlier rows count against the rules (joblog.go).
-	jl, err := openJobLog(&o.JobLogOptions, o.allRules(), s.executor.Prepare, s.logCommand)
-	if err != nil {
-		return reportf(ios, ExitUsage, "%v", err)
-	}
-	recent, err := jl.seed(backend, o.allRules(), time.Now())
-	if err != nil {
-		jl.close()
-		return reportf(ios, ExitUsage, "%v", err)
-	}
-	jl.announce(errOut, recent, o.Verbose)
-	if sig := sigs.signal(); sig != nil {
-		jl.close()
-		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
-	}
+	defer closeRun()
 
 	res := s.supervise(ctx, backend, jl, jobs, disp, sigs)
 	if err := jl.close(); err != nil && res.jobLogErr == nil {
 		res.jobLogErr = err
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}
+	return s.finish(ctx, res, disp.mode, sigs)
+}
+
+// newDisplay returns the progress display the options ask for: -q draws
+// none unless --progress asks for it.
+func (s *session) newDisplay() *display {
+	mode := s.opts.Progress
+	if s.opts.Quiet && mode == progressAuto {
+		mode = progressNever
+	}
+	return newDisplay(s.f.IOStreams, mode, s.opts.ProgressInterval)
+}
+
+// open opens what a run reports to and admits through: the metrics server
+// (--metrics-addr), the backend, and the job log, whose earlier rows it
+// gives the backend. ctx bounds the setup; an interrupt (sigs) cancels
+// it. Its error has been reported (an *ExitError); closeRun closes
+// everything once the run is over, except the job log (jl.close).
+func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupts) (backend throttle.Backend, jl *jobLog, closeRun func(), err error) {
+	ios, o := s.f.IOStreams, s.opts
+	var closers []func()
+	closeRun = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if o.MetricsAddr != "" {
+		srv, err := metrics.Serve(o.MetricsAddr, s.metrics.get)
+		if err != nil {
+			return nil, nil, nil, reportf(ios, ExitUsage, "--metrics-addr %s: %s", o.MetricsAddr, userMessage(err))
+		}
+		closers = append(closers, func() { srv.Close() })
+		fmt.Fprintf(errOut, "pace: metrics at http://%s/metrics\n", srv.Addr())
+	}
+	stopped := func() error {
+		closeRun()
+		sig := sigs.signal()
+		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+	}
+
+	backend, err = s.f.openBackend(ctx, o, errOut)
+	if err != nil {
+		if sigs.signal() != nil {
+			return nil, nil, nil, stopped()
+		}
+		closeRun()
+		return nil, nil, nil, reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
+	}
+	closers = append(closers, func() { backend.Close() })
+
+	// The job log: earlier rows count against the rules (joblog.go).
+	var prepare func(*runner.Job) error
+	if s.executor != nil {
+		prepare = s.executor.Prepare
+	}
+	jl, err = openJobLog(&o.JobLogOptions, o.allRules(), prepare, s.logCommand)
+	if err != nil {
+		closeRun()
+		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
+	}
+	recent, err := jl.seed(backend, o.allRules(), time.Now())
+	if err != nil {
+		jl.close()
+		closeRun()
+		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
+	}
+	jl.announce(errOut, recent, o.Verbose)
+	if sigs.signal() != nil {
+		jl.close()
+		return nil, nil, nil, stopped()
+	}
+	return backend, jl, closeRun, nil
+}
+
+// finish writes the summary of what happened (res) on stderr, as
+// --summary asks, and to --summary-file; mode is the display's. It
+// returns nil or an *ExitError with the exit code.
+func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *interrupts) error {
+	ios, o := s.f.IOStreams, s.opts
 	sum, code := summarize(res)
-	sum.Brief = briefSummary(sum, disp.mode)
+	sum.Brief = briefSummary(sum, mode)
 	if !o.Quiet || code != ExitOK { // -q: no summary unless something failed
 		if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
 			code = ExitFailed
@@ -191,6 +242,10 @@ type runFacts struct {
 	unlogged             []int64 // items that ran but have no row
 	learned              *learned
 	halted               *halted // --halt stopped the run
+	// proxy is what pace proxy did with requests it sent nowhere;
+	// command, the exit status of its -- CMD, which is pace's.
+	proxy   *ProxySummary
+	command *int
 }
 
 // supervise runs the pool over the input with every goroutine the run

@@ -26,6 +26,9 @@ type interrupts struct {
 	signals <-chan os.Signal
 	grace   time.Duration
 	out     io.Writer // where the messages go
+	// noun names what runs ("job" when empty), and stopping what the
+	// first signal does ("starting no more jobs" when empty).
+	noun, stopping string
 
 	mu      sync.Mutex
 	first   os.Signal
@@ -82,7 +85,7 @@ func (in *interrupts) loop() {
 			}
 			if first != nil {
 				n := running()
-				fmt.Fprintf(in.out, "pace: %s again: killing %d running %s\n", signalName(sig), n, plural(n, "job"))
+				fmt.Fprintf(in.out, "pace: %s again: killing %d running %s\n", signalName(sig), n, plural(n, in.what()))
 				kill(runner.ErrKillNow)
 				continue
 			}
@@ -90,11 +93,15 @@ func (in *interrupts) loop() {
 			timer := time.NewTimer(in.grace)
 			defer timer.Stop()
 			grace = timer.C
+			stopping := in.stopping
+			if stopping == "" {
+				stopping = "starting no more jobs"
+			}
 			if n := running(); n > 0 {
-				fmt.Fprintf(in.out, "pace: %s: starting no more jobs; waiting up to %v for %d running (interrupt again to kill them)\n",
-					signalName(sig), in.grace, n)
+				fmt.Fprintf(in.out, "pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
+					signalName(sig), stopping, in.grace, n)
 			} else {
-				fmt.Fprintf(in.out, "pace: %s: starting no more jobs\n", signalName(sig))
+				fmt.Fprintf(in.out, "pace: %s: %s\n", signalName(sig), stopping)
 			}
 		case <-grace:
 			grace = nil
@@ -102,13 +109,21 @@ func (in *interrupts) loop() {
 			kill, running := in.kill, in.running
 			in.mu.Unlock()
 			if n := running(); n > 0 {
-				fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running %s\n", in.grace, n, plural(n, "job"))
+				fmt.Fprintf(in.out, "pace: grace period of %v over: stopping %d running %s\n", in.grace, n, plural(n, in.what()))
 			}
 			kill(errGraceOver)
 		case <-in.done:
 			return
 		}
 	}
+}
+
+// what is the noun for what runs.
+func (in *interrupts) what() string {
+	if in.noun == "" {
+		return "job"
+	}
+	return in.noun
 }
 
 // signal returns the first signal, if one came.

@@ -63,6 +63,7 @@ type Summary struct {
 	Stopped  string
 	ExitCode int
 	HTTP     *HTTPSummary // pace fetch's responses and server pauses
+	Proxy    *ProxySummary
 	Store    *throttle.StoreStats
 	// Learned says what pace learned from the server: refusals, the rule
 	// it inferred, the rules it adopted (--rules-from-server).
@@ -73,6 +74,16 @@ type Summary struct {
 	// Brief makes the text summary its first line alone: a short clean
 	// run at a terminal (see briefSummary).
 	Brief bool
+}
+
+// ProxySummary is pace proxy's part of a Summary: the requests it
+// received, and those it answered itself without sending them upstream
+// (which spent nothing and have no row in the job log).
+type ProxySummary struct {
+	Requests int64 // received
+	MaxWait  int64 // answered 429 because the wait would pass --max-wait
+	Gone     int64 // the client went away while its request waited
+	Refused  int64 // answered 503: stopping, or the quota's store down
 }
 
 // RuleSummary is one rule's share of a Summary.
@@ -218,8 +229,14 @@ func summarize(f *runFacts) (*Summary, int) {
 		s.NotStarted, s.NotStartedKnown = max(f.read-done, 0), f.readAll
 	}
 
+	s.Proxy = f.proxy
 	code := ExitOK
 	switch {
+	case f.command != nil:
+		code = *f.command // pace proxy -- CMD exits with CMD's status
+		if f.signal != "" {
+			s.Interrupted = f.signal
+		}
 	case f.limitErr != nil:
 		code = backendExitCode(f.limitErr, ExitBackend)
 		s.Stopped = "the limiter failed"
@@ -361,7 +378,11 @@ func (s *Summary) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  rule %s\tpeak %.0f%%\twaited %s (%d %s)%s\n",
 			r.Rule, r.PeakUsage*100, roundDuration(r.WaitTime), r.Waits, plural(int(r.Waits), "wait"), mark(bindRule, r.Rule))
 	}
-	fmt.Fprintf(tw, "  in flight\tpeak %d of %d%s\n", s.PeakInFlight, s.Jobs, mark(bindJobs, throttle.Rule{}))
+	if s.Jobs > 0 {
+		fmt.Fprintf(tw, "  in flight\tpeak %d of %d%s\n", s.PeakInFlight, s.Jobs, mark(bindJobs, throttle.Rule{}))
+	} else {
+		fmt.Fprintf(tw, "  in flight\tpeak %d (no cap)\n", s.PeakInFlight)
+	}
 	if s.GlobalJobs > 0 {
 		fmt.Fprintf(tw, "  fleet slots\t%d\twaited %s (%d %s)%s\n", s.GlobalJobs, roundDuration(s.SlotWaitTime), s.SlotWaits, plural(int(s.SlotWaits), "wait"), mark(bindGlobalJobs, throttle.Rule{}))
 	}
@@ -389,6 +410,9 @@ func (s *Summary) writeText(w io.Writer) error {
 	}
 	if l := s.Learned; l != nil {
 		fmt.Fprintf(tw, "  learned\t%s\n", learnedText(l))
+	}
+	if p := s.Proxy; p != nil {
+		p.writeText(tw)
 	}
 	if s.JobLog != "" {
 		// The job log's header keeps the rules: plot needs no -r.
@@ -451,6 +475,25 @@ func (h *HTTPSummary) writeText(tw *tabwriter.Writer, binding bool) {
 	}
 }
 
+// writeText writes pace proxy's line of the text summary: the requests
+// received and, if any, those sent nowhere.
+func (p *ProxySummary) writeText(tw *tabwriter.Writer) {
+	var parts []string
+	for _, n := range []struct {
+		n    int64
+		what string
+	}{{p.MaxWait, "answered 429 (--max-wait)"}, {p.Gone, "gone while waiting"}, {p.Refused, "answered 503 (stopping, or the store down)"}} {
+		if n.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
+		}
+	}
+	unsent := ""
+	if len(parts) > 0 {
+		unsent = "; sent nowhere: " + strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(tw, "  proxy\t%d %s received%s\n", p.Requests, plural(int(p.Requests), "request"), unsent)
+}
+
 // learned is what pace learned from the server.
 type learned = learn.Report
 
@@ -506,6 +549,13 @@ type (
 		HTTP          *httpJSONForm     `json:"http,omitempty"`
 		Store         *storeJSONForm    `json:"store,omitempty"`
 		Learned       *learnedJSONForm  `json:"learned,omitempty"`
+		Proxy         *proxyJSONForm    `json:"proxy,omitempty"`
+	}
+	proxyJSONForm struct {
+		Requests int64 `json:"requests"`
+		MaxWait  int64 `json:"max_wait_429"`
+		Gone     int64 `json:"gone_while_waiting"`
+		Refused  int64 `json:"refused_503"`
 	}
 	learnedJSONForm struct {
 		Refusals int      `json:"refusals"`
@@ -622,6 +672,9 @@ func (s *Summary) jsonForm() summaryJSONForm {
 			lj.Adopted = append(lj.Adopted, r.String())
 		}
 		j.Learned = lj
+	}
+	if p := s.Proxy; p != nil {
+		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused}
 	}
 	if st := s.Store; st != nil {
 		j.Store = &storeJSONForm{Name: st.Name, RoundTrips: st.RoundTrips, Failures: st.Failures, LeasesLost: st.LeasesLost}

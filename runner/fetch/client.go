@@ -4,11 +4,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
@@ -137,23 +135,4 @@ func clientError(err error, orig *url.URL, red *redact.Redactor) error {
 		inner = runner.Permanent(inner)
 	}
 	return inner
-}
-
-// connCause names why no response came, for the summary and the retry's
-// backoff: "refused", "reset", "dns", "tls" or "network".
-func connCause(err error) string {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var recErr tls.RecordHeaderError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "reset"
-	case errors.As(err, &dnsErr):
-		return "dns"
-	case errors.As(err, &certErr), errors.As(err, &recErr), errors.Is(err, http.ErrSchemeMismatch):
-		return "tls"
-	}
-	return "network"
 }

@@ -528,7 +528,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 			h.Conn = "timeout"
 			return res
 		}
-		h.Conn = connCause(err)
+		h.Conn = runner.ConnCause(err)
 		fail(clientError(err, s.url, s.red))
 		return res
 	}

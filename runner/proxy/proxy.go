@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/redact"
+	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/pacehttp"
 )
@@ -58,9 +59,17 @@ type Options struct {
 	// Log, if set, is told of each request once its answer has begun
 	// (method, redacted URL, status, wait), and of errors.
 	Log func(msg string)
-	// Redactor hides credentials in what Log is told; nil applies the
-	// built-in rules.
+	// Redactor hides credentials in what Log and OnEvent are told; nil
+	// applies the built-in rules.
 	Redactor *redact.Redactor
+	// OnEvent, if set, is told of each request that is admitted, as a
+	// pool tells of a job (see report.go): JobStarted once it goes
+	// upstream, JobFinished then JobDone once its answer has been copied
+	// to the client, or has failed. Its Job's Argv is the method and the
+	// redacted upstream URL. Calls are serialised. A request never
+	// admitted (answered 429 by MaxWait, gone while waiting, refused while
+	// stopping) spends nothing and has no event: Stats counts it.
+	OnEvent func(runner.Event)
 }
 
 // Stats counts what a Proxy did.
@@ -72,7 +81,8 @@ type Stats struct {
 	WaitTime time.Duration // time they waited, in all
 	TooLong  int64         // answered 429 by the proxy (MaxWait)
 	Gone     int64         // clients gone while their request waited: nothing spent
-	Failed   int64         // answered 502, 503 or 504 by the proxy (upstream down or slow, the quota's store down, stopping)
+	Failed   int64         // admitted, then answered 502 or 504 by the proxy: the upstream down or slow
+	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
 	InFlight int64         // admitted and not yet answered in full
 	Waiting  int64         // waiting for a slot or the rules now
 }
@@ -93,9 +103,15 @@ type Proxy struct {
 	tooLong  atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
+	unsent   atomic.Int64
 	refused  atomic.Int64
 	inFlight atomic.Int64
 	waitingN atomic.Int64
+	seq      atomic.Int64 // the requests admitted so far
+	activeMu sync.Mutex
+	active   int           // requests being served; guarded by activeMu
+	idle     chan struct{} // closed when active drops to 0; guarded by activeMu
+	evMu     sync.Mutex    // serialises OnEvent
 	mu       sync.Mutex
 	status   map[int]int64
 	past     []throttle.Call // recent admissions, for MaxWait's estimates
@@ -155,6 +171,44 @@ func Base(rt http.RoundTripper) http.RoundTripper { return admittedTransport{rt}
 // with 503, and every later one; requests admitted go on.
 func (p *Proxy) Stop() { p.stop() }
 
+// Wait waits until no request is being served, or until ctx is done.
+// Once the server in front of the proxy has stopped accepting, the
+// requests it had taken finish by then, and their events have been told.
+func (p *Proxy) Wait(ctx context.Context) error {
+	p.activeMu.Lock()
+	if p.active == 0 {
+		p.activeMu.Unlock()
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.activeMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Proxy) enter() {
+	p.activeMu.Lock()
+	p.active++
+	p.activeMu.Unlock()
+}
+
+func (p *Proxy) leave() {
+	p.activeMu.Lock()
+	p.active--
+	if p.active == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.activeMu.Unlock()
+}
+
 // Stats returns what the proxy did so far.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
@@ -166,7 +220,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -180,6 +234,7 @@ type request struct {
 	timer  *time.Timer  // MaxWait's, if any
 	cancel context.CancelCauseFunc
 	info   pacehttp.Info
+	job    runner.Job // set once admitted, with OnEvent
 }
 
 const (
@@ -200,8 +255,10 @@ func requestOf(ctx context.Context) *request {
 // the answer back.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
+	p.enter()
+	defer p.leave()
 	if p.stopCtx.Err() != nil {
-		p.failed.Add(1)
+		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
@@ -239,12 +296,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admitted ends rq's wait, unless MaxWait's deadline ended it first; it
 // reports whether the request may go.
-func (p *Proxy) admitted(rq *request) bool {
+func (p *Proxy) admitted(rq *request, req *http.Request) bool {
 	if !rq.state.CompareAndSwap(stateWaiting, stateAdmitted) {
 		return false
 	}
 	p.waitingN.Add(-1)
-	p.inFlight.Add(1)
+	inFlight := p.inFlight.Add(1)
 	if rq.timer != nil {
 		rq.timer.Stop()
 	}
@@ -259,6 +316,7 @@ func (p *Proxy) admitted(rq *request) bool {
 		p.trim(time.Now())
 		p.mu.Unlock()
 	}
+	p.started(rq, req, inFlight)
 	return true
 }
 
@@ -359,20 +417,26 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p.refuse(w, max(p.estimate(), time.Second))
 		return
 	case state == stateStopped:
-		p.failed.Add(1)
+		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; this request was not sent upstream")
 		return
 	case ctx.Err() != nil && !admitted:
 		p.gone.Add(1) // nobody to answer
 		return
 	case ctx.Err() != nil:
-		return // the client went away mid-request
+		p.finished(rq, nil, 0, errClientGone) // the client went away mid-request
+		return
 	}
-	p.failed.Add(1)
+	if admitted {
+		p.finished(rq, nil, 0, err)
+		p.failed.Add(1)
+	} else {
+		p.unsent.Add(1)
+	}
 	msg := p.red.Error(err).Error()
 	var ne net.Error
 	switch {
-	case errors.Is(err, throttle.ErrBackend):
+	case !admitted:
 		plain(w, http.StatusServiceUnavailable, "pace proxy: the quota's store cannot admit requests: "+msg)
 	case errors.As(err, &ne) && ne.Timeout():
 		plain(w, http.StatusGatewayTimeout, "pace proxy: the upstream did not answer in time")
@@ -420,7 +484,7 @@ func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p.release(rq)
 		return nil, err
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, p: p, rq: rq}
+	resp.Body = &slotBody{ReadCloser: resp.Body, p: p, rq: rq, resp: resp, ctx: ctx}
 	return resp, nil
 }
 
@@ -434,25 +498,11 @@ func (p *Proxy) release(rq *request) {
 	}
 }
 
-// slotBody releases its request's slot once closed.
-type slotBody struct {
-	io.ReadCloser
-	p    *Proxy
-	rq   *request
-	once sync.Once
-}
-
-func (b *slotBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(func() { b.p.release(b.rq) })
-	return err
-}
-
 // admittedTransport marks a request admitted, then sends it.
 type admittedTransport struct{ rt http.RoundTripper }
 
 func (t admittedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq) {
+	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq, req) {
 		// MaxWait's deadline, or Stop, came as the admission returned.
 		if req.Body != nil {
 			req.Body.Close()

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// What the proxy tells Options.OnEvent: each request admitted is one job
+// of one attempt, numbered in the order of admission, so that the code
+// that counts, logs and sums up a pool's jobs (pace's job log, progress,
+// summary) does the same for a proxy's requests.
+
+// Errors of a request that got no whole answer, in its Result.
+var (
+	errClientGone = errors.New("the client went away before the whole answer was sent")
+	errBodyBroken = errors.New("the upstream's body broke off")
+)
+
+// started notes that rq, sent upstream as req, was admitted, and tells
+// OnEvent. inFlight counts the requests admitted and not done, rq's
+// included.
+func (p *Proxy) started(rq *request, req *http.Request, inFlight int64) {
+	if p.opts.OnEvent == nil {
+		return
+	}
+	a := rq.info.Admission
+	url := p.red.URL(req.URL)
+	rq.job = runner.Job{Seq: p.seq.Add(1), Item: req.Method + " " + url, Attempt: 1,
+		Argv: []string{req.Method, url}, Cost: max(a.Cost, 1), Admission: a}
+	p.emit(runner.Event{Kind: runner.JobStarted, Job: rq.job, Admission: a, InFlight: int(inFlight)})
+}
+
+// finished tells OnEvent how an admitted request ended: resp is the
+// upstream's answer (nil if none came), n the body bytes copied to the
+// client, and err why the answer is not whole (nil if it is).
+func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
+	if p.opts.OnEvent == nil || rq == nil || rq.job.Seq == 0 {
+		return
+	}
+	now := time.Now()
+	a := rq.info.Admission
+	res := &runner.Result{Job: rq.job, Start: a.At, Waited: a.Waited, Runtime: now.Sub(a.At), Sent: rq.info.Sent,
+		Cost: rq.info.Cost, ExitCode: -1}
+	h := &runner.HTTPInfo{Method: rq.job.Argv[0], URL: rq.job.Argv[1], Bytes: n,
+		PauseUntil: rq.info.PauseUntil, PauseReason: rq.info.PauseReason,
+		Policy: rq.info.Policy, PolicyHeader: rq.info.PolicyHeader, RetryAfter: rq.info.RetryAfter}
+	res.HTTP = h
+	if resp != nil {
+		h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
+	}
+	var ne net.Error
+	switch {
+	case err == nil && resp != nil && resp.StatusCode < 400:
+		res.ExitCode = 0 // the upstream answered, and not with an error: ok
+	case err == nil && resp != nil:
+		res.ExitCode = 1
+		res.Err = fmt.Errorf("%s %s: HTTP %s", h.Method, h.URL, h.Status)
+	case resp == nil && errors.As(err, &ne) && ne.Timeout():
+		h.Conn = "timeout"
+		res.Err = fmt.Errorf("%s %s: the upstream did not answer in time", h.Method, h.URL)
+	case resp == nil && !errors.Is(err, errClientGone):
+		h.Conn = runner.ConnCause(err)
+		res.Err = fmt.Errorf("%s %s: %w", h.Method, h.URL, p.red.Error(err))
+	default:
+		res.Err = fmt.Errorf("%s %s: %w", h.Method, h.URL, p.red.Error(err))
+	}
+	inFlight := int(p.inFlight.Load())
+	p.emit(runner.Event{Kind: runner.JobFinished, Job: rq.job, Result: res, InFlight: inFlight},
+		runner.Event{Kind: runner.JobDone, Job: rq.job, Result: res, InFlight: inFlight})
+}
+
+// emit tells OnEvent of evs, one call at a time.
+func (p *Proxy) emit(evs ...runner.Event) {
+	p.evMu.Lock()
+	defer p.evMu.Unlock()
+	for _, ev := range evs {
+		p.opts.OnEvent(ev)
+	}
+}
+
+// slotBody is an admitted request's response body: it counts the bytes
+// copied to the client and, once closed, releases the request's slot and
+// reports how it ended.
+type slotBody struct {
+	io.ReadCloser
+	p      *Proxy
+	rq     *request
+	resp   *http.Response
+	ctx    context.Context
+	n      int64
+	eof    bool
+	err    error // a read's error other than io.EOF
+	closed bool
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil && b.err == nil:
+		b.err = err
+	}
+	return n, err
+}
+
+// Close closes the body, gives back the slot at once, then reports. The
+// reverse proxy closes it once, from the request's goroutine.
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.closed {
+		return err
+	}
+	b.closed = true
+	b.p.release(b.rq)
+	var why error
+	switch {
+	case b.eof:
+	case b.ctx.Err() != nil:
+		why = errClientGone
+	case b.err != nil:
+		why = fmt.Errorf("%w: %w", errBodyBroken, b.err)
+	default:
+		why = errClientGone // the copy to the client failed
+	}
+	b.p.finished(b.rq, b.resp, b.n, why)
+	return err
+}
