@@ -85,6 +85,11 @@ type Job struct {
 	// before Execute (the zero Admission when none). The pool releases
 	// and corrects it; executors only read it.
 	Admission throttle.Admission
+	// Prepared is what Executor.Prepare kept for Execute, the executor's
+	// own (such as the request it built), so that the attempt is not
+	// built twice. The pool clears it with Argv before a retry is
+	// prepared again, and in the Result.
+	Prepared any
 }
 
 // CommandLine returns Argv as one line, each argument quoted for a POSIX

@@ -20,8 +20,8 @@ type Limiter interface {
 
 // Executor prepares and runs jobs.
 type Executor interface {
-	// Prepare fills in job.Argv (and job.Cost, for cost rules) before the
-	// job is admitted. An error means the job cannot run at all: it fails
+	// Prepare fills in job.Argv (and job.Cost, for cost rules; and
+	// job.Prepared, what Execute may reuse) before the job is admitted. An error means the job cannot run at all: it fails
 	// without consuming quota and is not retried. It is called from one
 	// goroutine at a time.
 	Prepare(job *Job) error
@@ -374,6 +374,7 @@ func (s *state) admitted(a admission, admitCtx, ctx context.Context, results cha
 		job.Admission = a.a
 		res := s.pool.opts.Executor.Execute(ctx, &job)
 		end := time.Now()
+		job.Prepared = nil
 		if res.Cost > 0 && res.Cost != a.a.Cost {
 			// The call said what it really cost; a correction that fails
 			// leaves the estimate, which the rules then keep.
@@ -398,7 +399,7 @@ func (s *state) ended(r *Result) {
 	if errors.Is(r.Err, ErrNotStarted) && !s.stopping && starts < notStartedRetries {
 		s.pool.opts.OnEvent(Event{Kind: JobNotStarted, Job: r.Job, Result: r, InFlight: s.inFlight})
 		job := r.Job
-		job.Argv, job.Admission = nil, throttle.Admission{}
+		job.Argv, job.Admission, job.Prepared = nil, throttle.Admission{}, nil
 		d := min(notStartedBackoff<<starts, time.Second)
 		r.Close()
 		s.retries = append(s.retries, retry{job: job, notBefore: time.Now().Add(d), starts: starts + 1})
@@ -410,7 +411,7 @@ func (s *state) ended(r *Result) {
 	if again {
 		job := r.Job
 		job.Attempt++
-		job.Argv, job.Admission = nil, throttle.Admission{}
+		job.Argv, job.Admission, job.Prepared = nil, throttle.Admission{}, nil
 		var notBefore time.Time
 		if f := s.pool.opts.RetryDelay; f != nil {
 			if d := f(r); d > 0 {

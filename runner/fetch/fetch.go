@@ -480,6 +480,7 @@ func (e *Executor) Prepare(job *runner.Job) error {
 		}
 	}
 	job.Argv = []string{e.opts.Method, s.redURL}
+	job.Prepared = s
 	return nil
 }
 
@@ -491,13 +492,18 @@ func (e *Executor) Prepare(job *runner.Job) error {
 // Pauser before it returns, so that the retry the pool may queue is
 // admitted only after the pause.
 func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result {
-	res := &runner.Result{Job: *job, ExitCode: -1, Timeout: e.opts.Timeout}
-	h := &runner.HTTPInfo{Method: e.opts.Method}
+	// One allocation for what every attempt needs.
+	x := &attempt{res: runner.Result{Job: *job, ExitCode: -1, Timeout: e.opts.Timeout}, h: runner.HTTPInfo{Method: e.opts.Method}}
+	res, h, info := &x.res, &x.h, &x.info
 	res.HTTP = h
-	s, err := e.build(job)
-	if err != nil {
-		res.Err = err
-		return res
+	res.Job.Prepared = nil
+	s, ok := job.Prepared.(*spec)
+	if !ok { // not prepared by this executor
+		var err error
+		if s, err = e.build(job); err != nil {
+			res.Err = err
+			return res
+		}
 	}
 	h.URL = s.redURL
 	fail := func(err error) {
@@ -510,11 +516,8 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		jctx, cancel = context.WithTimeoutCause(ctx, e.opts.Timeout, errTimeout)
 		defer cancel()
 	}
-	info := &pacehttp.Info{}
+	info.Admission = job.Admission // if set, the pool admitted the request
 	jctx = pacehttp.WithInfo(jctx, info)
-	if !job.Admission.At.IsZero() {
-		jctx = pacehttp.Admitted(jctx, job.Admission)
-	}
 	req, err := e.request(jctx, s)
 	if err != nil {
 		fail(err)
@@ -593,6 +596,13 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	res.ExitCode = 0
 	res.Cost = info.Cost // the transport corrected the admission; 0 if the response did not say
 	return res
+}
+
+// attempt holds what Execute makes for every attempt, in one allocation.
+type attempt struct {
+	res  runner.Result
+	h    runner.HTTPInfo
+	info pacehttp.Info
 }
 
 // limitedBody reads a body until it passes a size, then fails.

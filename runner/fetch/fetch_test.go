@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,6 +231,49 @@ func TestFetchSent(t *testing.T) {
 	res = fetchOne(t, e, "http://"+closedPort(t)+"/x")
 	if res.OK() || !res.Sent.IsZero() {
 		t.Errorf("connection refused: %s, Sent %v; want a failure, Sent zero", res.Status(), res.Sent)
+	}
+}
+
+// A job the pool prepared and admitted is built once and not admitted
+// again (a limiter of one call an hour would hold it); its Sent is when
+// its first request left, before the redirect's request arrived.
+func TestFetchSentAdmitted(t *testing.T) {
+	var second atomic.Int64 // when the redirect's target was asked for, Unix ns
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/from" {
+			http.Redirect(w, r, "/to", http.StatusFound)
+			return
+		}
+		second.Store(time.Now().UnixNano())
+		io.WriteString(w, "ok")
+	}))
+	lim, err := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 1, Window: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newFetch(t, Options{Backend: lim})
+	job := runner.Job{Seq: 1, Item: srv.URL + "/from", Attempt: 1}
+	if err := e.Prepare(&job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Prepared == nil {
+		t.Fatal("Prepare kept nothing for Execute")
+	}
+	before := time.Now()
+	if job.Admission, err = lim.Admit(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	defer job.Admission.Release()
+	res := e.Execute(context.Background(), &job)
+	defer res.Close()
+	if !res.OK() || string(res.Stdout.Bytes()) != "ok" {
+		t.Fatalf("Execute: %s, want the redirect followed, under the pool's admission", res.Status())
+	}
+	if res.Sent.Before(before) || res.Sent.UnixNano() > second.Load() {
+		t.Errorf("Sent %v; want after %v, before the second request arrived (%v)", res.Sent, before, time.Unix(0, second.Load()))
+	}
+	if res.Job.Prepared != nil {
+		t.Error("Result.Job.Prepared kept the request")
 	}
 }
 

@@ -138,7 +138,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 
 // Backend returns what the Transport admits through: the backend, with
 // the rules learned from the server in front of it. A caller that admits
-// a request itself (see Admitted) admits through it.
+// a request itself (see Info.Admission) admits through it.
 func (t *Transport) Backend() throttle.Backend { return t.backend }
 
 // Stats returns the backend's statistics.
@@ -170,7 +170,14 @@ func (t *Transport) hint(msg string) {
 // Info is what the Transport did with a request and learned from its
 // response. A caller that wants it passes one with WithInfo.
 type Info struct {
-	// Admission is the request's admission.
+	// Admission is the request's admission. If it is set (its At is not
+	// zero) when WithInfo is called, the request was admitted already, as
+	// Admission, through Backend: the Transport neither admits it again,
+	// nor releases or corrects it, and the redirects it follows count as
+	// the same call. The rest (the server's pauses, learning, reading the
+	// cost from the response into Cost) is as for any request. The margin
+	// is then the caller's to adapt: it knows when its admission
+	// returned.
 	Admission throttle.Admission
 	// Sent is when the request had been written; zero if it never was.
 	Sent time.Time
@@ -188,7 +195,7 @@ type Info struct {
 	// Cost is the call's true cost as the response told it, once the
 	// body has been read (for a JSON cost); 0 if it did not tell. The
 	// Transport corrects the admissions it made itself; a caller that
-	// admitted a request (Admitted) corrects its own with this cost.
+	// admitted a request corrects its own with this cost.
 	Cost int
 	// CostErr says why the response did not tell the cost, if
 	// Options.CostFrom asked for it.
@@ -209,22 +216,35 @@ func (e *PauseTooLong) Error() string {
 }
 
 type infoKey struct{}
-type admittedKey struct{}
 
-// WithInfo returns a context whose requests report to info. Use one
-// context, and one Info, per request.
-func WithInfo(ctx context.Context, info *Info) context.Context {
-	return context.WithValue(ctx, infoKey{}, info)
+// reqState is what a context from WithInfo carries: the Info, whether
+// the caller admitted the request, and the one trace that stamps when the
+// request was first written.
+type reqState struct {
+	info     *Info
+	admitted bool
+	trace    httptrace.ClientTrace
+	mu       sync.Mutex
+	sent     time.Time // the first write's end; the hook runs on the transport's writer
 }
 
-// Admitted returns a context for a request that was admitted already, as
-// a, through Backend: the Transport neither admits it again, nor releases
-// or corrects it, and the redirects it follows count as the same call.
-// The rest (the server's pauses, learning, reading the cost from the
-// response into Info.Cost) is as for any request. The margin is the
-// caller's to adapt: it knows when its admission returned.
-func Admitted(ctx context.Context, a throttle.Admission) context.Context {
-	return context.WithValue(ctx, admittedKey{}, a)
+// wrote is the trace's WroteRequest hook.
+func (st *reqState) wrote(httptrace.WroteRequestInfo) {
+	now := time.Now()
+	st.mu.Lock()
+	if st.sent.IsZero() {
+		st.sent = now
+	}
+	st.mu.Unlock()
+}
+
+// WithInfo returns a context whose requests report to info, and, if
+// info.Admission is set, were admitted already (see Info.Admission). Use
+// one context, and one Info, per request (its redirects included).
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	st := &reqState{info: info, admitted: !info.Admission.At.IsZero()}
+	st.trace.WroteRequest = st.wrote
+	return context.WithValue(httptrace.WithClientTrace(ctx, &st.trace), infoKey{}, st)
 }
 
 // RoundTrip admits req, sends it, and listens to the response. Its errors
@@ -232,12 +252,18 @@ func Admitted(ctx context.Context, a throttle.Admission) context.Context {
 // transport's.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	info, _ := ctx.Value(infoKey{}).(*Info)
-	if info == nil {
+	st, _ := ctx.Value(infoKey{}).(*reqState)
+	var info *Info
+	var a throttle.Admission
+	own := true
+	if st != nil {
+		info = st.info
+		if st.admitted {
+			a, own = info.Admission, false
+		}
+	} else {
 		info = &Info{}
 	}
-	a, admitted := ctx.Value(admittedKey{}).(throttle.Admission)
-	own := !admitted
 	var returned time.Time
 	if own {
 		cost := 1
@@ -260,25 +286,32 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	info.Admission = a
 
-	var sent time.Time
-	var sentMu sync.Mutex
-	trace := &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			sentMu.Lock()
-			if sent.IsZero() {
-				sent = time.Now()
-			}
-			sentMu.Unlock()
-		},
-	}
-	resp, err := t.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
-	arrived := time.Now()
-	sentMu.Lock()
-	if info.Sent.IsZero() {
-		info.Sent = sent
-	}
-	sentMu.Unlock()
+	// The margin needs when this very attempt was written (a redirect is
+	// a call of its own): a trace of its own, on a copy of the request.
+	// Otherwise the one trace of WithInfo stamps the first write, and a
+	// request without an Info needs none.
+	var hop *reqState
 	if own && t.margin != nil {
+		hop = &reqState{}
+		hop.trace.WroteRequest = hop.wrote
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &hop.trace))
+	}
+	resp, err := t.base.RoundTrip(req)
+	arrived := time.Now()
+	if st != nil {
+		st.mu.Lock()
+		if info.Sent.IsZero() {
+			info.Sent = st.sent
+		}
+		st.mu.Unlock()
+	}
+	if hop != nil {
+		hop.mu.Lock()
+		sent := hop.sent
+		hop.mu.Unlock()
+		if info.Sent.IsZero() {
+			info.Sent = sent
+		}
 		if sent.IsZero() {
 			t.margin.Forget(a.At)
 		} else {
@@ -293,13 +326,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.listen(a, resp, info)
-	b := &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own,
-		json: t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)}
+	json := t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)
 	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
-		t.correct(&b.a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
+		t.correct(&a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
 	}
-	if own || b.json {
-		resp.Body = b
+	if own || json {
+		resp.Body = &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own, json: json}
 	}
 	return resp, nil
 }

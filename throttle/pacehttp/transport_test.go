@@ -152,7 +152,7 @@ func TestTransportCostFromResponse(t *testing.T) {
 	}
 }
 
-// A request admitted by its caller (Admitted) is not admitted again nor
+// A request admitted by its caller (Info.Admission set) is not admitted again nor
 // released by the transport, and its redirects count as the same call.
 func TestTransportAdmitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -168,8 +168,8 @@ func TestTransportAdmitted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		info := &Info{}
-		req, _ := http.NewRequestWithContext(Admitted(WithInfo(context.Background(), info), a), "GET", "http://api.example/from", nil)
+		info := &Info{Admission: a}
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/from", nil)
 		resp, err := c.Do(req) // would wait an hour if admitted again
 		if err != nil {
 			t.Fatal(err)
