@@ -131,6 +131,7 @@ type Options struct {
 	OnOutage func(Outage)
 
 	slotPoll time.Duration // tests shorten it
+	skew     time.Duration // tests: how far this process's clock is off
 }
 
 // Outage is a change in whether Redis answers.
@@ -175,6 +176,7 @@ type Limiter struct {
 	failures    atomic.Int64
 	leasesLost  atomic.Int64
 	clientTime  atomic.Int64
+	cancels     atomic.Int64 // reservations given back
 
 	// core keeps the admission turn, waits, pauses, margins, the tally
 	// and the calls in flight; Redis brings the decisions and the slots.
@@ -399,7 +401,7 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	var keys []string
 	var args []any
 	ws, _, own, _ := l.windows(margin)
-	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.idPrefix)
+	args = append(args, l.memberID(id), at.UnixMicro(), from, to, l.clock(), own, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
 		if !r.Cost {
@@ -439,14 +441,17 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 }
 
 // Admit runs one admission script call for a call of the given cost: it
-// checks every rule at Redis's instant and, only if all allow the call,
-// records it in all of them. It implements gate.Store.
+// checks every rule at Redis's instant and, if all allow the call now,
+// records it in all of them; if not, it reserves the earliest instant no
+// more than a longest window ahead at which all allow it (see admitLua),
+// and the Decision says when this process may let the call leave. It
+// implements gate.Store.
 func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
 	l := (*Limiter)(rs)
 	id := l.seq.Add(1)
 	ws, ttl, own, ownTTL := l.windows(margin)
-	args := make([]any, 0, 7+4*len(l.order))
-	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
+	args := make([]any, 0, 8+4*len(l.order))
+	args = append(args, l.spec, l.memberID(id), l.clock(), ttl, own, ownTTL, l.idPrefix, slices.Max(append(ws, 1)))
 	for j, i := range l.order {
 		r := l.rules[i]
 		w := 1
@@ -457,7 +462,8 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	}
 	sent := time.Now()
 	reply, err := l.run(ctx, admitScript, l.admitKeys, args)
-	rtt := time.Since(sent)
+	received := time.Now()
+	rtt := received.Sub(sent)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -476,10 +482,48 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	for j, i := range l.order {
 		d.Used[i] = r.used[j]
 	}
-	if !r.admitted {
+	if !r.admitted || r.at > r.now {
 		d.Rule = l.order[r.rule]
 	}
+	if r.at > r.now {
+		// Reserved at r.at, Redis's clock. Redis read now somewhere in
+		// the round trip, so r.at comes no sooner than received +
+		// (r.at - r.now) by this process's clock: leaving then never
+		// leaves before r.at, however the clocks differ, and it leaves as
+		// late as an admission at once leaves after its decision (the
+		// reply's way back), which the margin already covers.
+		d.At = time.UnixMicro(r.at)
+		d.Leave = received.Add(time.Duration(r.at-r.now) * time.Microsecond)
+		d.Decided = d.Leave.Add(-rtt / 2)
+	}
 	return d, nil
+}
+
+// Cancel gives back the reservation of the admission id at at (Redis's
+// clock) for a call of the given cost that will not leave, where it is
+// still in the future; one attempt. It implements gate.Canceler.
+func (rs *redisSide) Cancel(id uint64, at time.Time, cost int) {
+	l := (*Limiter)(rs)
+	keys := make([]string, 0, 2*len(l.order))
+	args := make([]any, 0, 3+3*len(l.order))
+	args = append(args, l.memberID(id), at.UnixMicro(), l.clock())
+	ws, _, _, _ := l.windows(0)
+	for j, i := range l.order {
+		r := l.rules[i]
+		w := 1
+		if r.Cost {
+			w = cost
+		}
+		keys = append(keys, l.keys[1+2*j], l.keys[2+2*j])
+		args = append(args, ws[j], l.mode(r), w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(l.cf.Timeout, 5*time.Second))
+	defer cancel()
+	if _, err := l.eval(ctx, cancelScript, keys, args); err != nil {
+		l.failures.Add(1)
+		return
+	}
+	l.cancels.Add(1)
 }
 
 // PauseUntil makes this process admit nothing before t, whatever Redis
@@ -504,7 +548,7 @@ func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
 	l := (*Limiter)(rs)
 	_, _, own, ownTTL := l.windows(margin)
-	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
+	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{l.clock(), own, l.idPrefix, ownTTL})
 	if err != nil {
 		return 0, err
 	}
@@ -552,6 +596,11 @@ func (l *Limiter) Stats() throttle.Stats {
 	})
 }
 
+// clock returns this process's clock in microseconds, for the scripts'
+// fallback on the caller's clock where Redis refuses TIME (the only use
+// of a process's clock as an instant: durations are measured locally).
+func (l *Limiter) clock() int64 { return time.Now().Add(l.cf.skew).UnixMicro() }
+
 // memberID returns the id of admission id in Redis: unique to this process
 // and call, so that two calls in one microsecond are two members.
 func (l *Limiter) memberID(id uint64) string {
@@ -564,6 +613,7 @@ type admitReply struct {
 	stored   string // the quota's rule spec, on mismatch
 	admitted bool
 	now      int64         // server time, microseconds
+	at       int64         // the instant recorded (now unless reserved), microseconds
 	clock    bool          // now came from the server's TIME
 	margin   time.Duration // the fleet's widest margin, which the script applied
 	wait     time.Duration
@@ -589,7 +639,7 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 		return admitReply{mismatch: true, stored: s}, nil
 	}
 	head := 4
-	if code == 0 {
+	if code == 0 || code == 2 {
 		head = 6
 	}
 	if len(a) != head+rules {
@@ -601,12 +651,24 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
 		}
 	}
-	r.admitted = code == 1
+	r.admitted = code == 1 || code == 2
 	r.now = ints[1]
+	r.at = r.now
 	r.clock = ints[2] == 1
 	r.margin = time.Duration(ints[3]) * time.Microsecond
-	if code == 0 {
+	switch code {
+	case 0:
 		r.wait = time.Duration(ints[4]) * time.Microsecond
+	case 2:
+		r.at = ints[4]
+		if r.at <= r.now {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v: reserved at %d, not after now %d", v, r.at, r.now)
+		}
+	case 1:
+	default:
+		return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	if code != 1 {
 		r.rule = int(ints[5]) - 1
 		if r.rule < 0 || r.rule >= rules {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v: no rule %d", v, r.rule+1)
