@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,13 +25,6 @@ import (
 
 // proxyURLEnv is the variable that tells -- CMD where the proxy listens.
 const proxyURLEnv = "PACE_PROXY_URL"
-
-// Limits of the proxy's HTTP server against clients that misbehave.
-const (
-	proxyMaxHeaderBytes    = 64 << 10
-	proxyReadHeaderTimeout = 10 * time.Second
-	proxyIdleTimeout       = 2 * time.Minute
-)
 
 // ProxyOptions are the inputs of pace proxy.
 type ProxyOptions struct {
@@ -382,8 +374,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		fmt.Fprintf(errOut, "pace: warning: listening on %s, not loopback: anyone who can reach it can send requests to %s and spend the quota\n",
 			ln.Addr(), red.URL(opts.upstream))
 	}
-	srv := &http.Server{Handler: px, MaxHeaderBytes: proxyMaxHeaderBytes, ReadHeaderTimeout: proxyReadHeaderTimeout,
-		IdleTimeout: proxyIdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}
+	srv := proxy.NewServer(px)
 	// stop: accept nothing more, answer the waiting requests 503, let
 	// those in flight finish (Shutdown); kill: close them (Close).
 	stopped := make(chan struct{})

@@ -229,12 +229,27 @@ func TestProxyCredentialsPassUntouchedAndNeverShow(t *testing.T) {
 	var got *http.Request
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
+		if r.URL.Path == "/v1/fail" {
+			mu.Unlock()
+			http.Error(w, "failed", 500)
+			return
+		}
 		got = r.Clone(context.Background())
 		mu.Unlock()
 		io.WriteString(w, "ok\n")
 	}))
 	defer up.Close()
-	p := startProxy(t, "--upstream", up.URL+"/v1", "-r", "100/s", "-v")
+	dir := t.TempDir()
+	logFile, sumFile := filepath.Join(dir, "proxy.log"), filepath.Join(dir, "sum.json")
+	p := startProxy(t, "--upstream", up.URL+"/v1", "-r", "100/s", "-v", "--joblog", logFile, "--summary-file", sumFile)
+	// A failed request: its URL is in the summary's failed items too.
+	fail, _ := http.NewRequest("GET", p.url+"/fail?api_key="+qsecret, nil)
+	fail.Header.Set("X-Api-Key", token)
+	if resp, err := http.DefaultClient.Do(fail); err != nil || resp.StatusCode != 500 {
+		t.Fatalf("failing request: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	req, _ := http.NewRequest("GET", p.url+"/items?token="+qsecret+"&page=2", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Cookie", "session="+token)
@@ -271,6 +286,18 @@ func TestProxyCredentialsPassUntouchedAndNeverShow(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "GET '"+up.URL+"/v1/items?token=REDACTED&page=2'") {
 		t.Errorf("-v does not log the request:\n%s", errOut)
+	}
+	for _, name := range []string{logFile, sumFile} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), token) || strings.Contains(string(b), qsecret) {
+			t.Errorf("a credential shows in %s:\n%s", filepath.Base(name), b)
+		}
+		if !strings.Contains(string(b), up.URL+"/v1/fail?api_key=REDACTED") {
+			t.Errorf("%s does not name the failed request:\n%s", filepath.Base(name), b)
+		}
 	}
 }
 

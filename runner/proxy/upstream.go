@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"time"
@@ -25,4 +27,23 @@ func NewUpstreamTransport(jobs int, timeout time.Duration) *http.Transport {
 		ResponseHeaderTimeout: timeout,
 		DisableCompression:    true,
 	}
+}
+
+// Limits of the server NewServer returns, against clients that
+// misbehave: a request's headers may take at most MaxHeaderBytes (a
+// larger one is answered 431) and ReadHeaderTimeout to arrive (a client
+// that sends them a byte at a time, slowloris, is cut off); an idle
+// connection is closed after IdleTimeout.
+const (
+	MaxHeaderBytes    = 64 << 10
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// NewServer returns an http.Server that serves p with the limits above,
+// and logs nothing (the server's own messages about clients, such as bad
+// TLS or broken connections, are not the proxy's to print).
+func NewServer(p *Proxy) *http.Server {
+	return &http.Server{Handler: p, MaxHeaderBytes: MaxHeaderBytes, ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout: IdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}
 }

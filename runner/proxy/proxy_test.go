@@ -1,0 +1,376 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
+)
+
+// Tests of the proxy against hostile upstreams and clients: each ends by
+// checking that the proxy still serves, and none lets a secret out.
+
+// testProxy is a Proxy served on a loopback port.
+type testProxy struct {
+	url string
+	p   *Proxy
+	srv *http.Server
+
+	mu     sync.Mutex
+	events []runner.Event
+}
+
+// startProxy serves a Proxy in front of upstream under rules, with at
+// most jobs in flight; tune, if set, changes the transport's options.
+func startProxy(t *testing.T, upstream, rules string, jobs int, tune func(*pacehttp.Options), srvTune ...func(*http.Server)) *testProxy {
+	t.Helper()
+	rs, err := throttle.ParseRules(rules)
+	if err != nil && rules != "" {
+		t.Fatal(err)
+	}
+	lim, err := throttle.New(throttle.Options{Rules: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := NewUpstreamTransport(jobs, 0)
+	t.Cleanup(base.CloseIdleConnections)
+	topts := pacehttp.Options{Base: Base(base), Learn: true, FixedMargin: true}
+	if tune != nil {
+		tune(&topts)
+	}
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &testProxy{}
+	tp.p, err = New(Options{Upstream: u, Transport: pacehttp.New(lim, topts), Jobs: jobs, Rules: rs,
+		OnEvent: func(ev runner.Event) {
+			tp.mu.Lock()
+			tp.events = append(tp.events, ev)
+			tp.mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.srv = NewServer(tp.p)
+	for _, f := range srvTune {
+		f(tp.srv)
+	}
+	go tp.srv.Serve(ln)
+	t.Cleanup(func() { tp.srv.Close() })
+	tp.url = "http://" + ln.Addr().String()
+	return tp
+}
+
+// get sends a GET for path through the proxy and returns the status and
+// body, failing the test after 10s.
+func (tp *testProxy) get(t *testing.T, path string, header ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", tp.url+path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// stillServes checks that the proxy answers a request to /ok with 200.
+func (tp *testProxy) stillServes(t *testing.T) {
+	t.Helper()
+	if code, body := tp.get(t, "/ok"); code != 200 {
+		t.Errorf("the proxy no longer serves: GET /ok = %d %q", code, body)
+	}
+}
+
+// done returns the JobDone events so far.
+func (tp *testProxy) done() []runner.Event {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var evs []runner.Event
+	for _, ev := range tp.events {
+		if ev.Kind == runner.JobDone {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// leaks fails the test if any secret shows in what the proxy told.
+func (tp *testProxy) leaks(t *testing.T, secrets ...string) {
+	t.Helper()
+	tp.mu.Lock()
+	var b strings.Builder
+	for _, ev := range tp.events {
+		fmt.Fprintf(&b, "%+v %+v\n", ev.Job, ev.Job.Argv)
+		if r := ev.Result; r != nil {
+			fmt.Fprintf(&b, "%v %+v %+v\n", r.Err, r.HTTP, r.Status())
+		}
+	}
+	tp.mu.Unlock()
+	for _, s := range secrets {
+		if strings.Contains(b.String(), s) {
+			t.Errorf("secret %q in the events:\n%s", s, b.String())
+		}
+	}
+}
+
+func okUpstream(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			io.WriteString(w, "ok\n")
+			return
+		}
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestUpstreamDownIs502WithAShortBodyAndNoSecret(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	tp := startProxy(t, dead+"/v1", "", 0, nil)
+	code, body := tp.get(t, "/x?api_key=k3y-s3cret", "Authorization", "Bearer t0k3n-s3cret", "Cookie", "sid=c00kie-s3cret")
+	if code != http.StatusBadGateway || !strings.HasPrefix(body, "pace proxy: ") || len(body) > 200 {
+		t.Errorf("upstream down: %d %q, want 502 with a short body", code, body)
+	}
+	for _, s := range []string{"k3y-s3cret", "t0k3n-s3cret", "c00kie-s3cret"} {
+		if strings.Contains(body, s) {
+			t.Errorf("the 502's body shows %q: %q", s, body)
+		}
+	}
+	evs := tp.done()
+	if len(evs) != 1 || evs[0].Result.OK() || evs[0].Result.HTTP.Conn != "refused" || evs[0].Result.HTTP.StatusCode != 0 {
+		t.Fatalf("events %+v, want one failed request, refused", evs)
+	}
+	if argv := evs[0].Job.Argv; len(argv) != 2 || argv[0] != "GET" || argv[1] != dead+"/v1/x?api_key=REDACTED" {
+		t.Errorf("job argv %q, want GET and the upstream URL redacted", argv)
+	}
+	tp.leaks(t, "k3y-s3cret", "t0k3n-s3cret", "c00kie-s3cret")
+}
+
+func TestSlowUpstreamIs504(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	tp := startProxy(t, up.URL, "", 0, func(o *pacehttp.Options) {
+		tr := NewUpstreamTransport(0, 200*time.Millisecond)
+		t.Cleanup(tr.CloseIdleConnections)
+		o.Base = Base(tr)
+	})
+	code, body := tp.get(t, "/slow")
+	if code != http.StatusGatewayTimeout || len(body) > 200 || !strings.Contains(body, "did not answer in time") {
+		t.Errorf("slow upstream: %d %q, want 504 with a short body", code, body)
+	}
+	if evs := tp.done(); len(evs) != 1 || evs[0].Result.HTTP.Conn != "timeout" {
+		t.Errorf("events %+v, want one request timed out", evs)
+	}
+	tp.stillServes(t)
+}
+
+// Absurd Retry-After and rate-limit headers pause for at most
+// MaxServerPause, or not at all.
+func TestLyingHeadersAreBounded(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		switch r.URL.Path {
+		case "/retry-after-forever":
+			h.Set("Retry-After", "999999999999")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/retry-after-garbage":
+			h.Set("Retry-After", "-5, soon, \x7f")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/spent-forever":
+			h.Set("RateLimit", `"default";r=0;t=99999999999`)
+			h.Set("X-RateLimit-Remaining", "0")
+			h.Set("X-RateLimit-Reset", "99999999999999999999")
+		case "/negative":
+			h.Set("RateLimit-Remaining", "-1")
+			h.Set("RateLimit-Reset", "-100")
+			h.Set("RateLimit-Policy", "0;w=0, -5;w=-1, 99999999999999999999;w=1")
+		}
+		io.WriteString(w, "x\n")
+	})
+	const maxPause = 300 * time.Millisecond
+	tp := startProxy(t, up.URL, "", 0, func(o *pacehttp.Options) {
+		o.MaxServerPause, o.Backoff = maxPause, 100*time.Millisecond
+	})
+	for _, path := range []string{"/retry-after-forever", "/retry-after-garbage", "/spent-forever", "/negative"} {
+		tp.get(t, path)
+		start := time.Now()
+		tp.stillServes(t)
+		// The pause is at most maxPause; a generous bound for a loaded machine.
+		if d := time.Since(start); d > maxPause+3*time.Second {
+			t.Errorf("after %s the next request waited %v, want at most about %v", path, d, maxPause)
+		}
+	}
+}
+
+// An endless body streams: the client has the first bytes while the
+// upstream is still writing, and memory holds a buffer, not the body. A
+// client that leaves mid-answer frees its slot at once: with -j 1 the
+// next request goes while the endless one would still run.
+func TestEndlessBodyStreamsAndAClientGoneFreesItsSlot(t *testing.T) {
+	firstSeen := make(chan struct{})
+	upstreamGone := make(chan struct{})
+	chunk := strings.Repeat("z", 32<<10)
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, chunk)
+		w.(http.Flusher).Flush()
+		select {
+		case <-firstSeen: // the client has it: the proxy did not wait for the end
+		case <-time.After(10 * time.Second):
+			return
+		}
+		for {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				close(upstreamGone)
+				return
+			}
+		}
+	})
+	tp := startProxy(t, up.URL, "", 1, nil)
+	resp, err := http.Get(tp.url + "/endless")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(chunk))
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatalf("first chunk: %v", err)
+	}
+	close(firstSeen)
+	const more = 16 << 20
+	if n, err := io.CopyN(io.Discard, resp.Body, more); err != nil {
+		t.Fatalf("read %d of %d more bytes: %v", n, more, err)
+	}
+	resp.Body.Close() // the client leaves mid-answer
+	tp.stillServes(t) // -j 1: only once the endless request's slot is free
+	select {
+	case <-upstreamGone:
+	case <-time.After(10 * time.Second):
+		t.Error("the upstream still writes 10s after the client left")
+	}
+	var endless *runner.Result
+	for _, ev := range tp.done() {
+		if ev.Job.Argv[1] == up.URL+"/endless" {
+			endless = ev.Result
+		}
+	}
+	if endless == nil || endless.OK() || endless.HTTP.StatusCode != 200 || endless.HTTP.Bytes < more {
+		t.Errorf("the endless request's result: %+v, want failed (client gone) after more than %d bytes", endless, more)
+	}
+}
+
+// rawRequest writes raw to the proxy on a connection of its own and
+// returns the status line of the answer, or the read's error.
+func rawRequest(t *testing.T, tp *testProxy, raw string) (string, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+func TestHugeHeadersAre431(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { t.Error("a huge header reached the upstream") })
+	tp := startProxy(t, up.URL, "", 0, nil)
+	raw := "GET /x HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 256<<10) + "\r\n\r\n"
+	if line, err := rawRequest(t, tp, raw); !strings.HasPrefix(line, "HTTP/1.1 431 ") {
+		t.Errorf("huge header: %q, %v; want 431", line, err)
+	}
+	tp.stillServes(t)
+}
+
+func TestMalformedRequestsAre400(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("%s %s reached the upstream", r.Method, r.URL) })
+	tp := startProxy(t, up.URL, "", 0, nil)
+	for _, raw := range []string{
+		"GARBAGE\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"GET /x HTTP/1.1\r\nHost: a\r\nBad Header Name: x\r\n\r\n",
+		"GET /x HTTP/9.9\r\nHost: a\r\n\r\n",
+		"GET /x HTTP/1.1\r\n\r\n", // no Host
+	} {
+		line, err := rawRequest(t, tp, raw)
+		if !strings.HasPrefix(line, "HTTP/1.1 400 ") && !strings.HasPrefix(line, "HTTP/1.1 505 ") {
+			t.Errorf("%q: %q, %v; want 400", raw, line, err)
+		}
+	}
+	tp.stillServes(t)
+	if evs := tp.done(); len(evs) != 1 {
+		t.Errorf("%d requests went upstream, want 1 (/ok)", len(evs))
+	}
+}
+
+// A client that sends its headers a byte at a time is cut off after
+// ReadHeaderTimeout, and the others are served meanwhile.
+func TestSlowlorisIsCutOff(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	tp := startProxy(t, up.URL, "", 0, nil, func(s *http.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cut := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		io.WriteString(c, "GET /x HTTP/1.1\r\nHost: a\r\n")
+		for range 200 {
+			if _, err := io.WriteString(c, "X"); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cut <- time.Since(start)
+	}()
+	tp.stillServes(t)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Errorf("the slow client was not cut off: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the slow client was cut off after %v, want about 300ms", d)
+	}
+}
