@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -206,6 +209,38 @@ func TestExecHelp(t *testing.T) {
 	} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("pace exec --help = %d, want %q in:\n%s", code, want, stdout)
+		}
+	}
+}
+
+// TestExecRootSame: pace exec run from the root that has only it
+// (newCmdRootFor) prints and exits as from the whole root: help, flag
+// errors, the command's status.
+func TestExecRootSame(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"exec", "--help"},
+		{"exec", "-h"},
+		{"exec"},
+		{"exec", "--bogus"},
+		{"exec", "-r", "5s", "--", "true"},
+		{"exec", "--wait-only", "--", "true"},
+		{"exec", "-r", "1000/s", "--", "sh", "-c", "echo out; echo err >&2; exit 3"},
+		{"exec", "--key", "same", "--state", dir, "-r", "1000/s", "--wait-only", "-v"},
+		{"exec", "--", "no-such-command-pace-test"},
+	} {
+		run := func(root func(*Factory) *cobra.Command) (int, string, string) {
+			ios, out, errOut := testIO("")
+			f := &Factory{IOStreams: ios, Signals: make(chan os.Signal, 1)}
+			code := executeRoot(f, root(f), args)
+			// The admission instant and wait differ from run to run.
+			return code, out.String(), regexp.MustCompile(`admitted at \S+ after waiting \S+`).ReplaceAllString(errOut.String(), "admitted at T after waiting D")
+		}
+		c1, o1, e1 := run(NewCmdRoot)
+		c2, o2, e2 := run(func(f *Factory) *cobra.Command { return newCmdRootFor(f, args) })
+		if c1 != c2 || o1 != o2 || e1 != e2 {
+			t.Errorf("pace %q: from the whole root: exit %d, stdout %q, stderr %q; from exec's own: exit %d, stdout %q, stderr %q",
+				args, c1, o1, e1, c2, o2, e2)
 		}
 	}
 }
