@@ -11,7 +11,8 @@
 #   OUT=FILE scripts/bench.sh   # write FILE instead of docs/benchmarks.md
 #   PACE_BIN=FILE scripts/bench.sh  # measure this pace binary instead of building one
 #   ONLY=run,exec scripts/bench.sh  # only these scenarios (run: pace run vs xargs and
-#                                   # GNU parallel; exec: pace exec vs /bin/true), printed
+#                                   # GNU parallel; exec: pace exec vs /bin/true; proxy:
+#                                   # pace proxy's clients, overhead and memory), printed
 #                                   # on stdout unless OUT is given
 #
 # Only loopback servers that this script starts receive traffic: the strict
@@ -352,11 +353,148 @@ has_local() {
 	"$pace" exec --help >/dev/null 2>&1 && "$pace" fetch --help 2>/dev/null | grep -- '--state' >/dev/null # not -q: pace must not get SIGPIPE (pipefail)
 }
 
+# ---------------------------------------------------------------------------
+# pace proxy (issue #21): clients that are not pace, through the proxy.
+
+# start_proxy N ARGS...: starts pace proxy N (a digit) in front of strictd,
+# its summary in runs/proxy-$run-N.json; sets $purl and $proxy_pid.
+start_proxy() {
+	local n=$1
+	shift
+	rm -f "$tmp/pport$n"
+	"$pace" proxy --upstream "http://127.0.0.1:$port" --port-file "$tmp/pport$n" --summary none --progress never \
+		--summary-file "$tmp/runs/proxy-$run-$n.json" "$@" >/dev/null 2>>"$tmp/runs/proxy-$run.err" &
+	proxy_pid=$!
+	pids+=("$proxy_pid")
+	for _ in $(seq 200); do [ -s "$tmp/pport$n" ] && break; sleep 0.05; done
+	purl=$(cat "$tmp/pport$n")
+}
+
+# stop_proxy PID: interrupts a proxy; fails unless it exits 130 (SIGINT).
+stop_proxy() {
+	local rc=0
+	kill -INT "$1"
+	wait "$1" 2>/dev/null || rc=$?
+	[ "$rc" = 130 ]
+}
+
+# The Python client: N GETs of BASE/1..N from a pool of W threads, one
+# requests.Session per thread; RETRY=1 retries 429/503 after Retry-After.
+# Prints the number of answers that were not 200.
+cat >"$tmp/client.py" <<'PY'
+import concurrent.futures, os, sys, threading
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+base, n, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+local = threading.local()
+def get(i):
+    s = getattr(local, "s", None)
+    if s is None:
+        s = local.s = requests.Session()
+        if os.environ.get("RETRY"):
+            s.mount("http://", HTTPAdapter(max_retries=Retry(total=10, status_forcelist=[429, 503], respect_retry_after_header=True)))
+    return s.get(f"{base}/{i}").status_code
+with concurrent.futures.ThreadPoolExecutor(w) as ex:
+    codes = list(ex.map(get, range(1, n + 1)))
+bad = sum(c != 200 for c in codes)
+print(bad)
+sys.exit(1 if bad else 0)
+PY
+
+# proxy_clients MODE: 60 (64 for clients8) calls under 5/s AND 12/3s through
+# pace proxy -r 5/s,12/3s, from: python (a thread pool of 8), xargs (xargs -P
+# 8 curl), clients8 (8 shell loops of 8 curls at once), shared (2 proxies
+# sharing --key, 30 calls each from xargs -P 4 curl), loose (pace -r 20/s,
+# the server 5/1s with Retry-After; xargs -P 8 curl --retry 10).
+proxy_clients() {
+	local mode=$1 f=0 p c pp=() cp=()
+	local curl="curl -sf -o /dev/null"
+	if [ "$mode" = loose ]; then
+		start_strict 5/1s -retry-after
+		start_proxy 1 -r 20/s
+		curl="curl -sf --retry 10 -o /dev/null"
+	else
+		start_strict 5/s,12/3s
+		start_proxy 1 -r 5/s,12/3s
+	fi
+	pp+=("$proxy_pid")
+	case $mode in
+	python) python3 "$tmp/client.py" "$purl" 60 8 >/dev/null || f=1 ;;
+	xargs | loose) seq 60 | xargs -P 8 -I{} $curl "$purl/{}" || f=1 ;;
+	clients8)
+		for c in 1 2 3 4 5 6 7 8; do
+			(for i in 1 2 3 4 5 6 7 8; do $curl "$purl/c$c-$i" || exit 1; done) &
+			cp+=("$!")
+		done
+		for p in "${cp[@]}"; do wait "$p" || f=$((f + 1)); done ;;
+	shared)
+		kill -INT "$proxy_pid" && wait "$proxy_pid" 2>/dev/null || true
+		pp=()
+		local urls=()
+		for p in 1 2; do
+			start_proxy "$p" -r 5/s,12/3s --key "proxy$run" --state "$tmp/state"
+			pp+=("$proxy_pid") urls+=("$purl")
+		done
+		for p in 1 2; do
+			(seq 30 | xargs -P 4 -I{} $curl "${urls[p - 1]}/p$p-{}") &
+			cp+=("$!")
+		done
+		for p in "${cp[@]}"; do wait "$p" || f=$((f + 1)); done ;;
+	esac
+	for p in "${pp[@]}"; do stop_proxy "$p" || f=$((f + 1)); done
+	strict_result "$f"
+}
+
+scenario_proxy() {
+	log "pace proxy: clients that are not pace, through the proxy"
+	add "## pace proxy (issue #21)"
+	add ""
+	add "Clients that know nothing of the rules send their calls as fast as they can through"
+	add "\`pace proxy -r 5/s,12/3s\` to the strict server (5/s AND 12/3s). Makespan is the server's, first"
+	add "to last accepted arrival (strictd's own count), against the fastest legal schedule for the same"
+	add "number of calls; \"failed\" counts clients that got an answer other than 200 and proxies that did"
+	add "not exit 130 on SIGINT. The margin is the proxy's (its \`--summary-file\`)."
+	add ""
+	table_head "client"
+	optargs=(-rules 5/s,12/3s -n 60)
+	series "$reps" proxy_clients python
+	row "Python requests, ThreadPoolExecutor(8)"
+	verdict "#21 proxy, Python requests ×8 threads, 60 calls" "0 refused, within 1%" "$(judge 0 1.01 60)"
+	series "$reps" proxy_clients xargs
+	row "xargs -P 8 curl"
+	verdict "#21 proxy, xargs -P 8 curl, 60 calls" "0 refused, within 1%" "$(judge 0 1.01 60)"
+	optargs=(-rules 5/s,12/3s -n 64)
+	series "$reps" proxy_clients clients8
+	row "8 clients at once (shell loops of 8 curls)"
+	verdict "#21 proxy, 8 concurrent clients, 64 calls" "0 refused, within 2%" "$(judge 0 1.02 64)"
+	optargs=(-rules 5/s,12/3s -n 60)
+	series "$reps" proxy_clients shared
+	row "2 proxies sharing --key, xargs -P 4 curl each, 30 calls each"
+	verdict "#21 2 proxies sharing one --key, 60 calls" "0 refused, within 2%" "$(judge 0 1.02 60)"
+	add ""
+	add "A rule looser than the server's: \`pace proxy -r 20/s\`, the server allows 5/1s and answers 429 with"
+	add "Retry-After; the proxy passes the 429s on (it never retries), learns the server's rate and pauses;"
+	add "the client (\`curl --retry 10\`) retries. Optimum under the server's 5/1s."
+	add ""
+	table_head "client"
+	optargs=(-rules 5/1s -n 60)
+	series "$reps" proxy_clients loose
+	row "xargs -P 8 curl --retry 10, proxy -r 20/s"
+	verdict "#21 proxy, rule too loose (20/s vs server 5/1s)" "≤ 8 refused of 60, all served" "$(judge 8 99 60)"
+	add ""
+	cmdline "pace proxy --upstream http://127.0.0.1:PORT -r 5/s,12/3s --port-file F &  then:  python3 client.py \$(cat F) 60 8   # client.py: ThreadPoolExecutor(8), requests.Session per thread"
+	cmdline "seq 60 | xargs -P 8 -I{} curl -sf -o /dev/null \$(cat F)/{}   # through the same proxy"
+	cmdline "8 × at once: for i in 1..8; do curl -sf -o /dev/null \$(cat F)/cC-\$i; done"
+	cmdline "2 × pace proxy --key proxyRUN --state DIR -r 5/s,12/3s, each: seq 30 | xargs -P 4 -I{} curl -sf -o /dev/null URL/pP-{}"
+	cmdline "pace proxy -r 20/s (strictd -rules 5/1s -retry-after);  seq 60 | xargs -P 8 -I{} curl -sf --retry 10 -o /dev/null \$(cat F)/{}"
+}
+
 if [ -n "${ONLY:-}" ]; then
 	for s in ${ONLY//,/ }; do
 		case $s in
-		run | exec) "scenario_$s" ;;
-		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec)" >&2 && exit 2 ;;
+		run | exec | proxy) "scenario_$s" ;;
+		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec, proxy)" >&2 && exit 2 ;;
 		esac
 	done
 	write_report
@@ -791,6 +929,9 @@ fi
 
 # ---------------------------------------------------------------------------
 scenario_run
+
+# ---------------------------------------------------------------------------
+scenario_proxy
 
 # ---------------------------------------------------------------------------
 log "CPU while waiting"
