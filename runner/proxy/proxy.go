@@ -149,8 +149,13 @@ func New(opts Options) (*Proxy, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(up) // scheme, host, path prefix; Host is the upstream's
 		},
-		Transport:     slotTransport{p},
-		FlushInterval: -1, // every write goes to the client at once: streams work
+		Transport: slotTransport{p},
+		// 0: a body without a length (streamed) or an event stream goes
+		// to the client at each write (ReverseProxy's own rule); one with
+		// a length as the server's buffer fills, without a timer per
+		// request.
+		FlushInterval: 0,
+		BufferPool:    newBufferPool(),
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler:  p.fail,
 		ModifyResponse: func(r *http.Response) error {
@@ -160,6 +165,16 @@ func New(opts Options) (*Proxy, error) {
 	}
 	return p, nil
 }
+
+// bufferPool gives httputil.ReverseProxy its copy buffers, reused.
+type bufferPool struct{ pool *sync.Pool }
+
+func newBufferPool() bufferPool {
+	return bufferPool{&sync.Pool{New: func() any { return new([32 << 10]byte) }}}
+}
+
+func (b bufferPool) Get() []byte  { return b.pool.Get().(*[32 << 10]byte)[:] }
+func (b bufferPool) Put(p []byte) { b.pool.Put((*[32 << 10]byte)(p[:32<<10])) }
 
 // Base wraps the RoundTripper that sends the requests upstream: the
 // Transport calls it once a request has been admitted, which ends the

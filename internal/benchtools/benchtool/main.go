@@ -7,6 +7,7 @@
 //	benchtool items -n 60 -max 60 -seed 13 > FILE
 //	benchtool freeport
 //	benchtool linksim -to HOST:PORT -delay 20ms -jitter 5ms -portfile FILE
+//	benchtool upstream -portfile FILE
 //
 // fastest prints the makespan in seconds (first to last admission) of the
 // fastest legal FIFO schedule (throttle.Plan
@@ -18,7 +19,10 @@
 // 127.0.0.1 (never 6379) for a server the script starts. linksim forwards
 // connections from a free port on 127.0.0.1 (written to FILE) to HOST:PORT
 // through a simulated slow link (internal/linksim), the delay and jitter
-// added in each direction, until it is sent SIGTERM or SIGINT.
+// added in each direction, until it is sent SIGTERM or SIGINT. upstream
+// serves HTTP on a free port on 127.0.0.1 (written to FILE) until SIGTERM
+// or SIGINT: /small answers 64 bytes, /bytes/N answers N bytes made on the
+// fly (a gigabyte without storing it), both with a Content-Length.
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -50,7 +55,7 @@ func main() {
 
 func run(args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("want a subcommand: fastest, items, freeport or linksim")
+		return errors.New("want a subcommand: fastest, items, freeport, linksim or upstream")
 	}
 	switch args[0] {
 	case "fastest":
@@ -61,8 +66,10 @@ func run(args []string, out io.Writer) error {
 		return freeport(out)
 	case "linksim":
 		return linkSim(args[1:])
+	case "upstream":
+		return upstream(args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want fastest, items, freeport or linksim", args[0])
+	return fmt.Errorf("unknown subcommand %q: want fastest, items, freeport, linksim or upstream", args[0])
 }
 
 // fastest prints the makespan of the fastest legal FIFO schedule.
@@ -195,6 +202,58 @@ func linkSim(args []string) error {
 	}
 	defer p.Close()
 	_, port, _ := net.SplitHostPort(p.Addr())
+	if err := os.WriteFile(*portfile+".tmp", []byte(port+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(*portfile+".tmp", *portfile); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
+}
+
+// upstream serves /small and /bytes/N until SIGTERM or SIGINT.
+func upstream(args []string) error {
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	portfile := fs.String("portfile", "", "`file` to write the port listened on to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *portfile == "" {
+		return errors.New("upstream: want -portfile")
+	}
+	small := []byte(strings.Repeat("x", 63) + "\n")
+	chunk := []byte(strings.Repeat("0123456789abcdef", 4096)) // 64 KiB
+	mux := http.NewServeMux()
+	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "64")
+		w.Write(small)
+	})
+	mux.HandleFunc("/bytes/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.ParseInt(r.PathValue("n"), 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, "want /bytes/N", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		for n > 0 {
+			k := min(n, int64(len(chunk)))
+			if _, err := w.Write(chunk[:k]); err != nil {
+				return
+			}
+			n -= k
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	if err := os.WriteFile(*portfile+".tmp", []byte(port+"\n"), 0o644); err != nil {
 		return err
 	}
