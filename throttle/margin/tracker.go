@@ -239,6 +239,9 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 		start, _ := slices.BinarySearchFunc(samples, from, func(s lagSample, t int64) int { return cmp.Compare(s.at, t) })
 		samples = samples[start:]
 	}
+	if m.group >= len(samples) {
+		return m.lateLeastOne(samples, upper)
+	}
 	least = unknownLag
 	var latest, stretched time.Duration
 	// vals[j] is when the jth call counted arrived at the latest (or left
@@ -309,6 +312,58 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 		// more calls had come, too late for the burst a window later.
 		suffix := unknownLag
 		for j := len(samples) - 1; j >= 0 && j > len(samples)-k-1; j-- {
+			lag := samples[j].lo
+			if samples[j].pending {
+				lag = 0
+			}
+			suffix = min(suffix, lag+time.Duration(samples[j].at-base))
+			most = max(most, suffix-time.Duration(samples[j].at-base))
+		}
+	}
+	return most, least
+}
+
+// lateLeastOne is lateLeast where a group holds every sample: the one
+// window is the first call's, and the least over it needs no deque.
+func (m *tracker) lateLeastOne(samples []lagSample, upper bool) (most, least time.Duration) {
+	least = unknownLag
+	var latest, stretched time.Duration
+	var base int64
+	n := 0
+	first := unknownLag // the least arrival (or leaving), from base
+	for i := range samples {
+		s := &samples[i]
+		l := s.lo
+		if upper {
+			l = s.hi
+			if s.pending {
+				l = s.latency + m.underWay
+			}
+		} else {
+			if s.pending {
+				continue
+			}
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+		}
+		if n == 0 {
+			base = s.at
+		}
+		n++
+		if l != unknownLag {
+			first = min(first, l+time.Duration(s.at-base))
+		}
+	}
+	if !upper {
+		m.underWay = latest + m.floor + stretched
+	}
+	if n == 0 {
+		return 0, least
+	}
+	most = max(0, first)
+	if !upper {
+		// As in lateLeast: the last n calls, those under way included.
+		suffix := unknownLag
+		for j := len(samples) - 1; j >= 0 && j > len(samples)-n-1; j-- {
 			lag := samples[j].lo
 			if samples[j].pending {
 				lag = 0
