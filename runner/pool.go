@@ -169,6 +169,10 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 
 	s := &state{
 		pool:    p,
+		ctx:     ctx,
+		results: results,
+		work:    make(chan admission),
+		wg:      &wg,
 		next:    1,
 		nextOut: 1,
 		order:   make(map[int64]orderedResult),
@@ -231,7 +235,7 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			s.request(requests, retry{job: job})
 		case <-wake:
 		case a := <-admissions:
-			s.admitted(a, admitCtx, ctx, results, &wg)
+			s.admitted(a, admitCtx)
 		case r := <-results:
 			s.ended(r)
 		case <-stop:
@@ -248,6 +252,7 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 		timer.Stop()
 	}
 	close(requests)
+	close(s.work)
 	wg.Wait()
 	return s.err
 }
@@ -255,6 +260,11 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 // state is Run's bookkeeping, owned by Run's goroutine.
 type state struct {
 	pool      *Pool
+	ctx       context.Context // Run's: the jobs run under it
+	results   chan<- *Result
+	work      chan admission // to the workers waiting for a job
+	workers   int            // started, at most Options.Jobs
+	wg        *sync.WaitGroup
 	free      slotHeap        // slots given back, lowest first
 	nextSlot  int             // slots 1..nextSlot-1 have been handed out before
 	inFlight  int             // attempts admitted and not ended
@@ -344,7 +354,7 @@ func (s *state) request(requests chan<- Job, r retry) {
 }
 
 // admitted starts the job the admitter let through, or drops it.
-func (s *state) admitted(a admission, admitCtx, ctx context.Context, results chan<- *Result, wg *sync.WaitGroup) {
+func (s *state) admitted(a admission, admitCtx context.Context) {
 	r := s.pending[a.job.Seq]
 	delete(s.pending, a.job.Seq)
 	if a.err == nil && s.stopping {
@@ -369,25 +379,53 @@ func (s *state) admitted(a admission, admitCtx, ctx context.Context, results cha
 	}
 	s.inFlight++
 	s.pool.opts.OnEvent(Event{Kind: JobStarted, Job: a.job, Admission: a.a, InFlight: s.inFlight})
-	wg.Go(func() {
-		job := a.job
-		job.Admission = a.a
-		res := s.pool.opts.Executor.Execute(ctx, &job)
-		end := time.Now()
-		job.Prepared = nil
-		if res.Cost > 0 && res.Cost != a.a.Cost {
-			// The call said what it really cost; a correction that fails
-			// leaves the estimate, which the rules then keep.
-			_ = a.a.Correct(res.Cost)
-		}
-		a.a.Release()
-		res.Job, res.Start, res.Waited, res.Runtime = job, a.a.At, a.a.Waited, end.Sub(a.at)
-		if !res.Sent.IsZero() {
-			res.Lag = a.a.Latency + res.Sent.Sub(a.at)
-		}
-		results <- res
-	})
 	s.starts[a.job.Seq] = r.starts
+	s.start(a)
+}
+
+// start hands a to a worker waiting for a job, or starts one. Workers
+// stay for the next job, their stacks grown (an HTTP request needs a
+// deep one): at most Options.Jobs of them. With that many, one is free or
+// about to be, since fewer than Jobs results are not yet received, so
+// the hand-over cannot wait on Run itself.
+func (s *state) start(a admission) {
+	if s.workers < s.pool.opts.Jobs {
+		select {
+		case s.work <- a:
+			return
+		default:
+		}
+		s.workers++
+		s.wg.Go(func() {
+			s.execute(a)
+			for a := range s.work {
+				s.execute(a)
+			}
+		})
+		return
+	}
+	s.work <- a
+}
+
+// execute runs an admitted job, releases its admission and sends its
+// result to Run. It runs on a worker.
+func (s *state) execute(a admission) {
+	job := a.job
+	job.Admission = a.a
+	res := s.pool.opts.Executor.Execute(s.ctx, &job)
+	end := time.Now()
+	job.Prepared = nil
+	if res.Cost > 0 && res.Cost != a.a.Cost {
+		// The call said what it really cost; a correction that fails
+		// leaves the estimate, which the rules then keep.
+		_ = a.a.Correct(res.Cost)
+	}
+	a.a.Release()
+	res.Job, res.Start, res.Waited, res.Runtime = job, a.a.At, a.a.Waited, end.Sub(a.at)
+	if !res.Sent.IsZero() {
+		res.Lag = a.a.Latency + res.Sent.Sub(a.at)
+	}
+	s.results <- res
 }
 
 // ended handles an attempt's result.
