@@ -49,6 +49,10 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/plot", isStd},
 		{mod + "/internal/redact", isStd},
 		{mod + "/internal/outfile", isStd},
+		// What cmd renders and reports is computed below it, from plain
+		// values: the library, never cobra, terminals or runner.
+		{mod + "/internal/human", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
+		{mod + "/internal/audit", func(dep string) bool { return isStd(dep) || isThrottle(dep) || isPkg(dep, "joblog", "regfile", "human") }},
 		{mod + "/throttle/redisrate", func(dep string) bool {
 			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/throttle/backend" || strings.HasPrefix(dep, mod+"/throttle/internal/") || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||
@@ -134,6 +138,16 @@ func goListRaw(t *testing.T, args ...string) string {
 		t.Fatalf("go list %v: %v", args, err)
 	}
 	return string(out)
+}
+
+// isPkg reports whether dep is one of pace's internal packages named.
+func isPkg(dep string, names ...string) bool {
+	for _, n := range names {
+		if dep == "github.com/pace-cli/pace/internal/"+n {
+			return true
+		}
+	}
+	return false
 }
 
 // isStd reports whether path is a standard library package: its first

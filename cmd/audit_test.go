@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,29 +202,6 @@ func TestAuditWriteFails(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		var d []time.Duration
-		for _, x := range v {
-			d = append(d, time.Duration(x)*time.Millisecond)
-		}
-		return d
-	}
-	for _, tt := range []struct {
-		in   []time.Duration
-		want time.Duration
-	}{
-		{nil, 0},
-		{ms(7), 7 * time.Millisecond},
-		{ms(9, 1, 5), 5 * time.Millisecond},
-		{ms(4, 1, 2, 100), 3 * time.Millisecond},
-	} {
-		if got := median(tt.in); got != tt.want {
-			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestAuditRulesNeverBound: when the rules allow every call at once (a
 // short log under 10000/day), the fastest legal makespan is 0s and
 // fastest/makespan would read 0.0%: the report says the efficiency has no
@@ -252,67 +228,5 @@ func TestAuditRulesNeverBound(t *testing.T) {
 	_, out, _ = execPace(t, "1700000000\n", "audit", "-r", "1/s")
 	if !strings.Contains(out, "timestamps stdin: 1 call,") || !strings.Contains(out, "efficiency  n/a: the rules allow the 1 call at once") {
 		t.Errorf("pace audit of one call:\n%s", out)
-	}
-}
-
-// endless is a reader that never ends: it repeats unit for ever and
-// counts the bytes it gave.
-type endless struct {
-	unit []byte
-	off  int
-	n    int64
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = e.unit[e.off]
-		e.off = (e.off + 1) % len(e.unit)
-	}
-	e.n += int64(len(p))
-	return len(p), nil
-}
-
-// TestAuditEndlessInput: pace audit reads any input, however long, in
-// bounded memory and ends with a clear error: bytes without a line break
-// (/dev/zero) stop at the line cap, endless valid lines at the call cap,
-// each after reading no more than the cap (and a buffer) beyond it.
-func TestAuditEndlessInput(t *testing.T) {
-	const buffer = 256 << 10
-	zero := &endless{unit: []byte{0}}
-	_, err := readCalls(zero, 1000)
-	var le *joblog.LineError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "line longer than 4 MiB") {
-		t.Errorf("readCalls(endless NULs) = %v, want a line error: line longer than 4 MiB", err)
-	}
-	if zero.n > joblog.MaxLine+buffer {
-		t.Errorf("readCalls(endless NULs) read %d bytes, want at most %d: the line cap must stop it", zero.n, joblog.MaxLine+buffer)
-	}
-
-	for _, unit := range []string{"1700000000.25\n", "1\t:\t1700000000.5\t0.1\t0\t0\t0\t0\techo 1\n"} {
-		lines := &endless{unit: []byte(unit)}
-		const max = 1000
-		_, err := readCalls(lines, max)
-		if !errors.Is(err, errTooManyCalls) || !strings.Contains(err.Error(), "more than 1000") {
-			t.Errorf("readCalls(endless %q) = %v, want too many calls: more than 1000", unit, err)
-		}
-		if lim := int64((max+1)*len(unit) + buffer); lines.n > lim {
-			t.Errorf("readCalls(endless %q) read %d bytes, want at most %d: the call cap must stop it", unit, lines.n, lim)
-		}
-	}
-
-	// At the cap exactly, the calls are read.
-	c, err := readCalls(strings.NewReader(strings.Repeat("1700000000.25\n", 5)), 5)
-	if err != nil || len(c.times) != 5 || c.format != formatTimestamps {
-		t.Errorf("readCalls(5 timestamps, cap 5) = %+v, %v; want 5 timestamps", c, err)
-	}
-}
-
-// TestAuditTooManyCalls: the user reads one line saying what the cap is
-// and what to do.
-func TestAuditTooManyCallsMessage(t *testing.T) {
-	_, err := readCalls(&endless{unit: []byte("1700000000.25\n")}, 3)
-	want := "too many calls: more than 3, the most pace audit reads; audit the file in parts (split -l 3)"
-	if err == nil || err.Error() != want {
-		t.Errorf("readCalls(endless, cap 3) = %v, want %q", err, want)
 	}
 }
