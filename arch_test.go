@@ -53,6 +53,14 @@ func TestImportBoundaries(t *testing.T) {
 		// values: the library, never cobra, terminals or runner.
 		{mod + "/internal/human", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
 		{mod + "/internal/audit", func(dep string) bool { return isStd(dep) || isThrottle(dep) || isPkg(dep, "joblog", "regfile", "human") }},
+		{mod + "/internal/summary", func(dep string) bool {
+			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || isPkg(dep, "human")
+		}},
+		// pace quota's views describe what the stores' Inspect return:
+		// the stores and their clients, nothing of the CLI or the pool.
+		{mod + "/internal/quota", func(dep string) bool {
+			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/runner") && !strings.HasPrefix(dep, mod+"/cmd")
+		}},
 		{mod + "/throttle/redisrate", func(dep string) bool {
 			return isStd(dep) || dep == mod+"/throttle" || dep == mod+"/throttle/backend" || strings.HasPrefix(dep, mod+"/throttle/internal/") || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "github.com/redis/go-redis/") || dep == "github.com/cespare/xxhash/v2" ||

@@ -113,7 +113,19 @@ func TestMetricsDuringRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum summaryJSONForm
+	var sum struct {
+		OK       int64 `json:"ok"`
+		Attempts int64 `json:"attempts"`
+		Rules    []struct {
+			Rule      string  `json:"rule"`
+			PeakUsage float64 `json:"peak_usage"`
+			Waits     int64   `json:"waits"`
+			WaitTime  float64 `json:"wait_seconds"`
+		} `json:"rules"`
+		Margin struct {
+			Seconds float64 `json:"seconds"`
+		} `json:"margin"`
+	}
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/pace-cli/pace/internal/human"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,7 +189,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if werr != nil {
 		return reportf(ios, ExitFailed, "plot: -o %v", werr)
 	}
-	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), formatBytes(int64(b.Len())))
+	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), human.Bytes(int64(b.Len())))
 	return nil
 }
 

@@ -2,9 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/pace-cli/pace/internal/human"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,27 +245,8 @@ type sample struct {
 // newProgress makes the progress of a run under rules with jobs at once.
 func newProgress(rules []throttle.Rule, jobs int) *progress {
 	p := &progress{rules: rules, jobs: jobs}
-	p.unit, p.unitStr = rateUnit(rules)
+	p.unit, p.unitStr = human.RateUnit(rules)
 	return p
-}
-
-// rateUnit chooses the unit rates are shown in: per second unless every
-// count rule allows less than one call a second. Cost rules say nothing
-// of items a second.
-func rateUnit(rules []throttle.Rule) (time.Duration, string) {
-	fastest, counts := 0.0, false
-	for _, r := range rules {
-		if !r.Cost {
-			fastest, counts = max(fastest, float64(r.N)/r.Window.Seconds()), true
-		}
-	}
-	switch {
-	case !counts || fastest >= 1:
-		return time.Second, "/s"
-	case fastest*60 >= 1:
-		return time.Minute, "/min"
-	}
-	return time.Hour, "/h"
 }
 
 // rate returns the rate shown, per unit: items done over the recent
@@ -288,7 +269,7 @@ func (p *progress) rate(now time.Time, done int64, st throttle.Stats) float64 {
 		rules[i] = rs.Rule
 		used[rs.Rule] = rs.Used
 	}
-	r = truthfulRate(r, rules, func(rule throttle.Rule) float64 { return float64(used[rule]) / rule.Window.Seconds() })
+	r = human.TruthfulRate(r, rules, func(rule throttle.Rule) float64 { return float64(used[rule]) / rule.Window.Seconds() })
 	return r * p.unit.Seconds()
 }
 
@@ -303,10 +284,10 @@ func (p *progress) status(now time.Time, done int64, t tallySnapshot, st throttl
 	if p.waiting != nil {
 		parts = append(parts, statusPart{fmt.Sprintf("%d waiting", p.waiting()), 2})
 	}
-	parts = append(parts, statusPart{formatRate(p.rate(now, done, st)) + p.unitStr, 4})
+	parts = append(parts, statusPart{human.Rate(p.rate(now, done, st)) + p.unitStr, 4})
 	switch b := st.Busiest(); {
 	case st.PausedUntil.After(now):
-		parts = append(parts, statusPart{fmt.Sprintf("paused by the server for %s", roundETA(st.PausedUntil.Sub(now))), 3})
+		parts = append(parts, statusPart{fmt.Sprintf("paused by the server for %s", human.ETA(st.PausedUntil.Sub(now))), 3})
 	case b >= 0 && st.Rules[b].Usage >= 1:
 		parts = append(parts, statusPart{fmt.Sprintf("waiting on %s", st.Rules[b].Rule), 3})
 	case b >= 0:
@@ -314,7 +295,7 @@ func (p *progress) status(now time.Time, done int64, t tallySnapshot, st throttl
 	}
 	if total >= 0 && done < total {
 		if eta, ok := p.eta(now, total-t.ItemsStarted, t, st.PausedUntil); ok {
-			parts = append(parts, statusPart{"ETA " + roundETA(eta), 2})
+			parts = append(parts, statusPart{"ETA " + human.ETA(eta), 2})
 		}
 	}
 	return parts
@@ -368,15 +349,6 @@ func (p *progress) eta(now time.Time, left int64, t tallySnapshot, pausedUntil t
 	}
 	p.etaAt, p.etaLeft, p.etaEnd = now, left, now.Add(last+t.P50)
 	return last + t.P50, true
-}
-
-// roundETA writes d to the second, or to the minute past an hour
-// ("2h47m", not "2h47m0s").
-func roundETA(d time.Duration) string {
-	if d >= time.Hour {
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-	}
-	return d.Round(time.Second).String()
 }
 
 // total is the number of items a run will start, once known (-1 before).

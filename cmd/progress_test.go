@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/pace-cli/pace/internal/human"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -360,22 +361,6 @@ func TestProgressETAPausesAndLearnedRules(t *testing.T) {
 	}
 }
 
-func TestRoundETA(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{1400 * time.Millisecond, "1s"},
-		{3*time.Minute + 20*time.Second + 500*time.Millisecond, "3m21s"},
-		{2*time.Hour + 10*time.Minute + 31*time.Second, "2h11m"},
-		{23*time.Hour + 59*time.Minute + 50*time.Second, "24h0m"},
-	} {
-		if got := roundETA(tt.d); got != tt.want {
-			t.Errorf("roundETA(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-	}
-}
-
 // itemsFile writes n items to a file and returns its name: a regular file
 // input, whose items pace counts for the total.
 func itemsFile(t *testing.T, n int) string {
@@ -524,7 +509,7 @@ func TestProgressRateNeverAboveARule(t *testing.T) {
 		}
 		p := newProgress(rules, 4)
 		p.rate(t0, 0, throttle.Stats{})
-		if got := formatRate(p.rate(t0.Add(tt.at), tt.done, st)) + p.unitStr; got != tt.want {
+		if got := human.Rate(p.rate(t0.Add(tt.at), tt.done, st)) + p.unitStr; got != tt.want {
 			t.Errorf("%s, %d done after %v: rate %s, want %s", tt.rules, tt.done, tt.at, got, tt.want)
 		}
 	}

@@ -550,7 +550,14 @@ func TestProxyReportsAsARunDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum summaryJSONForm
+	var sum struct {
+		OK          int64   `json:"ok"`
+		Attempts    int64   `json:"attempts"`
+		Interrupted *string `json:"interrupted"`
+		Proxy       *struct {
+			Requests int64 `json:"requests"`
+		} `json:"proxy"`
+	}
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/localstore"
 	"github.com/pace-cli/pace/throttle/redisrate"
@@ -237,151 +236,6 @@ func quotaExitCode(err error) int {
 	return ExitUsage
 }
 
-// quotaView is what pace quota show prints of one quota, from either
-// store; it is also its JSON form.
-type quotaView struct {
-	Key        string          `json:"key"`
-	Store      string          `json:"store"` // "local" or "redis"
-	Path       string          `json:"path,omitempty"`
-	URL        string          `json:"url,omitempty"` // redacted
-	Spec       string          `json:"spec"`
-	Idle       bool            `json:"idle"` // every call has left its window
-	Now        time.Time       `json:"now"`
-	Next       time.Time       `json:"next"`
-	NextIn     float64         `json:"next_in_seconds"`
-	Rules      []quotaRuleView `json:"rules"`
-	GlobalJobs int             `json:"global_jobs"`
-	Slots      []quotaSlotView `json:"slots"`
-}
-
-type quotaRuleView struct {
-	Rule    string  `json:"rule"`
-	N       int     `json:"n"`
-	Window  float64 `json:"window_seconds"`
-	Cost    bool    `json:"cost"`
-	Counter bool    `json:"counter"`
-	Used    int     `json:"used"`
-	Usage   float64 `json:"usage"`
-}
-
-// quotaSlotView is a slot of the local store (Slot, PID, Started, Since)
-// or a lease of Redis (Lease, Holder, Expires).
-type quotaSlotView struct {
-	Slot    *int       `json:"slot,omitempty"`
-	PID     int        `json:"pid,omitempty"`
-	Started *time.Time `json:"started,omitempty"`
-	Since   *time.Time `json:"since,omitempty"`
-	Lease   string     `json:"lease,omitempty"`
-	Holder  string     `json:"holder,omitempty"`
-	Expires *time.Time `json:"expires,omitempty"`
-	Alive   bool       `json:"alive"`
-}
-
-func ruleViews(us []throttle.RuleStats) []quotaRuleView {
-	views := make([]quotaRuleView, 0, len(us))
-	for _, u := range us {
-		r := u.Rule
-		views = append(views, quotaRuleView{Rule: r.String(), N: r.N, Window: r.Window.Seconds(), Cost: r.Cost,
-			Counter: u.Counter, Used: u.Used, Usage: u.Usage})
-	}
-	return views
-}
-
-func localView(q *localstore.Quota) quotaView {
-	v := quotaView{Key: q.Key, Store: "local", Path: q.Path, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
-		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
-	v.Rules = ruleViews(q.Rules)
-	for _, s := range q.Slots {
-		sv := quotaSlotView{Slot: &s.Index, PID: s.PID, Alive: s.Alive}
-		if !s.Started.IsZero() {
-			sv.Started = &s.Started
-		}
-		if !s.Since.IsZero() {
-			sv.Since = &s.Since
-		}
-		v.Slots = append(v.Slots, sv)
-	}
-	return v
-}
-
-func redisView(q *redisrate.Quota, url string) quotaView {
-	v := quotaView{Key: q.Key, Store: "redis", URL: url, Spec: q.Spec, Idle: q.Expired, Now: q.Now, Next: q.Next,
-		NextIn: max(0, q.Next.Sub(q.Now).Seconds()), GlobalJobs: q.GlobalJobs, Slots: []quotaSlotView{}}
-	v.Rules = ruleViews(q.Rules)
-	for _, l := range q.Leases {
-		v.Slots = append(v.Slots, quotaSlotView{Lease: l.ID, Holder: l.Holder, Expires: &l.Expires, Alive: true})
-	}
-	return v
-}
-
-// writeText writes v for a reader.
-func (v *quotaView) writeText(w io.Writer) {
-	where := v.Path
-	if v.Store == "redis" {
-		where = v.URL
-	}
-	fmt.Fprintf(w, "quota %s (%s %s)\n", v.Key, v.Store, where)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	switch {
-	case v.Spec == "":
-		fmt.Fprintf(tw, "  rules\tnone recorded: no call in any window\n")
-	case v.Idle:
-		fmt.Fprintf(tw, "  rules\t%s (idle: every call has left its window, other rules may take the quota over)\n", v.Spec)
-	default:
-		fmt.Fprintf(tw, "  rules\t%s\n", v.Spec)
-	}
-	for _, r := range v.Rules {
-		kept := ""
-		if r.Counter {
-			kept = "\t(counter)"
-		}
-		fmt.Fprintf(tw, "  rule %s\t%d/%d used\t%.0f%%%s\n", r.Rule, r.Used, r.N, r.Usage*100, kept)
-	}
-	if len(v.Rules) > 0 {
-		if d := v.Next.Sub(v.Now); d > 0 {
-			fmt.Fprintf(tw, "  next call\tin %s (%s)\n", roundDuration(d), v.Next.Local().Format("15:04:05.000"))
-		} else {
-			fmt.Fprintf(tw, "  next call\tnow\n")
-		}
-	}
-	if v.GlobalJobs > 0 || len(v.Slots) > 0 {
-		held := 0
-		for _, s := range v.Slots {
-			if s.Alive {
-				held++
-			}
-		}
-		if v.GlobalJobs > 0 {
-			fmt.Fprintf(tw, "  slots\t%d of %d held\n", held, v.GlobalJobs)
-		} else {
-			fmt.Fprintf(tw, "  slots\t%d held\n", held)
-		}
-	}
-	for _, s := range v.Slots {
-		if s.Slot != nil {
-			fmt.Fprintf(tw, "  slot %d\t%s\n", *s.Slot, s.localText(v.Now))
-		} else {
-			fmt.Fprintf(tw, "  lease %s\tprocess %s, expires in %s unless renewed\n", s.Lease, s.Holder, roundDuration(s.Expires.Sub(v.Now)))
-		}
-	}
-	tw.Flush()
-}
-
-// localText describes a slot of the local store at now.
-func (s quotaSlotView) localText(now time.Time) string {
-	who := "holder unknown"
-	if s.PID != 0 {
-		who = fmt.Sprintf("pid %d", s.PID)
-	}
-	if s.Since != nil {
-		who += fmt.Sprintf(", since %s (%s ago)", s.Since.Local().Format("15:04:05"), roundDuration(now.Sub(*s.Since)))
-	}
-	if s.Alive {
-		return who + ", alive"
-	}
-	return who + ", dead: free"
-}
-
 // quotaShowLocal shows the quota opts.Key of the local store in dir, or
 // every quota there.
 func quotaShowLocal(opts *QuotaOptions, dir string) error {
@@ -397,7 +251,7 @@ func quotaShowLocal(opts *QuotaOptions, dir string) error {
 			return nil
 		}
 	}
-	views := []quotaView{}
+	views := []quota.View{}
 	code := ExitOK
 	for _, k := range keys {
 		q, err := localstore.Inspect(dir, k)
@@ -411,40 +265,15 @@ func quotaShowLocal(opts *QuotaOptions, dir string) error {
 			code = max(code, quotaExitCode(err))
 			continue
 		}
-		views = append(views, localView(q))
+		views = append(views, quota.FromLocal(q))
 	}
-	if err := writeQuotaViews(ios.Out, views, opts.JSON, opts.Key == ""); err != nil {
+	if err := quota.Write(ios.Out, views, opts.JSON, opts.Key == ""); err != nil {
 		return reportf(ios, ExitFailed, "write: %v", err)
 	}
 	if code != ExitOK {
 		return &ExitError{Code: code}
 	}
 	return nil
-}
-
-// writeQuotaViews writes views as text, or as JSON: an array when list,
-// else the one object.
-func writeQuotaViews(w io.Writer, views []quotaView, asJSON, list bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if list {
-			return enc.Encode(views)
-		}
-		if len(views) == 0 {
-			return nil
-		}
-		return enc.Encode(views[0])
-	}
-	var b strings.Builder
-	for i := range views {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		views[i].writeText(&b)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // redisClient makes a client for opts.RedisURL, and the URL redacted.
@@ -482,7 +311,7 @@ func quotaShowRedis(ctx context.Context, opts *QuotaOptions) error {
 		// Redis keeps nothing of it: as the local store without a file.
 		return reportf(ios, ExitFailed, "no quota %q in redis %s", opts.redisKey(), url)
 	}
-	if err := writeQuotaViews(ios.Out, []quotaView{redisView(q, url)}, opts.JSON, false); err != nil {
+	if err := quota.Write(ios.Out, []quota.View{quota.FromRedis(q, url)}, opts.JSON, false); err != nil {
 		return reportf(ios, ExitFailed, "write: %v", err)
 	}
 	return nil
@@ -516,7 +345,7 @@ func confirmReset(opts *QuotaOptions, what string) error {
 }
 
 // resetDone reports a reset.
-func resetDone(opts *QuotaOptions, what string, v quotaView) error {
+func resetDone(opts *QuotaOptions, what string, v quota.View) error {
 	if opts.JSON {
 		b, _ := json.Marshal(struct {
 			Key   string `json:"key"`
@@ -552,7 +381,7 @@ func quotaResetLocal(opts *QuotaOptions, dir string) error {
 	if err := localstore.Reset(dir, opts.Key); err != nil {
 		return reportf(ios, quotaExitCode(err), "%s", userMessage(err))
 	}
-	return resetDone(opts, what, quotaView{Key: opts.Key, Store: "local", Path: db})
+	return resetDone(opts, what, quota.View{Key: opts.Key, Store: "local", Path: db})
 }
 
 // quotaResetRedis resets the quota opts.Key (or the default) of Redis.
@@ -573,5 +402,5 @@ func quotaResetRedis(ctx context.Context, opts *QuotaOptions) error {
 	if err := redisrate.Reset(ctx, c, key); err != nil {
 		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
 	}
-	return resetDone(opts, what, quotaView{Key: key, Store: "redis", URL: url})
+	return resetDone(opts, what, quota.View{Key: key, Store: "redis", URL: url})
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"github.com/pace-cli/pace/internal/quota"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -117,7 +118,7 @@ func TestQuotaShowLocal(t *testing.T) {
 
 	// --json, every quota: an array.
 	code, stdout, stderr = execPace(t, "", "quota", "show", "--state", dir, "--json")
-	var views []quotaView
+	var views []quota.View
 	if err := json.Unmarshal([]byte(stdout), &views); code != 0 || err != nil || len(views) != 2 {
 		t.Fatalf("quota show --json = %d, %v:\n%s%s", code, err, stdout, stderr)
 	}
@@ -135,7 +136,7 @@ func TestQuotaShowLocal(t *testing.T) {
 	// Released: the slot is free, and not shown.
 	held.Release()
 	code, stdout, stderr = execPace(t, "", "quota", "show", "--key", "jobs", "--state", dir, "--json")
-	var one quotaView
+	var one quota.View
 	if err := json.Unmarshal([]byte(stdout), &one); code != 0 || err != nil || len(one.Slots) != 0 {
 		t.Errorf("after release: %d, %v, %+v (%s)", code, err, one, stderr)
 	}
@@ -241,7 +242,7 @@ func TestQuotaRedis(t *testing.T) {
 		`^  lease \S+ +process \S+, expires in [0-9.]+m?s unless renewed$`,
 	})
 	code, stdout, stderr = execPace(t, "", "quota", "show", "--redis", url, "--key", "api", "--json")
-	var v quotaView
+	var v quota.View
 	if err := json.Unmarshal([]byte(stdout), &v); code != 0 || err != nil || v.Store != "redis" || v.URL != redacted ||
 		v.GlobalJobs != 3 || len(v.Slots) != 1 || v.Slots[0].Expires == nil || v.Rules[0].Used != 1 {
 		t.Errorf("quota show --redis --json = %d, %v, %+v (%s)", code, err, v, stderr)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pace-cli/pace/internal/summary"
 	"io"
 	"os"
 	"path/filepath"
@@ -255,8 +256,8 @@ func TestSessionFailuresAndJSONSummary(t *testing.T) {
 		}
 		var sum struct {
 			OK, Failed, Attempts int64
-			ExitCode             int          `json:"exit_code"`
-			FailedItems          []failedItem `json:"failed_items"`
+			ExitCode             int                  `json:"exit_code"`
+			FailedItems          []summary.FailedItem `json:"failed_items"`
 			Rules                []struct {
 				Rule      string
 				PeakUsage float64 `json:"peak_usage"`
@@ -265,7 +266,7 @@ func TestSessionFailuresAndJSONSummary(t *testing.T) {
 		if err := json.Unmarshal([]byte(lastLine(stderr)), &sum); err != nil {
 			t.Fatalf("last line of stderr is not JSON: %v\n%s", err, stderr)
 		}
-		wantFailed := []failedItem{{Seq: 1, Item: "1", Status: "exit status 1"}, {Seq: 3, Item: "3", Status: "exit status 2"}}
+		wantFailed := []summary.FailedItem{{Seq: 1, Item: "1", Status: "exit status 1"}, {Seq: 3, Item: "3", Status: "exit status 2"}}
 		if sum.OK != 1 || sum.Failed != 2 || sum.Attempts != 3 || sum.ExitCode != ExitFailed || !slices.Equal(sum.FailedItems, wantFailed) {
 			t.Errorf("summary = %+v, want 1 ok, 2 failed (%v), 3 attempts, exit 1", sum, wantFailed)
 		}

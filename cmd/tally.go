@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -27,7 +28,7 @@ type tally struct {
 	running      int
 	peakRunning  int
 	durations    durations
-	failedItems  []failedItem
+	failedItems  []summary.FailedItem
 	statuses     map[int]int64 // HTTP responses by status, every attempt
 	noResponse   int64
 	conns        map[string]int64 // attempts without a response, by cause
@@ -84,13 +85,6 @@ func earlierCalls(jl *jobLog) []throttle.Call {
 		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
 	}
 	return calls
-}
-
-// failedItem names an item that failed for good.
-type failedItem struct {
-	Seq    int64  `json:"seq"`
-	Item   string `json:"item"`
-	Status string `json:"status"`
 }
 
 // observe counts one event.
@@ -163,7 +157,7 @@ func (t *tally) done(r *runner.Result, show func(string) string) {
 	}
 	t.failed++
 	if len(t.failedItems) < maxFailedItems {
-		t.failedItems = append(t.failedItems, failedItem{Seq: r.Job.Seq, Item: show(r.Job.Item), Status: shownStatus(&r.Job, r.Status())})
+		t.failedItems = append(t.failedItems, summary.FailedItem{Seq: r.Job.Seq, Item: show(r.Job.Item), Status: shownStatus(&r.Job, r.Status())})
 	}
 }
 
@@ -172,21 +166,6 @@ func (t *tally) inFlight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.running
-}
-
-// tallySnapshot is a copy of a tally's counts.
-type tallySnapshot struct {
-	OK, Failed, Retried, Attempts, NotStarted, ItemsStarted int64
-	Running, PeakRunning                                    int
-	P50, P95, Max                                           time.Duration
-	FailedItems                                             []failedItem
-	Statuses                                                map[string]int64
-	NoResponse                                              int64
-	Conns                                                   map[string]int64
-	Bytes                                                   int64
-	HTTP                                                    bool // some result was a fetch
-	Recent                                                  []throttle.Call
-	MeanCost                                                int
 }
 
 // snapshot returns the counts now.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"github.com/pace-cli/pace/internal/summary"
 	"math"
 	"slices"
 	"testing"
@@ -96,7 +97,7 @@ func TestTallyCounts(t *testing.T) {
 	if s.P50 != 2*time.Second || s.Max != 3*time.Second {
 		t.Errorf("P50, Max = %v, %v; want 2s, 3s", s.P50, s.Max)
 	}
-	if want := []failedItem{{Seq: 1, Item: "<item1>", Status: "exit status 2"}}; !slices.Equal(s.FailedItems, want) {
+	if want := []summary.FailedItem{{Seq: 1, Item: "<item1>", Status: "exit status 2"}}; !slices.Equal(s.FailedItems, want) {
 		t.Errorf("FailedItems = %v, want %v (shown as show returns them)", s.FailedItems, want)
 	}
 	// The admissions remembered for the ETA, the one that did not start

@@ -1,4 +1,4 @@
-package cmd
+package summary
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 // docs/summary.md: every field the code writes is documented with its
 // type, and every documented field is written.
 func TestSummarySchemaDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../docs/summary.md")
+	doc, err := os.ReadFile("../../docs/summary.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,23 +30,23 @@ func TestSummarySchemaDocumented(t *testing.T) {
 		t.Fatalf("docs/summary.md documents %d fields; the table did not parse", len(documented))
 	}
 
-	rule := func(s string) throttle.Rule { r, _ := throttle.ParseRule(s); return r }
+	rule := func(s string) throttle.Rule { return rule(t, s) }
 	first, now := rule("5/s"), rule("4/s")
 	full := &Summary{
 		OK: 3, Failed: 1, Retried: 1, Attempts: 5, Skipped: 2, NotStarted: 4, NotStartedKnown: true, Unstarted: 1,
 		Elapsed: 1500 * time.Millisecond, Rate: 3.5,
 		Rules:   []RuleSummary{{Rule: rule("5/s"), PeakUsage: 0.5, Waits: 2, WaitTime: 250 * time.Millisecond}},
-		Binding: binding{kind: bindRule, rule: rule("5/s")},
+		Binding: Binding{Kind: BindRule, Rule: rule("5/s")},
 		Jobs:    4, PeakInFlight: 3, GlobalJobs: 8, SlotWaits: 1, SlotWaitTime: 1500 * time.Millisecond,
 		Margin: 25 * time.Millisecond,
 		P50:    1500 * time.Millisecond, P95: 2500 * time.Millisecond, Max: 3500 * time.Millisecond,
-		FailedItems: []failedItem{{Seq: 4, Item: "x", Status: "exit status 1"}},
+		FailedItems: []FailedItem{{Seq: 4, Item: "x", Status: "exit status 1"}},
 		Interrupted: "SIGINT", Stopped: "the job log could not be written", ExitCode: 130,
-		HTTP: &HTTPSummary{Status: map[string]int64{"200": 3}, NoResponse: 1, Conns: map[string]int64{"refused": 1},
+		HTTP: &HTTP{Status: map[string]int64{"200": 3}, NoResponse: 1, Conns: map[string]int64{"refused": 1},
 			Bytes: 7, Pauses: 1, PauseWaitTime: 1500 * time.Millisecond, PauseReason: "429"},
 		Store:   &throttle.StoreStats{Name: "redis", RoundTrips: 5, Failures: 1, LeasesLost: 1},
-		Learned: &learned{Refusals: 2, First: &first, Now: &now, Adopted: []throttle.Rule{rule("100/m")}, WaitTime: 1500 * time.Millisecond},
-		Proxy:   &ProxySummary{Requests: 9, MaxWait: 1, Gone: 1, Refused: 1},
+		Learned: &Learned{Refusals: 2, First: &first, Now: &now, Adopted: []throttle.Rule{rule("100/m")}, WaitTime: 1500 * time.Millisecond},
+		Proxy:   &Proxy{Requests: 9, MaxWait: 1, Gone: 1, Refused: 1},
 	}
 	written := map[string]any{}
 	flattenJSON(t, "", roundTrip(t, full), written)
@@ -82,7 +82,7 @@ func TestSummarySchemaDocumented(t *testing.T) {
 // roundTrip encodes s's JSON form and decodes it generically.
 func roundTrip(t *testing.T, s *Summary) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(s.jsonForm())
+	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
