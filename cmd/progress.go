@@ -2,9 +2,8 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/pace-cli/pace/internal/human"
+	"github.com/pace-cli/pace/internal/progress"
 	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,10 +23,6 @@ const (
 	defaultProgressInterval = 10 * time.Second
 	minProgressInterval     = time.Second
 )
-
-// rateWindow is the span over which the rate shown is measured: recent
-// enough to follow the run, long enough to smooth over one window's stall.
-const rateWindow = 10 * time.Second
 
 // display serialises everything pace writes to stderr, so that job
 // output, log lines and the progress never cut into each other: the bar
@@ -61,7 +56,7 @@ type display struct {
 // right after an item's output counts that item.
 type barStatus struct {
 	total int64
-	parts []statusPart
+	parts []progress.Part
 	ready bool
 }
 
@@ -151,7 +146,7 @@ func (d *display) drawLocked() {
 		io.WriteString(d.w, "\n")
 		d.midLine = false
 	}
-	parts := append([]statusPart{{text: countText(d.done, d.status.total)}}, d.status.parts...)
+	parts := append([]progress.Part{{Text: progress.CountText(d.done, d.status.total)}}, d.status.parts...)
 	d.bar.draw(d.done, d.status.total, parts, d.width())
 }
 
@@ -178,14 +173,14 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 	if d.mode == progressLines {
 		every = d.interval
 	}
-	p := newProgress(o.allRules(), o.Jobs)
-	p.extra, p.waiting = learned, d.waiting
+	p := progress.New(o.allRules(), o.Jobs)
+	p.Extra, p.Waiting = learned, d.waiting
 	// The rate counts from the start, not from the first tick.
-	p.samples = append(p.samples, sample{time.Now(), 0})
+	p.Start(time.Now())
 	if d.mode == progressAlways {
 		d.mu.Lock()
 		tot := total.get()
-		d.status = barStatus{total: tot, parts: p.status(time.Now(), 0, t.snapshot(), b.Stats(), tot)[1:], ready: true}
+		d.status = barStatus{total: tot, parts: p.Status(time.Now(), 0, t.snapshot(), b.Stats(), tot)[1:], ready: true}
 		d.drawLocked()
 		d.mu.Unlock()
 	}
@@ -202,11 +197,11 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 			doneN := d.done
 			d.mu.Unlock()
 			tot := total.get()
-			parts := p.status(now, doneN, ts, st, tot)
+			parts := p.Status(now, doneN, ts, st, tot)
 			d.mu.Lock()
 			if d.mode == progressLines {
 				if !d.closed {
-					fmt.Fprintf(d.w, "pace: %s\n", joinStatus(parts))
+					fmt.Fprintf(d.w, "pace: %s\n", progress.Join(parts))
 				}
 			} else {
 				d.status = barStatus{total: tot, parts: parts[1:], ready: true}
@@ -215,140 +210,6 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 			d.mu.Unlock()
 		}
 	}
-}
-
-// progress computes what the display shows: counts, a rate over a recent
-// window in one unit for the whole run, what admissions wait on, an ETA.
-type progress struct {
-	rules   []throttle.Rule
-	jobs    int
-	unit    time.Duration // the rate's unit: a second, minute or hour
-	unitStr string
-	samples []sample // recent (time, done) pairs, oldest first
-	// extra, if set, returns the rules learned from the server, which
-	// hold calls back as the user's do.
-	extra func() []throttle.Rule
-	// waiting, if set, returns how many calls wait for their admission
-	// (pace proxy's requests).
-	waiting func() int64
-	// The latest ETA, recomputed at most once a second.
-	etaAt   time.Time
-	etaLeft int64
-	etaEnd  time.Time
-}
-
-type sample struct {
-	at   time.Time
-	done int64
-}
-
-// newProgress makes the progress of a run under rules with jobs at once.
-func newProgress(rules []throttle.Rule, jobs int) *progress {
-	p := &progress{rules: rules, jobs: jobs}
-	p.unit, p.unitStr = human.RateUnit(rules)
-	return p
-}
-
-// rate returns the rate shown, per unit: items done over the recent
-// window (over at least a second, so that two quick items are not read
-// as a burst rate). Where that is above a count rule's N/W (a burst the
-// rule allows, which would read as the rule broken), it is each rule's
-// calls in its window now over the window instead (st's Used: the calls
-// of earlier runs and of a fleet count too), never above N/W.
-func (p *progress) rate(now time.Time, done int64, st throttle.Stats) float64 {
-	p.samples = append(p.samples, sample{now, done})
-	for len(p.samples) > 2 && now.Sub(p.samples[1].at) >= rateWindow {
-		p.samples = p.samples[1:]
-	}
-	first := p.samples[0]
-	span := max(now.Sub(first.at), time.Second)
-	r := float64(done-first.done) / span.Seconds()
-	rules := make([]throttle.Rule, len(st.Rules))
-	used := make(map[throttle.Rule]int, len(st.Rules))
-	for i, rs := range st.Rules {
-		rules[i] = rs.Rule
-		used[rs.Rule] = rs.Used
-	}
-	r = human.TruthfulRate(r, rules, func(rule throttle.Rule) float64 { return float64(used[rule]) / rule.Window.Seconds() })
-	return r * p.unit.Seconds()
-}
-
-// status is the status in parts: "120/1000 done, 3 failed, 4.9/s,
-// waiting on 5/s, ETA 3m20s". A narrow terminal drops the rate first,
-// then the rule, the ETA and the failures; never the count.
-func (p *progress) status(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) []statusPart {
-	parts := []statusPart{{text: countText(done, total)}}
-	if t.Failed > 0 {
-		parts = append(parts, statusPart{fmt.Sprintf("%d failed", t.Failed), 1})
-	}
-	if p.waiting != nil {
-		parts = append(parts, statusPart{fmt.Sprintf("%d waiting", p.waiting()), 2})
-	}
-	parts = append(parts, statusPart{human.Rate(p.rate(now, done, st)) + p.unitStr, 4})
-	switch b := st.Busiest(); {
-	case st.PausedUntil.After(now):
-		parts = append(parts, statusPart{fmt.Sprintf("paused by the server for %s", human.ETA(st.PausedUntil.Sub(now))), 3})
-	case b >= 0 && st.Rules[b].Usage >= 1:
-		parts = append(parts, statusPart{fmt.Sprintf("waiting on %s", st.Rules[b].Rule), 3})
-	case b >= 0:
-		parts = append(parts, statusPart{fmt.Sprintf("%s at %.0f%%", st.Rules[b].Rule, st.Rules[b].Usage*100), 3})
-	}
-	if total >= 0 && done < total {
-		if eta, ok := p.eta(now, total-t.ItemsStarted, t, st.PausedUntil); ok {
-			parts = append(parts, statusPart{"ETA " + human.ETA(eta), 2})
-		}
-	}
-	return parts
-}
-
-// countText is the status's first part: "120/1000 done", or "120 done"
-// while the total is unknown (-1).
-func countText(done, total int64) string {
-	if total >= 0 {
-		return fmt.Sprintf("%d/%d done", done, total)
-	}
-	return fmt.Sprintf("%d done", done)
-}
-
-// text is the status as one line.
-func (p *progress) text(now time.Time, done int64, t tallySnapshot, st throttle.Stats, total int64) string {
-	return joinStatus(p.status(now, done, t, st, total))
-}
-
-// etaSimulated bounds the calls the ETA simulates; past that it scales.
-const etaSimulated = 20000
-
-// eta estimates how long the run has left with left items still to start:
-// the fastest legal schedule for them after the admissions already made
-// (throttle.Plan, so that a daily quota spent early holds the rest back),
-// plus a job's mean runtime. The plan starts when a server's pause ends,
-// and keeps the rules pace learned from the server (extra) as well.
-func (p *progress) eta(now time.Time, left int64, t tallySnapshot, pausedUntil time.Time) (time.Duration, bool) {
-	if left <= 0 {
-		return t.P50, true
-	}
-	if p.etaAt.Add(time.Second).After(now) && p.etaLeft == left {
-		return max(p.etaEnd.Sub(now), 0), true
-	}
-	n := min(left, etaSimulated)
-	costs := make([]int, n)
-	for i := range costs {
-		costs[i] = max(t.MeanCost, 1)
-	}
-	rules, start := p.rules, now
-	if p.extra != nil {
-		rules = append(slices.Clone(rules), p.extra()...)
-	}
-	if pausedUntil.After(now) {
-		start = pausedUntil
-	}
-	plan := throttle.Plan(rules, t.Recent, costs, start, p.jobs, t.P50)
-	last := plan[len(plan)-1].Sub(now)
-	if n < left {
-		last = time.Duration(float64(last) * float64(left) / float64(n))
-	}
-	p.etaAt, p.etaLeft, p.etaEnd = now, left, now.Add(last+t.P50)
-	return last + t.P50, true
 }
 
 // total is the number of items a run will start, once known (-1 before).

@@ -1,8 +1,8 @@
 package cmd
 
 import (
+	"github.com/pace-cli/pace/internal/progress"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
@@ -84,7 +84,7 @@ func (b *termBar) reset(total int64) {
 // total items (total < 1: unknown) and the status parts that fit in cols
 // columns, never the last one (a terminal may wrap there). The cursor is
 // at the start of a line the bar may have for itself.
-func (b *termBar) draw(done, total int64, parts []statusPart, cols int) {
+func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 1 {
 		total = -1
 	}
@@ -129,35 +129,19 @@ func (b *termBar) clear() {
 	b.drawn = false
 }
 
-// statusPart is one part of the status text; parts with a higher drop
-// are dropped first when the terminal is too narrow (0: never dropped).
-type statusPart struct {
-	text string
-	drop int
-}
-
-// joinStatus joins parts with commas.
-func joinStatus(parts []statusPart) string {
-	s := make([]string, len(parts))
-	for i, p := range parts {
-		s[i] = p.text
-	}
-	return strings.Join(s, ", ")
-}
-
 // fitStatus returns the status text that fits in room columns beside
 // overhead columns of decoration and, with a bar, the bar's cells: up to
 // maxBarCells, and at least minBarCells as long as parts can be dropped;
 // past that the text is cut with an ellipsis. ok is false when not even
 // that fits.
-func fitStatus(parts []statusPart, room, overhead int, bar bool) (text string, cells int, ok bool) {
-	parts = append([]statusPart(nil), parts...)
+func fitStatus(parts []progress.Part, room, overhead int, bar bool) (text string, cells int, ok bool) {
+	parts = append([]progress.Part(nil), parts...)
 	least := 0
 	if bar {
 		least = minBarCells
 	}
 	for {
-		text = joinStatus(parts)
+		text = progress.Join(parts)
 		free := room - overhead - utf8.RuneCountInString(text)
 		if free >= least {
 			if bar {
@@ -167,7 +151,7 @@ func fitStatus(parts []statusPart, room, overhead int, bar bool) (text string, c
 		}
 		worst := -1
 		for i, p := range parts {
-			if p.drop > 0 && (worst < 0 || p.drop > parts[worst].drop) {
+			if p.Drop > 0 && (worst < 0 || p.Drop > parts[worst].Drop) {
 				worst = i
 			}
 		}
