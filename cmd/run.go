@@ -33,7 +33,7 @@ type RunOptions struct {
 	Command []string
 	// Sources are the input sources given after the command with ::: and
 	// ::::, as GNU parallel takes them; none means -a or stdin.
-	Sources []source
+	Sources []items.Source
 	// dashed says that the command came after "--": arguments in it that
 	// look like pace's flags are meant for the command.
 	dashed bool
@@ -138,9 +138,9 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 // setArgs splits the command line after the flags into the command and
 // its input sources, and refuses what looks like a mistake.
 func (opts *RunOptions) setArgs(args []string, dash int) error {
-	cmdArgs, sources, err := splitSources(args)
+	cmdArgs, sources, err := items.SplitSources(args)
 	if err != nil {
-		return err
+		return flagErrorf("%v", err)
 	}
 	opts.Command, opts.Sources, opts.dashed = cmdArgs, sources, dash >= 0 && dash == 0
 	if !opts.dashed {
@@ -159,7 +159,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	var sourceFiles []pathFlag
 	for _, s := range opts.Sources {
-		for _, name := range s.files {
+		for _, name := range s.Files {
 			sourceFiles = append(sourceFiles, pathFlag{flag: "::::", path: name})
 		}
 	}
@@ -197,7 +197,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		if o.ColSep != "" {
 			return flagErrorf("--colsep splits the lines of -a or stdin; with ::: and :::: the sources are the columns")
 		}
-		readOpts.NUL, readOpts.ColSep, readOpts.ColJoin = true, productColSepRe, " "
+		readOpts.NUL, readOpts.ColSep, readOpts.ColJoin = true, items.ProductColSep, " "
 		columns = len(opts.Sources)
 	} else if readOpts.ColSep != nil {
 		columns = 0

@@ -2,42 +2,13 @@ package cmd
 
 import (
 	"errors"
+	"github.com/pace-cli/pace/internal/items"
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
-
-func TestSplitSources(t *testing.T) {
-	for _, tt := range []struct {
-		args    []string
-		command []string
-		sources []source
-		err     string
-	}{
-		{args: []string{"echo", "{}"}, command: []string{"echo", "{}"}},
-		{args: []string{"echo", "{1}", ":::", "a", "b", ":::", "x"}, command: []string{"echo", "{1}"},
-			sources: []source{{args: []string{"a", "b"}}, {args: []string{"x"}}}},
-		{args: []string{"echo", "::::", "f1", "f2", ":::", "a"}, command: []string{"echo"},
-			sources: []source{{files: []string{"f1", "f2"}}, {args: []string{"a"}}}},
-		{args: []string{":::", "a"}, command: []string{}, sources: []source{{args: []string{"a"}}}},
-		{args: []string{"echo", ":::"}, err: "::: or :::: with nothing after it: give items (::: a b c) or files of items (:::: items.txt)"},
-		{args: []string{"echo", ":::", "a", "::::"}, err: "::: or :::: with nothing after it"},
-	} {
-		command, sources, err := splitSources(tt.args)
-		var fe *FlagError
-		switch {
-		case tt.err != "":
-			if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.err) {
-				t.Errorf("splitSources(%q) = %v, want a FlagError %q", tt.args, err, tt.err)
-			}
-		case err != nil || !reflect.DeepEqual(command, tt.command) || !reflect.DeepEqual(sources, tt.sources):
-			t.Errorf("splitSources(%q) = %q, %+v, %v; want %q, %+v", tt.args, command, sources, err, tt.command, tt.sources)
-		}
-	}
-}
 
 // readAll returns what r holds, with the separators of productReader
 // made visible: | between values, ; after each item.
@@ -47,7 +18,7 @@ func readAll(t *testing.T, r io.Reader) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.NewReplacer(productColSep, "|", "\x00", ";").Replace(string(b))
+	return strings.NewReplacer("\x1f", "|", "\x00", ";").Replace(string(b))
 }
 
 func TestSourcesInput(t *testing.T) {
@@ -58,21 +29,21 @@ func TestSourcesInput(t *testing.T) {
 	os.WriteFile(f0, []byte("p\x00q r\x00"), 0o644)
 	for _, tt := range []struct {
 		name    string
-		sources []source
+		sources []items.Source
 		null    bool
 		stdin   string
 		want    string
 	}{
 		// Every combination, the last source varying fastest.
-		{name: "two ::: sources", sources: []source{{args: []string{"a", "b"}}, {args: []string{"1", "2", "3"}}},
+		{name: "two ::: sources", sources: []items.Source{{Args: []string{"a", "b"}}, {Args: []string{"1", "2", "3"}}},
 			want: "a|1;a|2;a|3;b|1;b|2;b|3;"},
-		{name: "one ::: source", sources: []source{{args: []string{"a b", "c"}}}, want: "a b;c;"},
-		{name: "a :::: file and :::", sources: []source{{files: []string{f1}}, {args: []string{"1"}}}, want: "x|1;y|1;"},
-		{name: ":::: stdin", sources: []source{{args: []string{"a"}}, {files: []string{"-"}}}, stdin: "s\nt\n", want: "a|s;a|t;"},
-		{name: "files of a source one after the other", sources: []source{{files: []string{f1, f1}}, {args: []string{"1"}}},
+		{name: "one ::: source", sources: []items.Source{{Args: []string{"a b", "c"}}}, want: "a b;c;"},
+		{name: "a :::: file and :::", sources: []items.Source{{Files: []string{f1}}, {Args: []string{"1"}}}, want: "x|1;y|1;"},
+		{name: ":::: stdin", sources: []items.Source{{Args: []string{"a"}}, {Files: []string{"-"}}}, stdin: "s\nt\n", want: "a|s;a|t;"},
+		{name: "files of a source one after the other", sources: []items.Source{{Files: []string{f1, f1}}, {Args: []string{"1"}}},
 			want: "x|1;y|1;x|1;y|1;"},
-		{name: ":::: NUL-separated with -0", sources: []source{{files: []string{f0}}, {args: []string{"1"}}}, null: true, want: "p|1;q r|1;"},
-		{name: "an empty source: nothing", sources: []source{{args: []string{"a"}}, {files: []string{filepath.Join(dir, "empty")}}}},
+		{name: ":::: NUL-separated with -0", sources: []items.Source{{Files: []string{f0}}, {Args: []string{"1"}}}, null: true, want: "p|1;q r|1;"},
+		{name: "an empty source: nothing", sources: []items.Source{{Args: []string{"a"}}, {Files: []string{filepath.Join(dir, "empty")}}}},
 	} {
 		os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644)
 		opts := &RunOptions{Sources: tt.sources, Common: CommonOptions{Input: "-", Null: tt.null}}
@@ -87,7 +58,7 @@ func TestSourcesInput(t *testing.T) {
 	}
 
 	// One :::: file is read as -a FILE is: streamed.
-	opts := &RunOptions{Sources: []source{{files: []string{f1}}}, Common: CommonOptions{Input: "-"}}
+	opts := &RunOptions{Sources: []items.Source{{Files: []string{f1}}}, Common: CommonOptions{Input: "-"}}
 	in, err := opts.openInput(nil)
 	if err != nil || in.product || in.name != f1 || readAll(t, in.r) != "x\ny\n" {
 		t.Errorf("one :::: file: %+v, %v; want the file as -a reads it", in, err)
@@ -98,8 +69,8 @@ func TestSourcesInput(t *testing.T) {
 		opts RunOptions
 		want string
 	}{
-		{RunOptions{Sources: []source{{args: []string{"a"}}}, Common: CommonOptions{Input: "in.txt"}}, "-a in.txt and ::: or :::: both give items: use one"},
-		{RunOptions{Sources: []source{{files: []string{filepath.Join(dir, "missing")}}, {args: []string{"a"}}}, Common: CommonOptions{Input: "-"}},
+		{RunOptions{Sources: []items.Source{{Args: []string{"a"}}}, Common: CommonOptions{Input: "in.txt"}}, "-a in.txt and ::: or :::: both give items: use one"},
+		{RunOptions{Sources: []items.Source{{Files: []string{filepath.Join(dir, "missing")}}, {Args: []string{"a"}}}, Common: CommonOptions{Input: "-"}},
 			"open input: open " + filepath.Join(dir, "missing") + ": no such file or directory"},
 	} {
 		if _, err := tt.opts.openInput(nil); err == nil || err.Error() != tt.want {

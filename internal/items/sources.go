@@ -1,0 +1,145 @@
+package items
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+
+	"github.com/pace-cli/pace/runner"
+)
+
+// ErrEmptySource is SplitSources' error for a ::: or :::: with nothing
+// after it.
+var ErrEmptySource = errors.New("::: or :::: with nothing after it: give items (::: a b c) or files of items (:::: items.txt)")
+
+// Source is one input source given after the command, as GNU parallel
+// takes them: ::: and its arguments, or :::: and files of items.
+type Source struct {
+	Args  []string // the items of :::
+	Files []string // the files of ::::
+}
+
+// SplitSources splits the arguments after pace's flags into the command
+// and the input sources that follow ::: or ::::. A source with nothing
+// after it is ErrEmptySource.
+func SplitSources(args []string) (cmdArgs []string, sources []Source, err error) {
+	i := slices.IndexFunc(args, func(a string) bool { return a == ":::" || a == "::::" })
+	if i < 0 {
+		return args, nil, nil
+	}
+	cmdArgs = args[:i]
+	var cur *Source
+	for _, a := range args[i:] {
+		switch a {
+		case ":::":
+			sources = append(sources, Source{Args: []string{}})
+			cur = &sources[len(sources)-1]
+		case "::::":
+			sources = append(sources, Source{Files: []string{}})
+			cur = &sources[len(sources)-1]
+		default:
+			if cur.Args != nil {
+				cur.Args = append(cur.Args, a)
+			} else {
+				cur.Files = append(cur.Files, a)
+			}
+		}
+	}
+	for _, s := range sources {
+		if len(s.Args) == 0 && len(s.Files) == 0 {
+			return nil, nil, ErrEmptySource
+		}
+	}
+	return cmdArgs, sources, nil
+}
+
+// ReadSourceFile reads the items of one :::: file ("-" is stdin).
+func ReadSourceFile(name string, nul bool, stdin io.Reader) ([]string, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open input: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var vs []string
+	err := Scan(bufio.NewReader(r), ReadOptions{NUL: nul}, func(it runner.Item) error {
+		if it.Err != nil {
+			return fmt.Errorf("%s: %w", name, it.Err)
+		}
+		vs = append(vs, it.Text)
+		return nil
+	})
+	return vs, err
+}
+
+// Columns of the items productReader makes: a unit separator between
+// values, NUL after each item. Neither can be in an argument.
+const (
+	productColSep  = "\x1f"
+	productItemSep = 0
+)
+
+// ProductColSep splits the items Product makes into their values
+// (ReadOptions.ColSep).
+var ProductColSep = regexp.MustCompile(productColSep)
+
+// Product returns a reader of every combination of one value from each
+// of values, in order, as GNU parallel makes them from its sources, and
+// how many there are: NUL-separated items whose values are separated by
+// ProductColSep, the last source varying fastest.
+func Product(values [][]string) (io.Reader, int64) {
+	n := int64(1)
+	for _, vs := range values {
+		n *= int64(len(vs))
+	}
+	return &productReader{values: values, idx: make([]int, len(values))}, n
+}
+
+// productReader reads every combination of one value from each source,
+// the last source varying fastest, as NUL-separated items whose values
+// are separated by productColSep.
+type productReader struct {
+	values [][]string
+	idx    []int
+	buf    bytes.Buffer
+	done   bool
+}
+
+func (p *productReader) Read(b []byte) (int, error) {
+	for p.buf.Len() < len(b) && !p.done {
+		if slices.ContainsFunc(p.values, func(v []string) bool { return len(v) == 0 }) {
+			p.done = true
+			break
+		}
+		for i, j := range p.idx {
+			if i > 0 {
+				p.buf.WriteString(productColSep)
+			}
+			p.buf.WriteString(p.values[i][j])
+		}
+		p.buf.WriteByte(productItemSep)
+		// Next combination: the last source varies fastest.
+		k := len(p.idx) - 1
+		for k >= 0 {
+			p.idx[k]++
+			if p.idx[k] < len(p.values[k]) {
+				break
+			}
+			p.idx[k] = 0
+			k--
+		}
+		p.done = k < 0
+	}
+	if p.buf.Len() == 0 {
+		return 0, io.EOF
+	}
+	return p.buf.Read(b)
+}

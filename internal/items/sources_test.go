@@ -1,0 +1,56 @@
+package items
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSplitSources(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		command []string
+		sources []Source
+		err     string
+	}{
+		{args: []string{"echo", "{}"}, command: []string{"echo", "{}"}},
+		{args: []string{"echo", "{1}", ":::", "a", "b", ":::", "x"}, command: []string{"echo", "{1}"},
+			sources: []Source{{Args: []string{"a", "b"}}, {Args: []string{"x"}}}},
+		{args: []string{"echo", "::::", "f1", "f2", ":::", "a"}, command: []string{"echo"},
+			sources: []Source{{Files: []string{"f1", "f2"}}, {Args: []string{"a"}}}},
+		{args: []string{":::", "a"}, command: []string{}, sources: []Source{{Args: []string{"a"}}}},
+		{args: []string{"echo", ":::"}, err: "::: or :::: with nothing after it: give items (::: a b c) or files of items (:::: items.txt)"},
+		{args: []string{"echo", ":::", "a", "::::"}, err: "::: or :::: with nothing after it"},
+	} {
+		command, sources, err := SplitSources(tt.args)
+		switch {
+		case tt.err != "":
+			if !errors.Is(err, ErrEmptySource) || !strings.HasPrefix(err.Error(), tt.err) {
+				t.Errorf("SplitSources(%q) = %v, want ErrEmptySource %q", tt.args, err, tt.err)
+			}
+		case err != nil || !reflect.DeepEqual(command, tt.command) || !reflect.DeepEqual(sources, tt.sources):
+			t.Errorf("SplitSources(%q) = %q, %+v, %v; want %q, %+v", tt.args, command, sources, err, tt.command, tt.sources)
+		}
+	}
+}
+
+func TestProduct(t *testing.T) {
+	r, n := Product([][]string{{"a", "b"}, {"1", "2", "3"}})
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.NewReplacer("\x1f", "|", "\x00", ";").Replace(string(b))
+	if want := "a|1;a|2;a|3;b|1;b|2;b|3;"; got != want || n != 6 {
+		t.Errorf("Product = %q, %d; want %q, 6", got, n, want)
+	}
+	if !ProductColSep.MatchString("\x1f") {
+		t.Errorf("ProductColSep does not split the values Product joins")
+	}
+	r, n = Product([][]string{{"a"}, {}})
+	if b, _ := io.ReadAll(r); len(b) != 0 || n != 0 {
+		t.Errorf("Product with an empty source = %q, %d; want nothing", b, n)
+	}
+}
