@@ -59,6 +59,7 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/progress", func(dep string) bool {
 			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || isPkg(dep, "human", "summary")
 		}},
+		{mod + "/internal/spec", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
 		// pace quota's views describe what the stores' Inspect return:
 		// the stores and their clients, nothing of the CLI or the pool.
 		{mod + "/internal/quota", func(dep string) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pace-cli/pace/internal/costexpr"
+	"github.com/pace-cli/pace/internal/spec"
 	"io"
 	"os"
 	"path/filepath"
@@ -229,7 +230,7 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	fl.Var(sizeValue{&opts.MaxBody}, "max-body", "fail an item whose body is larger than `SIZE` (such as 64M or 2G)")
 	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "fail an item whose 429 or rate-limit headers ask to pause longer than `DURATION`")
 	fl.StringArrayVar(&opts.RedactParams, "redact-param", nil, "hide the value of query parameter `NAME` wherever a URL is shown (repeatable)")
-	fl.Lookup("max-body").DefValue = formatSize(fetch.DefaultMaxBody)
+	fl.Lookup("max-body").DefValue = spec.FormatSize(fetch.DefaultMaxBody)
 	fl.Lookup("max-server-pause").DefValue = fetch.DefaultMaxServerPause.String()
 	cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(
 		[]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp))

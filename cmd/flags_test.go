@@ -82,18 +82,6 @@ func TestRulesValueErrors(t *testing.T) {
 	}
 }
 
-func TestGuessRule(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"5s", "5/s"}, {"5 s", "5/s"}, {"5sec", "5/s"}, {"10m", "10/min"}, {"3h", "3/h"}, {"2d", "2/day"}, {"100ms", "100/ms"},
-		{"5 per second", "5/s"}, {"5 per 3s", "5/3s"}, {"5 every minute", "5/min"}, {"5/ second", "5/s"}, {"5 an hour", "5/h"},
-		{"5 per fortnight", ""}, {"5x", ""}, {"fast", ""}, {"", ""},
-	} {
-		if got := guessRule(tt.in); got != tt.want {
-			t.Errorf("guessRule(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestIntValue(t *testing.T) {
 	var n int
 	v := intValue{&n}
@@ -118,27 +106,7 @@ func TestIntValue(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want time.Duration
-	}{{"5s", 5 * time.Second}, {" 1m30s ", 90 * time.Second}, {"500ms", 500 * time.Millisecond}, {"0", 0}} {
-		if got, err := parseDuration(tt.in); err != nil || got != tt.want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-	for _, tt := range []struct{ in, want string }{
-		{"5", "want a duration with a unit, such as 5s or 5ms"},
-		{"1.5", "want a duration with a unit, such as 1.5s or 1.5ms"},
-		{"5/s", "want a duration such as 5s, 500ms or 1m30s (this flag takes a duration, not a rule)"},
-		{"soon", "want a duration such as 5s, 500ms or 1m30s"},
-		{"", "want a duration such as 5s, 500ms or 1m30s"},
-	} {
-		_, err := parseDuration(tt.in)
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("parseDuration(%q) = %v, want %q", tt.in, err, tt.want)
-		}
-	}
+func TestDurationValues(t *testing.T) {
 	var d time.Duration
 	set := false
 	if err := (setDurationValue{&d, &set}).Set("0"); err != nil || d != 0 || !set {
@@ -151,53 +119,6 @@ func TestParseDuration(t *testing.T) {
 	if err := (durationValue{&d}).Set("2s"); err != nil || d != 2*time.Second || (durationValue{&d}).String() != "2s" {
 		t.Errorf("durationValue.Set(2s) = %v, %v", err, d)
 	}
-}
-
-func TestParseSize(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want int64
-	}{
-		{"1024", 1024}, {"0", 0}, {"64k", 64 << 10}, {"64K", 64 << 10}, {"10MB", 10 << 20}, {"2GiB", 2 << 30},
-		{" 3 t ", 3 << 40}, {"7b", 7},
-	} {
-		if got, err := parseSize(tt.in); err != nil || got != tt.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, in := range []string{"", "k", "12q", "-1", "1.5M", "9999999999999999999", "5000000000000000000k", "4P"} {
-		_, err := parseSize(in)
-		if err == nil || err.Error() != "want a size such as 1048576, 512k, 64M or 4G" {
-			t.Errorf("parseSize(%q) = %v, want the size hint", in, err)
-		}
-	}
-}
-
-func TestFormatSize(t *testing.T) {
-	for _, tt := range []struct {
-		n    int64
-		want string
-	}{{0, "0"}, {1000, "1000"}, {1024, "1k"}, {1536, "1536"}, {64 << 20, "64M"}, {3 << 30, "3G"}, {5 << 40, "5T"}} {
-		if got := formatSize(tt.n); got != tt.want {
-			t.Errorf("formatSize(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}
-
-// FuzzSizeRoundTrip: parseSize reads back what formatSize writes.
-func FuzzSizeRoundTrip(f *testing.F) {
-	for _, n := range []int64{0, 1, 1023, 1024, 64 << 20, 3 << 30, 1 << 50} {
-		f.Add(n)
-	}
-	f.Fuzz(func(t *testing.T, n int64) {
-		if n < 0 || n > 1<<62 {
-			return
-		}
-		got, err := parseSize(formatSize(n))
-		if err != nil || got != n {
-			t.Errorf("parseSize(formatSize(%d) = %q) = %d, %v", n, formatSize(n), got, err)
-		}
-	})
 }
 
 func TestEnumValue(t *testing.T) {

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"github.com/pace-cli/pace/internal/spec"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/pace-cli/pace/throttle"
 )
 
 const rootLong = `pace runs jobs (pace run) while keeping several rate rules at once, such
@@ -215,7 +211,7 @@ func userFlagError(err error, command string, args []string) string {
 			hint = h
 		}
 		if name == "delay" {
-			if h := delayHint(args); h != "" {
+			if h := spec.DelayHint(args); h != "" {
 				hint = h
 			}
 		}
@@ -224,57 +220,4 @@ func userFlagError(err error, command string, args []string) string {
 		}
 	}
 	return msg
-}
-
-// delayHint returns the rule that does what GNU parallel's --delay with
-// the value in args does (one start per delay), or "" when args hold no
-// delay pace can read. A delay that divides a second also gets the rule
-// per second, which allows the same starts in bursts.
-func delayHint(args []string) string {
-	value := ""
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if v, ok := strings.CutPrefix(a, "--delay="); ok {
-			value = v
-			break
-		}
-		if a == "--delay" && i+1 < len(args) {
-			value = args[i+1]
-			break
-		}
-	}
-	d, ok := parseParallelDelay(value)
-	if !ok {
-		return ""
-	}
-	one := throttle.Rule{N: 1, Window: d}
-	hint := fmt.Sprintf("--delay %s is GNU parallel's; pace's is -r %s", value, one)
-	if d < time.Second && time.Second%d == 0 {
-		hint = fmt.Sprintf("--delay %s is GNU parallel's; pace's is -r %d/s (or -r %s to space every start by %s)",
-			value, time.Second/d, one, d)
-	}
-	return hint
-}
-
-// parseParallelDelay reads a delay as GNU parallel does: seconds, or a
-// number with a unit s, m, h or d. It reports false for anything else,
-// and for delays no rule can hold.
-func parseParallelDelay(s string) (time.Duration, bool) {
-	unit := time.Second
-	if n := len(s); n > 0 {
-		if u, ok := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[s[n-1]]; ok {
-			s, unit = s[:n-1], u
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || f <= 0 || f > 365*24 {
-		return 0, false
-	}
-	d := time.Duration(math.Round(f * float64(unit)))
-	if !(throttle.Rule{N: 1, Window: d}).Valid() {
-		return 0, false
-	}
-	return d, true
 }

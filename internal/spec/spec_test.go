@@ -1,0 +1,117 @@
+package spec
+
+import (
+	"testing"
+	"time"
+)
+
+func TestGuessRule(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"5s", "5/s"}, {"5 s", "5/s"}, {"5sec", "5/s"}, {"10m", "10/min"}, {"3h", "3/h"}, {"2d", "2/day"}, {"100ms", "100/ms"},
+		{"5 per second", "5/s"}, {"5 per 3s", "5/3s"}, {"5 every minute", "5/min"}, {"5/ second", "5/s"}, {"5 an hour", "5/h"},
+		{"5 per fortnight", ""}, {"5x", ""}, {"fast", ""}, {"", ""},
+	} {
+		if got := guessRule(tt.in); got != tt.want {
+			t.Errorf("guessRule(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{{"5s", 5 * time.Second}, {" 1m30s ", 90 * time.Second}, {"500ms", 500 * time.Millisecond}, {"0", 0}} {
+		if got, err := Duration(tt.in); err != nil || got != tt.want {
+			t.Errorf("Duration(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"5", "want a duration with a unit, such as 5s or 5ms"},
+		{"1.5", "want a duration with a unit, such as 1.5s or 1.5ms"},
+		{"5/s", "want a duration such as 5s, 500ms or 1m30s (this flag takes a duration, not a rule)"},
+		{"soon", "want a duration such as 5s, 500ms or 1m30s"},
+		{"", "want a duration such as 5s, 500ms or 1m30s"},
+	} {
+		_, err := Duration(tt.in)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Duration(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+	}{
+		{"1024", 1024}, {"0", 0}, {"64k", 64 << 10}, {"64K", 64 << 10}, {"10MB", 10 << 20}, {"2GiB", 2 << 30},
+		{" 3 t ", 3 << 40}, {"7b", 7},
+	} {
+		if got, err := Size(tt.in); err != nil || got != tt.want {
+			t.Errorf("Size(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, in := range []string{"", "k", "12q", "-1", "1.5M", "9999999999999999999", "5000000000000000000k", "4P"} {
+		_, err := Size(in)
+		if err == nil || err.Error() != "want a size such as 1048576, 512k, 64M or 4G" {
+			t.Errorf("Size(%q) = %v, want the size hint", in, err)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0"}, {1000, "1000"}, {1024, "1k"}, {1536, "1536"}, {64 << 20, "64M"}, {3 << 30, "3G"}, {5 << 40, "5T"}} {
+		if got := FormatSize(tt.n); got != tt.want {
+			t.Errorf("FormatSize(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// FuzzSizeRoundTrip: parseSize reads back what formatSize writes.
+func FuzzSizeRoundTrip(f *testing.F) {
+	for _, n := range []int64{0, 1, 1023, 1024, 64 << 20, 3 << 30, 1 << 50} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		if n < 0 || n > 1<<62 {
+			return
+		}
+		got, err := Size(FormatSize(n))
+		if err != nil || got != n {
+			t.Errorf("Size(FormatSize(%d) = %q) = %d, %v", n, FormatSize(n), got, err)
+		}
+	})
+}
+
+func TestParallelDelay(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"2", 2 * time.Second, true}, {"0.25", 250 * time.Millisecond, true}, {"1.5m", 90 * time.Second, true},
+		{"1h", time.Hour, true}, {"1d", 24 * time.Hour, true},
+		{"", 0, false}, {"0", 0, false}, {"-1", 0, false}, {"NaN", 0, false}, {"soon", 0, false}, {"1y", 0, false},
+	} {
+		if got, ok := ParallelDelay(tt.in); got != tt.want || ok != tt.ok {
+			t.Errorf("ParallelDelay(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--delay", "2"}, "--delay 2 is GNU parallel's; pace's is -r 1/2s"},
+		{[]string{"--delay=0.25", "echo"}, "--delay 0.25 is GNU parallel's; pace's is -r 4/s (or -r 1/250ms to space every start by 250ms)"},
+		{[]string{"--", "--delay", "2"}, ""},
+		{[]string{"--delay", "soon"}, ""},
+	} {
+		if got := DelayHint(tt.args); got != tt.want {
+			t.Errorf("DelayHint(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
