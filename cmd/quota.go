@@ -138,7 +138,7 @@ func NewCmdQuota(f *Factory, runF func(*QuotaOptions) error) *cobra.Command {
 		fl := c.Flags()
 		fl.StringVar(&opts.Key, "key", "", "the quota's `NAME`")
 		fl.Var(setStringValue{&opts.State, &opts.stateSet}, "state", "the local store's `DIR` (default $PACE_STATE_DIR, else $XDG_STATE_HOME/pace, else a per-user directory)")
-		fl.Var(quotaURLValue{opts}, "redis", "the quota is kept in the Redis at `URL` (default $"+redisURLEnv+"; --redis= ignores it)")
+		fl.Var(redisURLValue{&opts.RedisURL, &opts.urlSet}, "redis", "the quota is kept in the Redis at `URL` (default $"+redisURLEnv+"; --redis= ignores it)")
 		fl.BoolVar(&opts.JSON, "json", false, "write the result as JSON on stdout")
 		c.MarkFlagDirname("state")
 		c.RegisterFlagCompletionFunc("key", cobra.NoFileCompletions)
@@ -154,24 +154,6 @@ func NewCmdQuota(f *Factory, runF func(*QuotaOptions) error) *cobra.Command {
 	)
 	return cmd
 }
-
-// quotaURLValue is the pflag.Value of pace quota's --redis: it shows the
-// URL only with its password redacted.
-type quotaURLValue struct{ o *QuotaOptions }
-
-func (v quotaURLValue) String() string {
-	if v.o == nil {
-		return ""
-	}
-	return redisrate.RedactURL(v.o.RedisURL)
-}
-
-func (v quotaURLValue) Set(s string) error {
-	v.o.RedisURL, v.o.urlSet = s, true
-	return nil
-}
-
-func (quotaURLValue) Type() string { return "URL" }
 
 // check validates the options and takes the URL from $PACE_REDIS_URL when
 // --redis was not given.

@@ -74,7 +74,7 @@ const redisHelp = `Sharing rules across processes:
 func addRedisFlags(cmd *cobra.Command, o *RedisOptions) {
 	fl := cmd.Flags()
 	// The default is never shown: $PACE_REDIS_URL may hold a password.
-	fl.Var(redisURLValue{o}, "redis",
+	fl.Var(redisURLValue{&o.URL, &o.urlSet}, "redis",
 		"share the rules with every pace process using the same Redis `URL` and --key:\n"+
 			"redis://[user:password@]host[:port][/db], rediss:// for TLS, unix:///path/to/socket\n"+
 			"(default $"+redisURLEnv+"; --redis= ignores it)")
@@ -96,20 +96,24 @@ func addRedisFlags(cmd *cobra.Command, o *RedisOptions) {
 	cmd.MarkFlagDirname("state")
 }
 
-// redisURLValue is the pflag.Value of --redis. It remembers that the flag
-// was given, so that --redis= can turn $PACE_REDIS_URL off, and shows the
-// URL only with its password redacted.
-type redisURLValue struct{ o *RedisOptions }
+// redisURLValue is the pflag.Value of --redis (pace run, fetch, exec,
+// proxy and quota). It remembers that the flag was given, so that
+// --redis= can turn $PACE_REDIS_URL off, and shows the URL only with its
+// password redacted.
+type redisURLValue struct {
+	url *string
+	set *bool
+}
 
 func (v redisURLValue) String() string {
-	if v.o == nil {
+	if v.url == nil {
 		return ""
 	}
-	return redisrate.RedactURL(v.o.URL)
+	return redisrate.RedactURL(*v.url)
 }
 
 func (v redisURLValue) Set(s string) error {
-	v.o.URL, v.o.urlSet = s, true
+	*v.url, *v.set = s, true
 	return nil
 }
 

@@ -135,7 +135,7 @@ func TestRedisHelpHidesPassword(t *testing.T) {
 	}
 	// The flag's value, shown by cobra for instance in errors.
 	o := &RedisOptions{}
-	v := redisURLValue{o}
+	v := redisURLValue{&o.URL, &o.urlSet}
 	v.Set("redis://u:hunter2pw@h:1")
 	if s := v.String(); strings.Contains(s, "hunter2pw") || !strings.Contains(s, "h:1") {
 		t.Errorf("--redis value String() = %q, want the URL without its password", s)
