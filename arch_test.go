@@ -50,9 +50,11 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/redact", isStd},
 		{mod + "/internal/outfile", isStd},
 		// What cmd renders and reports is computed below it, from plain
-		// values: the library, never cobra, terminals or runner.
+		// values and the pool's results: never cobra or terminals.
 		{mod + "/internal/human", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
-		{mod + "/internal/audit", func(dep string) bool { return isStd(dep) || isThrottle(dep) || isPkg(dep, "joblog", "regfile", "human") }},
+		{mod + "/internal/audit", func(dep string) bool {
+			return isStd(dep) || isThrottle(dep) || isPkg(dep, "joblog", "regfile", "human")
+		}},
 		{mod + "/internal/summary", func(dep string) bool {
 			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || isPkg(dep, "human")
 		}},
