@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"github.com/pace-cli/pace/internal/summary"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -11,51 +10,6 @@ import (
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
-
-func TestDurationsExact(t *testing.T) {
-	var d durations
-	if got := d.quantile(0.5); got != 0 {
-		t.Errorf("quantile(0.5) of nothing = %v, want 0", got)
-	}
-	for i := 100; i >= 1; i-- {
-		d.add(time.Duration(i) * time.Millisecond)
-	}
-	for _, tt := range []struct {
-		q    float64
-		want time.Duration
-	}{{0.5, 50 * time.Millisecond}, {0.95, 95 * time.Millisecond}, {1, 100 * time.Millisecond}, {0.001, time.Millisecond}} {
-		if got := d.quantile(tt.q); got != tt.want {
-			t.Errorf("quantile(%v) = %v, want %v", tt.q, got, tt.want)
-		}
-	}
-	if d.max != 100*time.Millisecond {
-		t.Errorf("max = %v, want 100ms", d.max)
-	}
-	d.add(-time.Second) // a clock step: counted as 0
-	if got := d.quantile(0.001); got != 0 {
-		t.Errorf("quantile(0.001) after a negative duration = %v, want 0", got)
-	}
-}
-
-func TestDurationsBoundedAndClose(t *testing.T) {
-	var d durations
-	const n = 200_000
-	for i := 1; i <= n; i++ {
-		d.add(time.Duration(i) * time.Microsecond)
-	}
-	if d.exact != nil || len(d.buckets) > 2000 {
-		t.Errorf("kept %d exact values and %d buckets, want bounded memory", len(d.exact), len(d.buckets))
-	}
-	for _, q := range []float64{0.5, 0.95} {
-		want := q * n * float64(time.Microsecond)
-		if got := float64(d.quantile(q)); math.Abs(got-want)/want > 0.01 {
-			t.Errorf("quantile(%v) = %v, want within 1%% of %v", q, time.Duration(got), time.Duration(want))
-		}
-	}
-	if d.max != n*time.Microsecond {
-		t.Errorf("max = %v, want exactly %v", d.max, n*time.Microsecond)
-	}
-}
 
 // result returns a finished attempt.
 func result(seq int64, attempt int, exit int, runtime time.Duration) *runner.Result {
@@ -66,9 +20,6 @@ func result(seq int64, attempt int, exit int, runtime time.Duration) *runner.Res
 func TestTallyCounts(t *testing.T) {
 	r := throttle.Rule{N: 3, Window: time.Second}
 	tl := newTally([]throttle.Rule{r, {N: 1 << 20, Window: time.Hour}})
-	if tl.keep != maxRecent {
-		t.Errorf("keep = %d, want the largest N up to %d", tl.keep, maxRecent)
-	}
 	at := func(i int) throttle.Admission { return throttle.Admission{At: time.Unix(int64(i), 0), Cost: 2} }
 	show := func(s string) string { return "<" + s + ">" }
 	events := []runner.Event{
@@ -117,9 +68,6 @@ func TestTallyRecentIsBounded(t *testing.T) {
 	slices.SortFunc(got, func(a, b throttle.Call) int { return a.At.Compare(b.At) })
 	if len(got) != 3 || !got[0].At.Equal(time.Unix(2, 0)) || !got[2].At.Equal(time.Unix(4, 0)) {
 		t.Errorf("Recent = %v, want the last 3 admissions (the largest N)", got)
-	}
-	if none := newTally(nil); none.keep != 0 {
-		t.Errorf("newTally(no rules).keep = %d, want 0", none.keep)
 	}
 }
 
