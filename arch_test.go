@@ -53,7 +53,7 @@ func TestImportBoundaries(t *testing.T) {
 		// values and the pool's results: never cobra or terminals.
 		{mod + "/internal/human", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
 		{mod + "/internal/audit", func(dep string) bool {
-			return isStd(dep) || isThrottle(dep) || isPkg(dep, "joblog", "regfile", "human")
+			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "joblog", "regfile", "human")
 		}},
 		{mod + "/internal/summary", func(dep string) bool {
 			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || isPkg(dep, "human")

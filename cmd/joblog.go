@@ -261,21 +261,7 @@ func (j *jobLog) record(r *runner.Result) error {
 	if j == nil {
 		return nil
 	}
-	exit, signal := jobLogExit(r)
-	e := joblog.Entry{
-		Seq: int(r.Job.Seq), Host: ":", Start: r.Start, Runtime: r.Runtime,
-		Receive: r.Stdout.Len(), Exit: exit, Signal: signal, Command: j.command(&r.Job),
-	}
-	if j.cost {
-		e.Send = int64(max(r.Job.Cost, r.Cost, 1))
-		if r.Cost > 0 {
-			e.Send = int64(r.Cost)
-		}
-	}
-	if r.HTTP != nil {
-		e.Receive = r.HTTP.Bytes
-	}
-	return j.w.Write(e)
+	return j.w.Write(joblog.EntryOf(r, j.command(&r.Job), j.cost))
 }
 
 // close closes the job log, reporting a failure to flush it.
@@ -284,41 +270,4 @@ func (j *jobLog) close() error {
 		return nil
 	}
 	return j.w.Close()
-}
-
-// jobLogExit returns the Exitval and Signal columns of r's row.
-//
-// Commands: the exit status; -1 and the signal for a job killed by a
-// signal (pace's --timeout or second Ctrl-C, or any other); 127 for a
-// program that could not be started, as a shell reports it; 1 for a job
-// that exited 0 but whose output could not be kept or written.
-//
-// Fetches: 0 for a 2xx, the status for any other response, -1 when no
-// whole response came (network error, timeout, interrupt), and 1 for a
-// 2xx whose body could not be kept or written.
-func jobLogExit(r *runner.Result) (exit, signal int) {
-	if h := r.HTTP; h != nil {
-		switch {
-		case r.OK():
-			return 0, 0
-		case h.StatusCode != 0 && (h.StatusCode < 200 || h.StatusCode > 299):
-			return h.StatusCode, 0
-		case h.StatusCode != 0 && r.ExitCode == 0:
-			return 1, 0
-		}
-		return -1, 0
-	}
-	switch {
-	case r.Signal != 0:
-		return -1, r.Signal
-	case r.TimedOut:
-		return -1, 0
-	case r.ExitCode > 0:
-		return r.ExitCode, 0
-	case r.ExitCode == 0 && r.Err != nil:
-		return 1, 0
-	case r.ExitCode == 0:
-		return 0, 0
-	}
-	return 127, 0
 }

@@ -17,34 +17,6 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-func TestJobLogExit(t *testing.T) {
-	errBoom := errors.New("boom")
-	for _, tt := range []struct {
-		name         string
-		r            runner.Result
-		exit, signal int
-	}{
-		{"ok", runner.Result{ExitCode: 0}, 0, 0},
-		{"exit status", runner.Result{ExitCode: 3}, 3, 0},
-		{"killed by pace's second Ctrl-C", runner.Result{ExitCode: -1, Signal: 9}, -1, 9},
-		{"timed out, SIGTERM", runner.Result{ExitCode: -1, Signal: 15, TimedOut: true}, -1, 15},
-		{"timed out, exited on its own terms", runner.Result{ExitCode: 143, TimedOut: true}, -1, 0},
-		{"could not start", runner.Result{ExitCode: -1, Err: errBoom}, 127, 0},
-		{"output lost", runner.Result{ExitCode: 0, Err: errBoom}, 1, 0},
-		{"fetch 200", runner.Result{ExitCode: 0, HTTP: &runner.HTTPInfo{StatusCode: 200}}, 0, 0},
-		{"fetch 404", runner.Result{ExitCode: 1, Err: errBoom, HTTP: &runner.HTTPInfo{StatusCode: 404}}, 404, 0},
-		{"fetch 304", runner.Result{ExitCode: 1, Err: errBoom, HTTP: &runner.HTTPInfo{StatusCode: 304}}, 304, 0},
-		{"fetch, no response", runner.Result{ExitCode: -1, Err: errBoom, HTTP: &runner.HTTPInfo{}}, -1, 0},
-		{"fetch timed out", runner.Result{ExitCode: -1, TimedOut: true, HTTP: &runner.HTTPInfo{}}, -1, 0},
-		{"fetch 200, body cut off", runner.Result{ExitCode: -1, Err: errBoom, HTTP: &runner.HTTPInfo{StatusCode: 200}}, -1, 0},
-		{"fetch 200, body not written", runner.Result{ExitCode: 0, Err: errBoom, HTTP: &runner.HTTPInfo{StatusCode: 200}}, 1, 0},
-	} {
-		if exit, signal := jobLogExit(&tt.r); exit != tt.exit || signal != tt.signal {
-			t.Errorf("%s: jobLogExit = %d, %d; want %d, %d", tt.name, exit, signal, tt.exit, tt.signal)
-		}
-	}
-}
-
 func TestJobLogOptionsCheck(t *testing.T) {
 	for _, tt := range []struct {
 		o    JobLogOptions

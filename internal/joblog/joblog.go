@@ -1,5 +1,5 @@
 // Package joblog reads and writes job logs in GNU parallel's --joblog
-// format, and decides which items a resumed run skips.
+// format, and makes the row of a pool's result (EntryOf).
 //
 // A job log is a header line, then one TAB-separated row per attempt:
 // Seq Host Starttime JobRuntime Send Receive Exitval Signal Command. pace
