@@ -77,7 +77,8 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile":     cmdWaitfile,
-			"tmpfs":        cmdTmpfs, // script_cmds_test.go
+			"waitproc":     cmdWaitproc, // script_proc_test.go
+			"tmpfs":        cmdTmpfs,    // script_cmds_test.go
 			"gone":         cmdGone,
 			"rows":         cmdRows,
 			"checkrate":    cmdCheckrate,

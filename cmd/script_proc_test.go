@@ -1,0 +1,78 @@
+//go:build unix
+
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+)
+
+// waitproc open FILE | waitproc blocked waits (up to 20s) until the last
+// background command has FILE open, or has a thread blocked opening a
+// file (a FIFO with no reader), as its /proc entry shows. A signal sent
+// after a fixed sleep raced a loaded machine's start-up: the process
+// could still be starting (and die of the signal) or still running jobs
+// (and be stopped there, not where the script means). Elsewhere than
+// Linux it sleeps a second, as the scripts did.
+func cmdWaitproc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 || (args[0] == "open") != (len(args) == 2) || (args[0] != "open" && args[0] != "blocked") {
+		ts.Fatalf("usage: waitproc open FILE | waitproc blocked")
+	}
+	bg := ts.BackgroundCmds()
+	if len(bg) == 0 || bg[len(bg)-1].Process == nil {
+		ts.Fatalf("waitproc: no background command")
+	}
+	if runtime.GOOS != "linux" {
+		time.Sleep(time.Second)
+		return
+	}
+	pid := strconv.Itoa(bg[len(bg)-1].Process.Pid)
+	var want string
+	if args[0] == "open" {
+		want = ts.MkAbs(args[1])
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if want != "" && hasOpen(pid, want) || want == "" && inOpenat(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitproc %s: process %s never got there", strings.Join(args, " "), pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// hasOpen reports whether process pid has file open.
+func hasOpen(pid, file string) bool {
+	fds, _ := filepath.Glob("/proc/" + pid + "/fd/*")
+	for _, fd := range fds {
+		if t, err := os.Readlink(fd); err == nil && t == file {
+			return true
+		}
+	}
+	return false
+}
+
+// inOpenat reports whether a thread of process pid is in the openat
+// system call (/proc/PID/task/TID/syscall starts with its number).
+func inOpenat(pid string) bool {
+	tasks, _ := filepath.Glob("/proc/" + pid + "/task/*/syscall")
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(unix.SYS_OPENAT) {
+			return true
+		}
+	}
+	return false
+}
