@@ -41,24 +41,41 @@
 // cache (bbolt's NoSync): it does not wait for the disk. A process killed
 // at any point, even with SIGKILL inside a commit, still leaves a whole
 // store holding every admission recorded, since the kernel, not the
-// process, writes the pages back. A crash of the host or a power cut may
-// lose what the kernel had not written yet, the admissions of the last
-// moments (on Linux typically up to about 30 s, dirty_expire_centisecs):
-// the store comes back as an earlier transaction left it, and after the
-// reboot a rule admits again what the lost admissions used, so a window
-// that straddles the crash holds at most N more calls than the rule (a
-// per-second or per-minute window has usually passed by the time a host
-// has rebooted; a daily one has not). The crash may also leave pages that
-// bbolt cannot read: the store is then refused with an error wrapping
-// throttle.ErrBackend until it is moved away, never silently reset.
+// process, writes the pages back: only a crash of the host or a power cut
+// can lose admissions. Two things bound what that costs (crash.go):
 //
-// Options.Sync waits for the disk at every admission (bbolt's two
-// fsyncs), so that nothing Admit returned can be lost, at about a fifth
-// of the speed: on a 2-CPU Linux VM about 0.6 to 0.9ms per admission
-// against about 0.14ms, most of which is opening and closing the store
-// (mmap, munmap). See BenchmarkAdmit, whose "processes" cases run 4 real
-// processes sharing one quota. (macOS makes each fsync a full flush of
-// the disk's cache, F_FULLFSYNC, which costs much more.)
+//   - Once a second at most, an admission waits for the disk (bbolt's
+//     two fsyncs) and the store records when: an admission that Admit
+//     returned and a crash lost was made in the second after the last
+//     one the disk kept that waited.
+//   - The store records the host's boot it was last written in (Linux's
+//     boot_id; kern.boottime on macOS and the BSDs). The first admission
+//     in a new boot records in every rule, at the end of that second,
+//     what lost admissions can have used: as many calls as the tightest
+//     count rule of a second or more allows (at most the rule's own N),
+//     and a cost rule full. So no rule admits more after a crash than it
+//     should, at the price of at most a second's worth of calls, and only
+//     in windows still open when the host is back (a per-minute window
+//     has passed by then; a daily one has not). A clean reboot cannot be
+//     told from a crash that lost nothing, and is treated the same.
+//     Where boots cannot be told apart (Windows, other systems) a rule
+//     may admit again, after a crash, what the lost admissions used: at
+//     most N more in the window that straddles it. So may a store last
+//     written by a pace from before this recovery.
+//
+// The crash may also leave pages that bbolt cannot read: the store is
+// then refused with an error wrapping throttle.ErrBackend until it is
+// moved away, never silently reset. (The kernel may write back the pages
+// of the last transactions in any order; bbolt checks the checksum of its
+// meta page, not of the pages it points to.)
+//
+// Options.Sync waits for the disk at every admission, so that nothing
+// Admit returned can be lost, at about a fifth of the speed: on a 2-CPU
+// Linux VM about 0.6 to 0.9ms per admission against about 0.14ms, most of
+// which is opening and closing the store (mmap, munmap). See
+// BenchmarkAdmit, whose "processes" cases run 4 real processes sharing
+// one quota. (macOS makes each fsync a full flush of the disk's cache,
+// F_FULLFSYNC, which costs much more.)
 //
 // Rules are kept as redisrate keeps them: a rule with N up to
 // Options.CounterAbove (100,000 by default) in an exact log

@@ -31,3 +31,14 @@ func SetTxHook(s *Store, f func()) { s.txHook = f }
 func CounterWidth(window time.Duration) time.Duration {
 	return time.Duration(counterWidth(int64(window)))
 }
+
+// WithBoot returns o with the host's boot id taken to be boot, as after
+// a reboot.
+func WithBoot(o Options, boot string) Options {
+	o.boot = boot
+	return o
+}
+
+// SyncEvery is how old the last admission that waited for the disk may be
+// before the next one waits too.
+const SyncEvery = syncEvery

@@ -15,6 +15,8 @@ import (
 //	serial    the id of the latest call recorded
 //	expires   the instant from which every rule's state has left its window
 //	margin:ID the margin of the process with that id, while in force (margin.go)
+//	synced    the instant of the latest admission that waited for the disk, ns (crash.go)
+//	boot      the id of the host's boot in which the store was last written (crash.go)
 //
 // and each rule, in store order, has a bucket named "r<j>:<rule>", with
 // ":counter" appended for a counter (layout.bucketName), that holds the

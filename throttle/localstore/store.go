@@ -77,6 +77,7 @@ type Options struct {
 	Sync bool
 
 	slotPoll time.Duration // tests shorten it
+	boot     string        // tests: the host's boot, instead of bootID()
 }
 
 // Store keeps rules for every process on a host that shares a quota
@@ -95,6 +96,7 @@ type Store struct {
 	present *os.File // shared lock on paths.open for the Store's life
 	slots   *slotSet // nil without GlobalJobs
 	txHook  func()   // tests: called in an admission's transaction, after the records
+	boot    string   // the host's current boot (bootID), "" if unknown
 
 	txMu   sync.Mutex  // one transaction at a time in this process
 	txLock txLock      // requires txMu
@@ -162,6 +164,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		rules:  slices.Clone(cf.Rules),
 		opened: time.Now(),
 		perm:   perm,
+		boot:   cmp.Or(cf.boot, bootID()),
 		id:     []byte(rand.Text()[:16]),
 	}
 	s.core = gate.NewCore(gate.Config{Name: "localstore", Rules: s.rules, GlobalJobs: cf.GlobalJobs,
@@ -313,6 +316,10 @@ func (ss *storeSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 		if err != nil {
 			return err
 		}
+		recovered, err := s.recoverCrash(m, rs, now)
+		if err != nil {
+			return err
+		}
 		held := make([]int64, len(rs))
 		var wait int64
 		for j, r := range rs {
@@ -326,6 +333,13 @@ func (ss *storeSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 		}
 		if wait > 0 {
 			d.Wait = time.Duration(wait)
+			if recovered {
+				// Keep the recovery, on the disk, even though the call
+				// must wait.
+				_, err := s.syncs(m, now, true)
+				tx.DB().NoSync = false
+				return err
+			}
 			return errRefused
 		}
 		d.Admitted = true
@@ -351,6 +365,11 @@ func (ss *storeSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 			if err := m.Put(keySpec, []byte(s.ly.spec)); err != nil {
 				return err
 			}
+		}
+		if sync, err := s.syncs(m, now, recovered); err != nil {
+			return err
+		} else if sync {
+			tx.DB().NoSync = false // bbolt reads it at the commit, after fn
 		}
 		if s.txHook != nil {
 			s.txHook()
