@@ -157,10 +157,12 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 		ad.at = time.Now()
 		admissions <- ad
 	}
-	wg.Go(func() { // the admitter: one Admit at a time, in order, unless Reorder
+	admitApart := func(job Job) { wg.Go(func() { admit(job) }) } // job escapes here only
+	// The admitter: one Admit at a time, in order, unless Reorder.
+	wg.Go(func() {
 		for job := range requests {
 			if p.opts.Reorder {
-				wg.Go(func() { admit(job) })
+				admitApart(job)
 			} else {
 				admit(job)
 			}
@@ -396,15 +398,21 @@ func (s *state) start(a admission) {
 		default:
 		}
 		s.workers++
-		s.wg.Go(func() {
-			s.execute(a)
-			for a := range s.work {
-				s.execute(a)
-			}
-		})
+		s.worker(a)
 		return
 	}
 	s.work <- a
+}
+
+// worker starts a worker with a as its first job (apart from start, so
+// that a escapes to the heap only here).
+func (s *state) worker(a admission) {
+	s.wg.Go(func() {
+		s.execute(a)
+		for a := range s.work {
+			s.execute(a)
+		}
+	})
 }
 
 // execute runs an admitted job, releases its admission and sends its
@@ -415,15 +423,16 @@ func (s *state) execute(a admission) {
 	res := s.pool.opts.Executor.Execute(s.ctx, &job)
 	end := time.Now()
 	job.Prepared = nil
-	if res.Cost > 0 && res.Cost != a.a.Cost {
+	adm := job.Admission // the pool's to correct and release
+	if res.Cost > 0 && res.Cost != adm.Cost {
 		// The call said what it really cost; a correction that fails
 		// leaves the estimate, which the rules then keep.
-		_ = a.a.Correct(res.Cost)
+		_ = adm.Correct(res.Cost)
 	}
-	a.a.Release()
-	res.Job, res.Start, res.Waited, res.Runtime = job, a.a.At, a.a.Waited, end.Sub(a.at)
+	adm.Release()
+	res.Job, res.Start, res.Waited, res.Runtime = job, adm.At, adm.Waited, end.Sub(a.at)
 	if !res.Sent.IsZero() {
-		res.Lag = a.a.Latency + res.Sent.Sub(a.at)
+		res.Lag = adm.Latency + res.Sent.Sub(a.at)
 	}
 	s.results <- res
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,6 +174,7 @@ type Executor struct {
 	url     *tmpl.Template // nil: the item is the URL
 	name    *tmpl.Template
 	headers []headerTemplate
+	fixed   *headers // the headers of every job, if no placeholder makes them differ
 	data    *tmpl.Template
 	red     *redact.Redactor
 	bufs    sync.Pool
@@ -255,6 +257,11 @@ func New(opts Options) (*Executor, error) {
 	}
 	if opts.OutputDir != "" {
 		e.name = tmpl.Parse(opts.OutputName)
+	}
+	if !slices.ContainsFunc(e.headers, func(h headerTemplate) bool { return h.value.HasPlaceholder() }) {
+		// The same for every job: expanded once (a line break fails
+		// each job, as it would one by one).
+		e.fixed, _ = e.expandHeaders(&runner.Job{})
 	}
 	return e, nil
 }
@@ -374,31 +381,18 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &spec{raw: raw, url: u, header: make(http.Header, len(e.headers)+1)}
-	var secrets []string
-	for _, h := range e.headers {
-		v, err := h.value.Expand(values(job))
-		if err != nil {
+	s := &spec{raw: raw, url: u}
+	h := e.fixed
+	if h == nil {
+		var err error
+		if h, err = e.expandHeaders(job); err != nil {
 			return fail(err)
 		}
-		if h.secret {
-			secrets = append(secrets, v)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return fail(fmt.Errorf("header %s: value holds a line break or NUL", h.name))
-		}
-		if h.name == "Host" {
-			s.host = v
-			continue
-		}
-		s.header[h.name] = append(s.header[h.name], v)
 	}
-	s.red = e.red.With(secrets...)
+	s.header, s.host = h.header, h.host
+	s.red = h.red.With()
 	s.red.AddURL(u)
 	s.redURL = s.red.URL(u)
-	if _, ok := s.header["User-Agent"]; !ok && e.opts.UserAgent != "" {
-		s.header["User-Agent"] = []string{e.opts.UserAgent}
-	}
 	if e.opts.HasData {
 		d, err := e.data.Expand(values(job))
 		if err != nil {
@@ -408,9 +402,6 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 			s.dataFile = name
 		} else {
 			s.data = d
-		}
-		if _, ok := s.header["Content-Type"]; !ok {
-			s.header["Content-Type"] = []string{"application/x-www-form-urlencoded"}
 		}
 	}
 	switch {
@@ -431,6 +422,47 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// headers are a request's headers, expanded for one job, or for every
+// job when no header holds a placeholder (Executor.fixed): the header is
+// only read from then on (http.Client copies it for redirects).
+type headers struct {
+	header http.Header
+	host   string
+	red    *redact.Redactor // the executor's, with the secret headers' values
+}
+
+// expandHeaders expands the -H lines, the User-Agent and the
+// Content-Type of a body for job.
+func (e *Executor) expandHeaders(job *runner.Job) (*headers, error) {
+	h := &headers{header: make(http.Header, len(e.headers)+2)}
+	var secrets []string
+	for _, t := range e.headers {
+		v, err := t.value.Expand(values(job))
+		if err != nil {
+			return nil, err
+		}
+		if t.secret {
+			secrets = append(secrets, v)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("header %s: value holds a line break or NUL", t.name)
+		}
+		if t.name == "Host" {
+			h.host = v
+			continue
+		}
+		h.header[t.name] = append(h.header[t.name], v)
+	}
+	h.red = e.red.With(secrets...)
+	if _, ok := h.header["User-Agent"]; !ok && e.opts.UserAgent != "" {
+		h.header["User-Agent"] = []string{e.opts.UserAgent}
+	}
+	if _, ok := h.header["Content-Type"]; !ok && e.opts.HasData {
+		h.header["Content-Type"] = []string{"application/x-www-form-urlencoded"}
+	}
+	return h, nil
 }
 
 // parseURL parses raw and checks that it can be fetched. Its errors wrap

@@ -566,6 +566,53 @@ func TestFetchErrorBodyIsRedacted(t *testing.T) {
 	}
 }
 
+// Headers without placeholders are expanded once for every job: a
+// redirect to another origin that drops the secret one does not drop it
+// from the next job, and its echoed value is redacted from each error.
+// A literal value with a line break fails every job alike.
+func TestFetchFixedHeaders(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, "other:"+r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Path+":"+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, other.URL+"/", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "bad credentials: %s\n", r.Header.Get("Authorization"))
+	}))
+	e := newFetch(t, Options{Headers: []string{"Authorization: Bearer s3cr3t-fixed"}})
+	if res := fetchSeq(t, context.Background(), e, srv.URL+"/away", 1); !res.OK() {
+		t.Fatalf("job 1: %s", res.Status())
+	}
+	for seq := int64(2); seq <= 3; seq++ {
+		res := fetchSeq(t, context.Background(), e, srv.URL+"/denied", seq)
+		if stderr := string(res.Stderr.Bytes()); strings.Contains(stderr, "s3cr3t") || !strings.Contains(stderr, redact.Placeholder) {
+			t.Errorf("job %d: Stderr = %q, want the echoed credential redacted", seq, stderr)
+		}
+	}
+	want := []string{"/away:Bearer s3cr3t-fixed", "other:", "/denied:Bearer s3cr3t-fixed", "/denied:Bearer s3cr3t-fixed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the server saw %q, want %q", got, want)
+	}
+
+	bad := newFetch(t, Options{Headers: []string{"X-A: a\rb"}})
+	for seq := int64(1); seq <= 2; seq++ {
+		job := runner.Job{Seq: seq, Item: srv.URL + "/x", Attempt: 1}
+		if err := bad.Prepare(&job); err == nil || !strings.Contains(err.Error(), "line break") {
+			t.Errorf("job %d with a header holding a line break: Prepare error %v, want one saying so", seq, err)
+		}
+	}
+}
+
 // TestFetchRedacts: values of a parameter named by Options.SecretParams, and
 // the signature and credential of a pre-signed S3 URL, appear nowhere:
 // not in Argv, ShowItem, HTTPInfo.URL, errors or the error body.
