@@ -493,6 +493,126 @@ proxy_clients() {
 	strict_result "$f"
 }
 
+# wrk_p50 URL: wrk with one connection for 3 s; prints the median latency in ms.
+wrk_p50() {
+	wrk -t1 -c1 -d3s --latency "$1" 2>/dev/null | awk '$1 == "50%" {
+		v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+		if (u == "us") v /= 1000; else if (u == "s") v *= 1000
+		printf "%.3f", v }'
+}
+
+# wrk_rps URL: wrk with 32 connections (2 threads) for 3 s; prints requests a second.
+wrk_rps() { wrk -t2 -c32 -d3s "$1" 2>/dev/null | awk '/^Requests\/sec/ { printf "%.0f", $2 }'; }
+
+# proxy_overhead: pace proxy with no rule against nginx proxy_pass with a
+# keepalive upstream, in front of the same loopback upstream (benchtool
+# upstream), measured with wrk, alternated; then one 1 GiB answer through a
+# fresh pace proxy and its peak RSS.
+proxy_overhead() {
+	local nginx=/usr/sbin/nginx uport nport upid npid ppid purl i runs
+	have nginx && nginx=$(command -v nginx)
+	if [ ! -x "$nginx" ] || ! have wrk; then
+		verdicts+=("| #21 proxy overhead vs nginx | p50 +≤ 0.1 ms; ≥ 0.5x nginx | not measured: no nginx or wrk | **not measured** |")
+		return
+	fi
+	log "pace proxy: overhead against nginx proxy_pass (wrk)"
+	rm -f "$tmp/uport"
+	"$tmp/benchtool" upstream -portfile "$tmp/uport" &
+	upid=$!
+	pids+=("$upid")
+	for _ in $(seq 100); do [ -s "$tmp/uport" ] && break; sleep 0.05; done
+	uport=$(cat "$tmp/uport")
+	nport=$("$tmp/benchtool" freeport)
+	mkdir -p "$tmp/nginx"
+	cat >"$tmp/nginx/nginx.conf" <<NGINX
+daemon off;
+worker_processes auto;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx/body;
+	proxy_temp_path $tmp/nginx/proxy;
+	fastcgi_temp_path $tmp/nginx/fastcgi;
+	uwsgi_temp_path $tmp/nginx/uwsgi;
+	scgi_temp_path $tmp/nginx/scgi;
+	upstream up { server 127.0.0.1:$uport; keepalive 64; }
+	server {
+		listen 127.0.0.1:$nport;
+		location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+	}
+}
+NGINX
+	"$nginx" -e "$tmp/nginx/error.log" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" &
+	npid=$!
+	pids+=("$npid")
+	rm -f "$tmp/pport0"
+	"$pace" proxy --upstream "http://127.0.0.1:$uport" --port-file "$tmp/pport0" --summary none --progress never \
+		>/dev/null 2>>"$tmp/errors.log" &
+	ppid=$!
+	pids+=("$ppid")
+	for _ in $(seq 100); do [ -s "$tmp/pport0" ] && curl -sf -o /dev/null "http://127.0.0.1:$nport/small" && break; sleep 0.05; done
+	purl=$(cat "$tmp/pport0")
+	# Warm-up: connections open, the proxy's memory of recent calls full.
+	wrk -t2 -c32 -d3s "$purl/small" >/dev/null 2>&1
+	wrk -t2 -c32 -d1s "http://127.0.0.1:$nport/small" >/dev/null 2>&1
+	local ds=() ns=() ps=() nr=() pr=() load_ov
+	load_ov=$(loadavg)
+	runs=$((reps < 3 ? 3 : reps))
+	for i in $(seq "$runs"); do
+		ds+=("$(wrk_p50 "http://127.0.0.1:$uport/small")")
+		ns+=("$(wrk_p50 "http://127.0.0.1:$nport/small")")
+		ps+=("$(wrk_p50 "$purl/small")")
+		nr+=("$(wrk_rps "http://127.0.0.1:$nport/small")")
+		pr+=("$(wrk_rps "$purl/small")")
+	done
+	local d n p nrm prm padd nadd tr
+	d=$(median "${ds[@]}") n=$(median "${ns[@]}") p=$(median "${ps[@]}")
+	nrm=$(median "${nr[@]}") prm=$(median "${pr[@]}")
+	padd=$(awk -v a="$p" -v b="$d" 'BEGIN { printf "%.3f", a - b }')
+	nadd=$(awk -v a="$n" -v b="$d" 'BEGIN { printf "%.3f", a - b }')
+	tr=$(ratio "$prm" "$nrm")
+	kill -INT "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null || true
+	add "### Overhead: \`pace proxy\` with no rule vs nginx \`proxy_pass\`"
+	add ""
+	add "One loopback upstream (\`benchtool upstream\`: /small answers 64 bytes), nginx $("$nginx" -v 2>&1 | sed 's|.*/||')"
+	add "(\`worker_processes auto\`, \`proxy_pass\` to an upstream block with \`keepalive 64\`, HTTP/1.1) and"
+	add "\`pace proxy --upstream\` (no rule, no -j) in front of it. wrk, alternated, $runs runs of 3 s each;"
+	add "median latency with one connection (\`wrk -t1 -c1 --latency\`), requests a second with 32"
+	add "(\`wrk -t2 -c32\`); wrk, the upstream and the proxy share the $(nproc) cores. Load average before: $load_ov."
+	add ""
+	add "| path | p50 latency, 1 connection (ms) | added to direct (ms) | requests/s, 32 connections | / nginx |"
+	add "|---|---|---|---|---|"
+	add "| direct to the upstream | $d (runs: ${ds[*]}) | 0 | | |"
+	add "| nginx proxy_pass | $n (runs: ${ns[*]}) | $nadd | $nrm (runs: ${nr[*]}) | 1.00 |"
+	add "| pace proxy | $p (runs: ${ps[*]}) | $padd | $prm (runs: ${pr[*]}) | $tr |"
+	add ""
+	verdicts+=("| #21 proxy added latency, 1 connection | p50 ≤ 0.1 ms over direct | +$padd ms (nginx +$nadd ms) | $(at_most "$padd" 0.1) |")
+	verdicts+=("| #21 proxy throughput, 32 connections | ≥ 0.5x nginx proxy_pass | ${tr}x ($prm vs $nrm req/s) | $(awk -v r="$tr" 'BEGIN { print (r + 0 >= 0.5) ? "met" : "**missed**" }') |")
+	cmdline "benchtool upstream -portfile F;  nginx -c nginx.conf (proxy_pass, keepalive 64);  pace proxy --upstream http://127.0.0.1:UPORT;  wrk -t1 -c1 -d3s --latency URL/small;  wrk -t2 -c32 -d3s URL/small"
+
+	# One answer of 1 GiB, through a fresh proxy: the peak RSS of pace.
+	log "pace proxy: a 1 GiB answer"
+	rm -f "$tmp/pport0"
+	"$pace" proxy --upstream "http://127.0.0.1:$uport" --port-file "$tmp/pport0" --summary none --progress never \
+		>/dev/null 2>>"$tmp/errors.log" &
+	ppid=$!
+	pids+=("$ppid")
+	for _ in $(seq 100); do [ -s "$tmp/pport0" ] && break; sleep 0.05; done
+	purl=$(cat "$tmp/pport0")
+	local got hwm
+	got=$(curl -s -o /dev/null -w '%{size_download}' "$purl/bytes/1073741824" || echo 0)
+	hwm=$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$ppid/status" 2>/dev/null || echo "?")
+	kill -INT "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null || true
+	kill "$npid" "$upid" 2>/dev/null; wait "$npid" "$upid" 2>/dev/null || true
+	add "A 1 GiB answer (\`/bytes/1073741824\`, made on the fly by the upstream) through a fresh \`pace proxy\`,"
+	add "read by curl: $got bytes arrived; the proxy's peak RSS (VmHWM in /proc/PID/status) was $hwm MiB."
+	add ""
+	verdicts+=("| #21 proxy, a 1 GiB answer | peak RSS ≤ 50 MB | $hwm MiB ($got bytes through) | $(awk -v h="$hwm" -v g="$got" 'BEGIN { print (h != "?" && h + 0 <= 50 && g == 1073741824) ? "met" : "**missed**" }') |")
+	cmdline "pace proxy --upstream http://127.0.0.1:UPORT --port-file F &  curl -s -o /dev/null \$(cat F)/bytes/1073741824;  grep VmHWM /proc/PID/status"
+}
+
 scenario_proxy() {
 	log "pace proxy: clients that are not pace, through the proxy"
 	add "## pace proxy (issue #21)"
@@ -535,6 +655,7 @@ scenario_proxy() {
 	cmdline "8 × at once: for i in 1..8; do curl -sf -o /dev/null \$(cat F)/cC-\$i; done"
 	cmdline "2 × pace proxy --key proxyRUN --state DIR -r 5/s,12/3s, each: seq 30 | xargs -P 4 -I{} curl -sf -o /dev/null URL/pP-{}"
 	cmdline "pace proxy -r 20/s (strictd -rules 5/1s -retry-after);  seq 60 | xargs -P 8 -I{} curl -sf --retry 10 -o /dev/null \$(cat F)/{}"
+	proxy_overhead
 }
 
 # scenario_store: the admission cost of the two shared stores, by their Go
@@ -582,7 +703,8 @@ if [ -n "${ONLY:-}" ]; then
 	for s in ${ONLY//,/ }; do
 		case $s in
 		run | exec | proxy | fetch | store) "scenario_$s" ;;
-		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec, proxy, fetch, store)" >&2 && exit 2 ;;
+		proxy_overhead) proxy_overhead ;; # scenario_proxy's part against nginx, and the 1 GiB answer
+		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec, proxy, proxy_overhead, fetch, store)" >&2 && exit 2 ;;
 		esac
 	done
 	write_report

@@ -233,3 +233,27 @@ func TestLearnerCancelledWait(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAdmitPastMaxRecent admits through a learner that remembers
+// as many calls as it may (maxRecent): what a long-lived proxy does at
+// every request. Forgetting the oldest used to scan them at each call.
+func BenchmarkAdmitPastMaxRecent(b *testing.B) {
+	lim, err := throttle.New(throttle.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := New(lim, nil, Options{})
+	ctx := context.Background()
+	for range maxRecent + maxRecent/4 {
+		a, _ := l.Admit(ctx, 1)
+		a.Release()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := l.Admit(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.Release()
+	}
+}
