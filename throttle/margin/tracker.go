@@ -185,7 +185,14 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 	// and narrows slowly. A bound counts the calls that can still open a
 	// window for the next admission, taking those under way as late as
 	// can be; it holds until they have left every window, and no longer.
-	most, least := m.lateLeast(live, math.MinInt64, false)
+	from := now.Add(-m.window - m.current).UnixNano() // the upper pass's calls
+	var most, least, bound time.Duration
+	one := m.group >= len(live)
+	if one {
+		most, least, bound = m.oneWindow(live, from)
+	} else {
+		most, least = m.lateLeast(live, math.MinInt64, false)
+	}
 	seen := m.least + most - least
 	switch {
 	case seen > m.seen:
@@ -193,9 +200,78 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound, _ := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
+	if !one {
+		bound, _ = m.lateLeast(live, from, true)
+	}
 	m.current = min(max(m.seen, bound-least), m.ceiling)
 	return m.current
+}
+
+// oneWindow returns what lateLeast returns for live (most, least) and
+// for the calls of live admitted from from on with upper set (bound),
+// where a group holds every sample: each pass has one window, the first
+// call's, so one pass from the newest call back does both. The suffix's
+// least, lag plus admission from a call on, is the same from whichever
+// base it is counted, so it needs no base; nor does the upper pass's
+// least for the calls under way, whose lags all add m.underWay, known at
+// the end.
+func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
+	least = unknownLag
+	var latest, stretched time.Duration
+	const none = math.MaxInt64
+	var (
+		minSeen      int64 = none // the least lo + at over the calls seen
+		firstSeen    int64        // the admission of the first call seen
+		under        int          // calls under way
+		suffix       int64 = none // the least lag + at from j on, a call under way's lag 0
+		run                = time.Duration(math.MinInt64)
+		minHi, minUW int64 = none, none // from from on: the least hi + at of the calls seen, latency + at of those under way
+		firstUp      int64
+		up           int
+	)
+	// runs[j] is the most, over the calls from j on, of suffix - at.
+	runs := slices.Grow(m.vals[:0], len(live))[:len(live)]
+	m.vals = runs
+	for j := len(live) - 1; j >= 0; j-- {
+		s := &live[j]
+		b := s.at
+		if !s.pending {
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+			b += int64(s.lo)
+			minSeen, firstSeen = min(minSeen, b), s.at
+		} else {
+			under++
+		}
+		suffix = min(suffix, b)
+		run = max(run, time.Duration(suffix-s.at))
+		runs[j] = run
+		if s.at >= from {
+			up, firstUp = up+1, s.at
+			switch {
+			case s.pending:
+				minUW = min(minUW, int64(s.latency)+s.at)
+			case s.hi != unknownLag:
+				minHi = min(minHi, int64(s.hi)+s.at)
+			}
+		}
+	}
+	m.underWay = latest + m.floor + stretched
+	if n := len(live) - under; n > 0 {
+		// As lateLeastOne: the window's least, then the last n calls'
+		// suffixes, those under way included.
+		most = max(0, time.Duration(minSeen-firstSeen), runs[len(live)-n])
+	}
+	if up > 0 {
+		first := unknownLag
+		if minHi != none {
+			first = time.Duration(minHi - firstUp)
+		}
+		if minUW != none {
+			first = min(first, time.Duration(minUW-firstUp)+m.underWay)
+		}
+		bound = max(0, first)
+	}
+	return most, least, bound
 }
 
 // sortTie moves sample i among the samples admitted at the same instant,
