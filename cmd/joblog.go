@@ -186,22 +186,10 @@ func (j *jobLog) seed(b throttle.Backend, rules []throttle.Rule, now time.Time) 
 	if j == nil || len(j.earlier.Entries) == 0 {
 		return 0, nil
 	}
-	calls := make([]throttle.Call, len(j.earlier.Entries))
-	var longest time.Duration
-	for _, r := range rules {
-		longest = max(longest, r.Window)
-	}
-	recent := 0
-	for i, e := range j.earlier.Entries {
-		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
-		if e.Start.After(now.Add(-longest)) {
-			recent++
-		}
-	}
-	if err := b.Seed(calls); err != nil {
+	if err := b.Seed(j.earlier.Calls()); err != nil {
 		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
 	}
-	return recent, nil
+	return j.earlier.Within(rules, now), nil
 }
 
 // announce says on w what a resumed run skips, and with verbose how many

@@ -57,11 +57,7 @@ func earlierCalls(jl *jobLog) []throttle.Call {
 	if jl == nil {
 		return nil
 	}
-	calls := make([]throttle.Call, len(jl.earlier.Entries))
-	for i, e := range jl.earlier.Entries {
-		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
-	}
-	return calls
+	return jl.earlier.Calls()
 }
 
 // observe counts one event.

@@ -289,6 +289,32 @@ type Log struct {
 	Entries []Entry
 }
 
+// Calls returns the admissions the rows record, in the log's order: each
+// row's Starttime and cost.
+func (l *Log) Calls() []throttle.Call {
+	calls := make([]throttle.Call, len(l.Entries))
+	for i, e := range l.Entries {
+		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
+	}
+	return calls
+}
+
+// Within returns how many rows were admitted inside the longest window of
+// rules ending at now: the earlier calls that still count against them.
+func (l *Log) Within(rules []throttle.Rule, now time.Time) int {
+	var longest time.Duration
+	for _, r := range rules {
+		longest = max(longest, r.Window)
+	}
+	n := 0
+	for _, e := range l.Entries {
+		if e.Start.After(now.Add(-longest)) {
+			n++
+		}
+	}
+	return n
+}
+
 // Read reads a job log written by pace or by GNU parallel --joblog.
 // Header lines and blank lines are skipped, an empty Host becomes ":", and
 // everything after the 8th tab is the Command (GNU parallel does not

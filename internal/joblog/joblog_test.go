@@ -552,3 +552,19 @@ func BenchmarkWriterWrite(b *testing.B) {
 		}
 	}
 }
+
+func TestLogCallsWithin(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	l := &Log{Entries: []Entry{{Start: now.Add(-2 * time.Hour)}, {Start: now.Add(-time.Minute), Send: 3}, {Start: now.Add(-time.Second)}}}
+	calls := l.Calls()
+	if len(calls) != 3 || !calls[1].At.Equal(now.Add(-time.Minute)) {
+		t.Errorf("Calls = %v, want the 3 rows' admissions", calls)
+	}
+	hour, sec := []throttle.Rule{{N: 5, Window: time.Hour}}, []throttle.Rule{{N: 5, Window: 2 * time.Second}}
+	if n := l.Within(append(sec, hour...), now); n != 2 {
+		t.Errorf("Within(1h, 2s) = %d, want 2: the longest window decides", n)
+	}
+	if n := l.Within(sec, now); n != 1 {
+		t.Errorf("Within(2s) = %d, want 1", n)
+	}
+}
