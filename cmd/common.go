@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"github.com/pace-cli/pace/internal/costexpr"
 	"runtime"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/costexpr"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/throttle"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pace-cli/pace/internal/costexpr"
-	"github.com/pace-cli/pace/internal/spec"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,8 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/costexpr"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/outfile"
+	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/fetch"
 	"github.com/pace-cli/pace/throttle/pacehttp"

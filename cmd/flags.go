@@ -3,12 +3,12 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"github.com/pace-cli/pace/internal/spec"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/throttle"
 )
 

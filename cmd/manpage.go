@@ -2,12 +2,13 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/pace-cli/pace/internal/clidoc"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/pace-cli/pace/internal/clidoc"
 )
 
 // This file writes man pages (package clidoc) and shell completions, for

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/pace-cli/pace/internal/human"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/plot"

@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/pace-cli/pace/internal/progress"
 	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pace-cli/pace/internal/progress"
 	"github.com/pace-cli/pace/throttle"
 )
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/pace-cli/pace/internal/progress"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pace-cli/pace/internal/progress"
 	"github.com/pace-cli/pace/throttle"
 )
 

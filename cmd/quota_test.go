@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"github.com/pace-cli/pace/internal/quota"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/internal/redistest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/localstore"

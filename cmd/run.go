@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pace-cli/pace/internal/costexpr"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/costexpr"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/tmpl"

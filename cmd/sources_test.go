@@ -2,12 +2,13 @@ package cmd
 
 import (
 	"errors"
-	"github.com/pace-cli/pace/internal/items"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pace-cli/pace/internal/items"
 )
 
 // readAll returns what r holds, with the separators of productReader

@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"errors"
-	"github.com/pace-cli/pace/internal/summary"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )

@@ -1,11 +1,12 @@
 package cmd
 
 import (
-	"github.com/pace-cli/pace/internal/progress"
 	"io"
 	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/pace-cli/pace/internal/progress"
 )
 
 // termBar draws the progress bar on a terminal with progressbar/v3, and

@@ -115,3 +115,24 @@ func TestParallelDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestFlagHint(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fetch bool
+		args  []string
+		want  string
+	}{
+		{"P", false, nil, "-P is xargs's and GNU parallel's; pace's is -j N (jobs at once)"},
+		{"L", false, nil, "-L is xargs's; pace runs one item (line) per job"},
+		{"L", true, nil, "-L is curl's; pace fetch already follows redirects (at most 10)"},
+		{"s", false, nil, ""},
+		{"delay", false, nil, "pace spaces calls with rules: -r 1/2s for one call every two seconds"},
+		{"delay", false, []string{"--delay", "2"}, "--delay 2 is GNU parallel's; pace's is -r 1/2s"},
+		{"no-such-flag", false, nil, ""},
+	} {
+		if got := FlagHint(tt.name, tt.fetch, tt.args); got != tt.want {
+			t.Errorf("FlagHint(%q, fetch %v, %q) = %q, want %q", tt.name, tt.fetch, tt.args, got, tt.want)
+		}
+	}
+}
