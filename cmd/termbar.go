@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"io"
-	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -56,8 +55,6 @@ func (g *gate) Write(p []byte) (int, error) {
 const (
 	barOverhead     = 11 // "%4d%% " "[" "]" " " " " text " "
 	spinnerOverhead = 4  // spinner "  " text " "
-	maxBarCells     = 40
-	minBarCells     = 10
 )
 
 // barTheme draws with the same cells as pace's status before.
@@ -97,7 +94,7 @@ func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 0 {
 		overhead = spinnerOverhead
 	}
-	text, cells, ok := fitStatus(parts, cols-1, overhead, total > 0)
+	text, cells, ok := progress.Fit(parts, cols-1, overhead, total > 0)
 	if !ok {
 		b.clear()
 		return
@@ -128,48 +125,4 @@ func (b *termBar) clear() {
 	b.pb.Clear()
 	b.w.open = false
 	b.drawn = false
-}
-
-// fitStatus returns the status text that fits in room columns beside
-// overhead columns of decoration and, with a bar, the bar's cells: up to
-// maxBarCells, and at least minBarCells as long as parts can be dropped;
-// past that the text is cut with an ellipsis. ok is false when not even
-// that fits.
-func fitStatus(parts []progress.Part, room, overhead int, bar bool) (text string, cells int, ok bool) {
-	parts = append([]progress.Part(nil), parts...)
-	least := 0
-	if bar {
-		least = minBarCells
-	}
-	for {
-		text = progress.Join(parts)
-		free := room - overhead - utf8.RuneCountInString(text)
-		if free >= least {
-			if bar {
-				cells = min(free, maxBarCells)
-			}
-			return text, cells, true
-		}
-		worst := -1
-		for i, p := range parts {
-			if p.Drop > 0 && (worst < 0 || p.Drop > parts[worst].Drop) {
-				worst = i
-			}
-		}
-		if worst < 0 {
-			break
-		}
-		parts = append(parts[:worst], parts[worst+1:]...)
-	}
-	// Nothing more to drop: a narrower bar, then a shorter text.
-	free := room - overhead - utf8.RuneCountInString(text)
-	if free >= 0 {
-		return text, free, true
-	}
-	keep := room - overhead
-	if keep < 1 {
-		return "", 0, false
-	}
-	r := []rune(text)
-	return string(r[:keep-1]) + "…", 0, true
 }

@@ -223,3 +223,29 @@ func TestProgressTextWaiting(t *testing.T) {
 		t.Errorf("Text = %q, want %q", got, want)
 	}
 }
+
+// TestFit: parts are dropped, highest Drop first, before the bar gets
+// under MinBarCells; then the bar narrows, then the text is cut.
+func TestFit(t *testing.T) {
+	parts := []Part{{Text: "120/1000 done"}, {Text: "3 failed", Drop: 1}, {Text: "4.90/s", Drop: 4}, {Text: "waiting on 5/s", Drop: 3}}
+	for _, tt := range []struct {
+		room, overhead int
+		bar            bool
+		text           string
+		cells          int
+		ok             bool
+	}{
+		{200, 11, true, "120/1000 done, 3 failed, 4.90/s, waiting on 5/s", MaxBarCells, true},
+		{60, 11, true, "120/1000 done, 3 failed, waiting on 5/s", 10, true},
+		{40, 11, true, "120/1000 done", 16, true},
+		{30, 11, true, "120/1000 done", 6, true},
+		{20, 11, true, "120/1000…", 0, true},
+		{11, 11, true, "", 0, false},
+		{30, 4, false, "120/1000 done, 3 failed", 0, true},
+	} {
+		text, cells, ok := Fit(parts, tt.room, tt.overhead, tt.bar)
+		if text != tt.text || cells != tt.cells || ok != tt.ok {
+			t.Errorf("Fit(room %d, overhead %d, bar %v) = %q, %d, %v; want %q, %d, %v", tt.room, tt.overhead, tt.bar, text, cells, ok, tt.text, tt.cells, tt.ok)
+		}
+	}
+}
