@@ -50,55 +50,9 @@ func redactLogged(line string) string {
 	if strings.Contains(line, redact.Placeholder) {
 		return line // written redacted
 	}
-	argv, ok := splitCommandLine(line)
+	argv, ok := runner.SplitCommandLine(line)
 	if !ok || (&runner.Job{Argv: argv}).CommandLine() != line {
 		return redact.New().Argv([]string{line})[0]
 	}
 	return shownCommand(&runner.Job{Argv: argv})
-}
-
-// splitCommandLine splits line, as runner.Job.CommandLine quotes it, back
-// into its arguments: words separated by single spaces, each bare, in
-// single quotes (a single quote in a word closes them, is escaped and
-// opens them again) or in double quotes. ok is false
-// for a line that CommandLine could not have written.
-func splitCommandLine(line string) (argv []string, ok bool) {
-	if line == "" {
-		return nil, false
-	}
-	var b strings.Builder
-	inWord := false
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; c {
-		case ' ':
-			if !inWord {
-				return nil, false
-			}
-			argv = append(argv, b.String())
-			b.Reset()
-			inWord = false
-		case '\'', '"':
-			end := strings.IndexByte(line[i+1:], c)
-			if end < 0 {
-				return nil, false
-			}
-			b.WriteString(line[i+1 : i+1+end])
-			i += 1 + end
-			inWord = true
-		case '\\':
-			if i+1 == len(line) {
-				return nil, false
-			}
-			i++
-			b.WriteByte(line[i])
-			inWord = true
-		default:
-			b.WriteByte(c)
-			inWord = true
-		}
-	}
-	if !inWord {
-		return nil, false
-	}
-	return append(argv, b.String()), true
 }

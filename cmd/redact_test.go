@@ -1,36 +1,10 @@
 package cmd
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/pace-cli/pace/runner"
 )
-
-// FuzzSplitCommandLine: splitCommandLine reads back every line that
-// runner.Job.CommandLine writes.
-func FuzzSplitCommandLine(f *testing.F) {
-	f.Add("curl|-H|Authorization: Bearer x|it's|a\"b|$x|")
-	f.Add("NAME=value|x")
-	f.Add("|'\\''|\\")
-	f.Fuzz(func(t *testing.T, args string) {
-		argv := strings.Split(args, "|")
-		line := (&runner.Job{Argv: argv}).CommandLine()
-		got, ok := splitCommandLine(line)
-		if !ok || !slices.Equal(got, argv) {
-			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", line, got, ok, argv)
-		}
-	})
-}
-
-func TestSplitCommandLineRefuses(t *testing.T) {
-	for _, line := range []string{"", "a  b", "a ", " a", "'a", `a\`, `"a`} {
-		if argv, ok := splitCommandLine(line); ok {
-			t.Errorf("splitCommandLine(%q) = %q, true; want false", line, argv)
-		}
-	}
-}
 
 func TestRedactLogged(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{

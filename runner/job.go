@@ -109,6 +109,52 @@ func (j *Job) CommandLine() string {
 	return b.String()
 }
 
+// SplitCommandLine splits line, as Job.CommandLine quotes it, back
+// into its arguments: words separated by single spaces, each bare, in
+// single quotes (a single quote in a word closes them, is escaped and
+// opens them again) or in double quotes. ok is false
+// for a line that CommandLine could not have written.
+func SplitCommandLine(line string) (argv []string, ok bool) {
+	if line == "" {
+		return nil, false
+	}
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case ' ':
+			if !inWord {
+				return nil, false
+			}
+			argv = append(argv, b.String())
+			b.Reset()
+			inWord = false
+		case '\'', '"':
+			end := strings.IndexByte(line[i+1:], c)
+			if end < 0 {
+				return nil, false
+			}
+			b.WriteString(line[i+1 : i+1+end])
+			i += 1 + end
+			inWord = true
+		case '\\':
+			if i+1 == len(line) {
+				return nil, false
+			}
+			i++
+			b.WriteByte(line[i])
+			inWord = true
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	if !inWord {
+		return nil, false
+	}
+	return append(argv, b.String()), true
+}
+
 // Quote returns s quoted for a POSIX shell: unchanged when it is made only
 // of characters no shell treats specially, else in quotes: double quotes
 // for a string with a single quote and nothing double quotes expand,
