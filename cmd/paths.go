@@ -1,10 +1,6 @@
 package cmd
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/pace-cli/pace/internal/outfile"
 )
@@ -18,67 +14,20 @@ type pathFlag struct {
 }
 
 // checkClashes refuses, before anything runs, two flags that name the
-// same file when one of them writes it: a summary written over the job
-// log, a body over the input. The same file is found however it is
-// spelled (./x, a/../x, a link to x): by identity where it exists
-// (os.SameFile), by its cleaned absolute path where it does not.
-// Character devices and FIFOs are not files in this sense: /dev/null may
-// take any number of outputs, and /dev/stdin and /dev/stdout may be the
-// same terminal.
+// same file when one of them writes it (outfile.Clash).
 func checkClashes(paths []pathFlag) error {
-	type file struct {
-		pathFlag
-		fi  fs.FileInfo // nil: nothing there
-		abs string
+	uses := make([]outfile.Use, len(paths))
+	for i, p := range paths {
+		uses[i] = outfile.Use{What: p.flag, Path: p.path, Writes: p.output}
 	}
-	var files []file
-	for _, p := range paths {
-		if p.path == "" || p.path == "-" {
-			continue
-		}
-		f := file{pathFlag: p}
-		if fi, err := os.Stat(p.path); err == nil {
-			if !fi.Mode().IsRegular() && !fi.IsDir() {
-				continue // a device, a FIFO
-			}
-			f.fi = fi
-		} else if errors.Is(err, fs.ErrNotExist) {
-			f.abs = canonical(p.path)
-		} else {
-			continue // the flag's own check reports it
-		}
-		files = append(files, f)
+	a, b, ok := outfile.Clash(uses)
+	switch {
+	case !ok:
+		return nil
+	case a.Path == b.Path:
+		return flagErrorf("%s and %s both name %s: give each its own file", a.What, b.What, a.Path)
 	}
-	for i, a := range files {
-		for _, b := range files[i+1:] {
-			if !a.output && !b.output {
-				continue // two inputs may share a file (:::: a a)
-			}
-			same := a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi) ||
-				a.fi == nil && b.fi == nil && a.abs == b.abs
-			if !same {
-				continue
-			}
-			if a.path == b.path {
-				return flagErrorf("%s and %s both name %s: give each its own file", a.flag, b.flag, a.path)
-			}
-			return flagErrorf("%s %s and %s %s name the same file: give each its own file", a.flag, a.path, b.flag, b.path)
-		}
-	}
-	return nil
-}
-
-// canonical returns the absolute path of a file that does not exist,
-// with the links of its directory resolved.
-func canonical(name string) string {
-	abs, err := filepath.Abs(name)
-	if err != nil {
-		return filepath.Clean(name)
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(dir, filepath.Base(abs))
-	}
-	return abs
+	return flagErrorf("%s %s and %s %s name the same file: give each its own file", a.What, a.Path, b.What, b.Path)
 }
 
 // checkPaths refuses clashing files among the input (-a), more the
