@@ -1,7 +1,6 @@
 package cmd
 
 import (
-
 	"github.com/pace-cli/pace/internal/outfile"
 )
 
