@@ -250,6 +250,11 @@ type request struct {
 	cancel context.CancelCauseFunc
 	info   pacehttp.Info
 	job    runner.Job // set once admitted, with OnEvent
+	ctx    requestCtx
+	// res and http are the result told to OnEvent, allocated with the
+	// request rather than apart.
+	res  runner.Result
+	http runner.HTTPInfo
 }
 
 const (
@@ -260,6 +265,20 @@ const (
 )
 
 type requestKey struct{}
+
+// requestCtx carries a request's *request: a context.WithValue without
+// its allocation, the request being allocated anyway.
+type requestCtx struct {
+	context.Context
+	rq *request
+}
+
+func (c *requestCtx) Value(key any) any {
+	if key == (requestKey{}) {
+		return c.rq
+	}
+	return c.Context.Value(key)
+}
 
 func requestOf(ctx context.Context) *request {
 	r, _ := ctx.Value(requestKey{}).(*request)
@@ -301,7 +320,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	defer stop()
 	p.waitingN.Add(1)
-	ctx = context.WithValue(ctx, requestKey{}, rq)
+	rq.ctx = requestCtx{Context: ctx, rq: rq}
+	ctx = &rq.ctx
 	ctx = pacehttp.WithInfo(ctx, &rq.info)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if rq.state.Load() != stateAdmitted {
