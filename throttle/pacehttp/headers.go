@@ -71,28 +71,50 @@ type rateLimit struct {
 //
 // It reports false when no family gives a usable Remaining.
 func parseRateLimit(h http.Header, now time.Time) (rateLimit, bool) {
-	if v := h.Values("RateLimit"); len(v) > 0 {
+	if v := h[keyRateLimit]; len(v) > 0 {
 		if rl, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
 			return rl, true
 		}
 	}
-	if rem, ok := parseCount(h.Get("RateLimit-Remaining")); ok {
+	if rem, ok := parseCount(get(h, keyRemaining)); ok {
 		rl := rateLimit{Remaining: rem, Header: "RateLimit-Remaining"}
-		if d, ok := parseDelta(h.Get("RateLimit-Reset")); ok {
+		if d, ok := parseDelta(get(h, keyReset)); ok {
 			rl.Reset = now.Add(d)
 		}
 		return rl, true
 	}
-	if rem, ok := parseCount(h.Get("X-RateLimit-Remaining")); ok {
+	if rem, ok := parseCount(get(h, keyXRemaining)); ok {
 		rl := rateLimit{Remaining: rem, Header: "X-RateLimit-Remaining"}
-		if t, ok := parseXReset(h.Get("X-RateLimit-Reset"), now); ok {
+		if t, ok := parseXReset(get(h, keyXReset), now); ok {
 			rl.Reset = t
-		} else if d, ok := parseDelta(h.Get("X-RateLimit-Reset-After")); ok {
+		} else if d, ok := parseDelta(get(h, keyXResetAfter)); ok {
 			rl.Reset = now.Add(d)
 		}
 		return rl, true
 	}
 	return rateLimit{}, false
+}
+
+// The keys of the rate-limit headers in an http.Header: canonical, as
+// http.CanonicalHeaderKey makes them (RateLimit becomes Ratelimit), so
+// that a lookup need not canonicalise the name each time (Header.Get
+// does, allocating for these).
+const (
+	keyRateLimit   = "Ratelimit"
+	keyRemaining   = "Ratelimit-Remaining"
+	keyReset       = "Ratelimit-Reset"
+	keyXRemaining  = "X-Ratelimit-Remaining"
+	keyXReset      = "X-Ratelimit-Reset"
+	keyXResetAfter = "X-Ratelimit-Reset-After"
+	keyRetryAfter  = "Retry-After"
+)
+
+// get is h.Get(key) for a canonical key.
+func get(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // parseRateLimitField reads the structured rateLimit field, in either the

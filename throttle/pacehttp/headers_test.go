@@ -149,3 +149,20 @@ func response(req *http.Request, code int, header ...string) *http.Response {
 		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
 	}
 }
+
+// The keys looked up directly are the canonical forms of the names.
+func TestHeaderKeysCanonical(t *testing.T) {
+	keys := map[string]string{
+		"RateLimit": keyRateLimit, "RateLimit-Remaining": keyRemaining, "RateLimit-Reset": keyReset,
+		"X-RateLimit-Remaining": keyXRemaining, "X-RateLimit-Reset": keyXReset,
+		"X-RateLimit-Reset-After": keyXResetAfter, "Retry-After": keyRetryAfter,
+	}
+	for _, p := range policyHeaders {
+		keys[p.name] = p.key
+	}
+	for name, key := range keys {
+		if c := http.CanonicalHeaderKey(name); c != key {
+			t.Errorf("key for %s is %q, want %q", name, key, c)
+		}
+	}
+}

@@ -26,14 +26,24 @@ const maxPolicyRules = 8
 //
 // It returns the rules (sorted by window, without duplicates), or none.
 func parsePolicy(h http.Header) ([]throttle.Rule, string) {
-	for _, name := range []string{"RateLimit-Policy", "RateLimit-Limit", "X-RateLimit-Limit"} {
-		if v := h.Values(name); len(v) > 0 {
+	for _, name := range policyHeaders {
+		if v := h[name.key]; len(v) > 0 {
 			if rules := parsePolicyField(strings.Join(v, ",")); len(rules) > 0 {
-				return rules, name
+				return rules, name.name
 			}
 		}
 	}
 	return nil, ""
+}
+
+// policyHeaders are the headers parsePolicy reads, in order: their names
+// as shown, and their keys in an http.Header, canonical (as
+// http.CanonicalHeaderKey makes them), so that a lookup need not
+// canonicalise the name each time (Header.Get does, allocating for these).
+var policyHeaders = []struct{ name, key string }{
+	{"RateLimit-Policy", "Ratelimit-Policy"},
+	{"RateLimit-Limit", "Ratelimit-Limit"},
+	{"X-RateLimit-Limit", "X-Ratelimit-Limit"},
 }
 
 // parsePolicyField reads the quota;w=window members of a policy field.

@@ -390,10 +390,10 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 	code := resp.StatusCode
 	refused := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 	if refused {
-		if u, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+		if u, ok := parseRetryAfter(get(h, keyRetryAfter), now); ok {
 			info.RetryAfter = u.Sub(now)
 			t.resetBackoff()
-			ra := strings.TrimSpace(h.Get("Retry-After"))
+			ra := strings.TrimSpace(get(h, keyRetryAfter))
 			if !u.After(now) {
 				// Retry-After: 0 (or a date past): the server asks for no
 				// wait, but a refusal that comes again and again must
