@@ -63,11 +63,16 @@
 //     most N more in the window that straddles it. So may a store last
 //     written by a pace from before this recovery.
 //
-// The crash may also leave pages that bbolt cannot read: the store is
-// then refused with an error wrapping throttle.ErrBackend until it is
-// moved away, never silently reset. (The kernel may write back the pages
-// of the last transactions in any order; bbolt checks the checksum of its
-// meta page, not of the pages it points to.)
+// The kernel may write back the pages of the last transactions in any
+// order, and bbolt checks the checksum of its meta page, not of the pages
+// it points to. A crash may so leave pages that bbolt cannot read: the
+// store is then refused with an error wrapping throttle.ErrBackend until
+// it is moved away, never silently reset. Or it may leave a meta page
+// whose pages hold an earlier state, which reads as if the later
+// admissions were lost, and the recovery above covers them
+// (TestHostCrashTorn). Pages reused by a transaction after the last one
+// that waited for the disk could in principle read as another state
+// still; no test produces that.
 //
 // Options.Sync waits for the disk at every admission, so that nothing
 // Admit returned can be lost, at about a fifth of the speed: on a 2-CPU
