@@ -14,7 +14,8 @@
 #                                   # GNU parallel; exec: pace exec vs /bin/true; proxy:
 #                                   # pace proxy's clients, overhead and memory; fetch:
 #                                   # pace fetch vs curl --parallel; store: the local store's
-#                                   # and Redis's admission benchmarks), printed on stdout
+#                                   # and Redis's admission benchmarks; slowlink: a Redis
+#                                   # fleet over slow links), printed on stdout
 #                                   # unless OUT is given
 #
 # Only loopback servers that this script starts receive traffic: the strict
@@ -699,12 +700,107 @@ scenario_store() {
 # benchmarks' output.
 sb() { awk -v p="$1" -v n="$2" '$1 == "pkg:" { cur = $2 } cur ~ p"$" && $1 ~ "^"n"(-[0-9]+)?$" { print $3; exit }' "$tmp/storebench.txt"; }
 
+# start_redis: starts a redis-server on a free port on 127.0.0.1 once, if
+# there is one; sets $redis_port and $redis_url ("" without one).
+redis_url=""
+start_redis() {
+	[ -n "$redis_url" ] && return 0
+	have redis-server || return 0
+	redis_port=$("$tmp/benchtool" freeport)
+	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+		>"$tmp/redis.out" 2>&1 &
+	pids+=("$!")
+	for _ in $(seq 100); do grep -q 'Ready to accept' "$tmp/redis.out" 2>/dev/null && break; sleep 0.05; done
+	redis_url="redis://127.0.0.1:$redis_port"
+}
+
+# start_link TO DELAY JITTER: starts a link simulator (benchtool linksim)
+# from a free port to TO; sets $link_port, adds its pid to $links.
+links=()
+start_link() {
+	local f=$tmp/link$((${#links[@]} + 1))
+	rm -f "$f"
+	"$tmp/benchtool" linksim -to "$1" -delay "$2" -jitter "$3" -portfile "$f" &
+	links+=("$!")
+	pids+=("$!")
+	for _ in $(seq 100); do [ -s "$f" ] && break; sleep 0.02; done
+	link_port=$(cat "$f")
+}
+
+# stop_links: stops every link simulator started since the last call.
+stop_links() {
+	local l
+	for l in "${links[@]}"; do kill -TERM "$l" 2>/dev/null || true; done
+	for l in "${links[@]}"; do wait "$l" 2>/dev/null || true; done
+	links=()
+}
+
+# fleet_slow DELAY JITTER: the Redis fleet of issue #10 (4 pace fetch
+# processes, 50 URLs each, 20/1s AND 60/5s), each process reaching Redis
+# and the strict server through links of its own that add DELAY ± JITTER
+# one way, in each direction (issue #22).
+fleet_slow() {
+	local delay=$1 jitter=$2 fp=() failed=0 p rport sport
+	start_strict 20/1s,60/5s
+	for p in 1 2 3 4; do
+		start_link "127.0.0.1:$redis_port" "$delay" "$jitter"
+		rport=$link_port
+		start_link "127.0.0.1:$port" "$delay" "$jitter"
+		sport=$link_port
+		seq 50 | sed "s|^|http://127.0.0.1:$sport/p$p-|" >"$tmp/slow$p"
+		"$pace" fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none \
+			--summary-file "$tmp/runs/slow-$run-$p.json" \
+			--redis "redis://127.0.0.1:$rport" --key "slow$run" -a "$tmp/slow$p" >/dev/null 2>>"$tmp/runs/slow-$run-$p.err" &
+		fp+=("$!")
+	done
+	for p in "${fp[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	stop_links
+	strict_result "$failed"
+}
+
+# efficiencies: optimum / makespan of every run of the last series.
+efficiencies() { local r; for r in "${ratios[@]}"; do awk -v r="$r" 'BEGIN { if (r > 0) printf "%.3f ", 1/r; else printf "? " }'; done; }
+
+# scenario_slowlink: fleet_slow at 20±5 ms and 40±15 ms (issue #22).
+scenario_slowlink() {
+	local d j target maxr
+	start_redis
+	if [ -z "$redis_url" ]; then
+		verdicts+=("| #22 Redis fleet over slow links | 0 refused; efficiency ≥ 0.99 (20±5 ms), ≥ 0.98 (40±15 ms) | not measured: no redis-server | **not measured** |")
+		return 0
+	fi
+	log "issue #22: Redis fleet over slow links"
+	add "### Fleet over slow links: four \`pace fetch --redis\` processes, each behind its own links"
+	add ""
+	add "The Redis fleet above (4 × 50 calls, 20/s AND 60/5s, -j 4 each, \`--retries 0\`, default margin),"
+	add "but every process reaches Redis and the strict server through link simulators of its own"
+	add "(\`benchtool linksim\`, internal/linksim: a TCP proxy adding a one-way delay ± a uniform jitter"
+	add "to every chunk, in each direction, never reordering a stream). Efficiency is the optimum"
+	add "($(fastest -rules 20/1s,60/5s -n 200) s for the 200 calls) over the makespan at the server."
+	add "Before reservations (pace asked Redis again after every wait: a round trip lost per wait)"
+	add "issue #22 measured 0 refused in 3 runs and efficiency 0.96–0.97 at 20±5 ms, 0.93–0.94 at 40±15 ms."
+	add ""
+	add "| link (one way) | refused | makespan / optimum | efficiency | margin (ms) | makespan / optimum at that margin | accepted | failed |"
+	add "|---|---|---|---|---|---|---|---|"
+	optargs=(-rules 20/1s,60/5s -n 200)
+	for link in "20ms 5ms 0.99" "40ms 15ms 0.98"; do
+		read -r d j target <<<"$link"
+		maxr=$(awk -v e="$target" 'BEGIN { printf "%.4f", 1/e }')
+		series "$fleets" fleet_slow "$d" "$j"
+		add "| $d ± $j | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
+		verdict "#22 Redis fleet over links of $d ± $j" "0 refused, efficiency ≥ $target" \
+			"$(judge 0 "$maxr" 200) (efficiency: $(efficiencies | sed 's/ $//'))"
+	done
+	add ""
+	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN -a slowP   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
+}
+
 if [ -n "${ONLY:-}" ]; then
 	for s in ${ONLY//,/ }; do
 		case $s in
-		run | exec | proxy | fetch | store) "scenario_$s" ;;
+		run | exec | proxy | fetch | store | slowlink) "scenario_$s" ;;
 		proxy_overhead) proxy_overhead ;; # scenario_proxy's part against nginx, and the 1 GiB answer
-		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec, proxy, proxy_overhead, fetch, store)" >&2 && exit 2 ;;
+		*) echo "bench.sh: ONLY=$ONLY: no scenario $s (run, exec, proxy, proxy_overhead, fetch, store, slowlink)" >&2 && exit 2 ;;
 		esac
 	done
 	write_report
@@ -884,15 +980,7 @@ fleet_redis() {
 	strict_result "$failed"
 }
 
-redis_url=""
-if have redis-server; then
-	redis_port=$("$tmp/benchtool" freeport)
-	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
-		>"$tmp/redis.out" 2>&1 &
-	pids+=("$!")
-	for _ in $(seq 100); do grep -q 'Ready to accept' "$tmp/redis.out" 2>/dev/null && break; sleep 0.05; done
-	redis_url="redis://127.0.0.1:$redis_port"
-fi
+start_redis
 
 if [ -n "$redis_url" ]; then
 	log "issue #10: fleet of 4 pace fetch processes through Redis"
@@ -908,6 +996,7 @@ if [ -n "$redis_url" ]; then
 	verdict "#10 Redis fleet, 4 × 50 calls" "0 refused, each within 2%" "$(judge 0 1.02 200)"
 	add ""
 	cmdline "4 × in parallel: pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:RPORT --key bench\$RUN -a fleetP   # strictd -rules 20/1s,60/5s"
+	scenario_slowlink
 else
 	verdicts+=("| #10 Redis fleet | 0 refused, within 2% | not measured: no redis-server | **not measured** |")
 fi
