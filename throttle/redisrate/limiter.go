@@ -6,10 +6,15 @@
 //
 // Each admission is one Lua script call (one round trip). The script reads
 // the server's clock (TIME), checks every rule, and only if all of them
-// allow the call records it in all of them at that one instant; otherwise
-// it records nothing and tells the caller how long to wait, which the
-// caller sleeps (plus a small random jitter) before asking again. Clients'
-// clocks therefore need not agree. A rule N/W is kept exactly (no window
+// allow the call records it in all of them at that one instant. A call
+// that does not fit now is reserved: the script records it, in every rule,
+// at the earliest instant T (at most a longest window ahead, never before
+// the latest call recorded) at which all of them allow it, and the caller
+// sleeps until T and goes, without asking again. The caller converts T to
+// its own clock conservatively (it leaves at its reply's arrival plus T
+// minus the server's now: never before T), and a caller that gives up
+// first gives the reservation back. Clients' clocks therefore need not
+// agree. A rule N/W is kept exactly (no window
 // (t-W, t] of server time holds more than N admissions, or costs,
 // fleet-wide) in a sorted set, or, for N > Options.CounterAbove (100,000 by default), in a
 // bounded counter that may refuse a call up to W/1024 early but never
@@ -31,10 +36,10 @@
 // the name over after the longest window has passed idle.
 //
 // Fairness: within one process admission is FIFO, one caller at a time
-// talking to Redis. Across processes there is no queue: whoever asks first
-// once room frees wins, so a process is not guaranteed a share, only the
-// fleet as a whole is kept within the rules. The jitter spreads the
-// retries of processes woken by the same expiry.
+// talking to Redis. Across processes reservations queue in the order they
+// reach Redis: no call is reserved before one already recorded. A call
+// more than a window ahead is told to wait instead, and the jitter spreads
+// the retries of processes woken by the same expiry.
 //
 // When Redis does not answer the limiter admits nothing: it retries with
 // capped exponential backoff and resumes when Redis is back, and gives up
