@@ -574,8 +574,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	if h.Status == "" {
 		h.Status = strconv.Itoa(resp.StatusCode)
 	}
-	var long *pacehttp.PauseTooLong
-	if errors.As(info.PauseErr, &long) && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+	if long := pauseTooLong(info.PauseErr); long != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		// The refused item would wait that long: it fails instead.
 		res.ExitCode = 1
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
@@ -628,6 +627,17 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	res.ExitCode = 0
 	res.Cost = info.Cost // the transport corrected the admission; 0 if the response did not say
 	return res
+}
+
+// pauseTooLong returns the *pacehttp.PauseTooLong in err's chain, if any
+// (apart, so that nothing is allocated for the nil error of most calls).
+func pauseTooLong(err error) *pacehttp.PauseTooLong {
+	if err == nil {
+		return nil
+	}
+	var long *pacehttp.PauseTooLong
+	errors.As(err, &long)
+	return long
 }
 
 // attempt holds what Execute makes for every attempt, in one allocation.
