@@ -116,6 +116,12 @@ func (c *Capture) WriteTo(w io.Writer) (int64, error) {
 // Bytes returns the output kept, reading it back from the temporary file
 // if it spilled. Meant for small outputs and tests.
 func (c *Capture) Bytes() []byte {
+	switch {
+	case c == nil:
+		return nil // no allocation for the nil Capture of a job without output
+	case c.file == nil:
+		return bytes.Clone(c.mem.Bytes())
+	}
 	var b bytes.Buffer
 	c.WriteTo(&b)
 	return b.Bytes()
