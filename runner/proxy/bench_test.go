@@ -1,9 +1,9 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"testing"
 
@@ -22,6 +22,8 @@ func (w *discardWriter) WriteHeader(int)             {}
 // BenchmarkServeHTTP is the proxy's per-request path with no rule: a GET
 // admitted, sent to a loopback upstream over a kept-alive connection, its
 // 64-byte answer copied, and its events told (as pace proxy counts them).
+// stock is an httputil.ReverseProxy with the same transport and buffers
+// and nothing else: the difference is what pace adds.
 func BenchmarkServeHTTP(b *testing.B) {
 	body := []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,34 +31,42 @@ func BenchmarkServeHTTP(b *testing.B) {
 		w.Write(body)
 	}))
 	defer up.Close()
-	lim, err := throttle.New(throttle.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	base := NewUpstreamTransport(0, 0)
-	defer base.CloseIdleConnections()
 	u, _ := url.Parse(up.URL)
-	var done int
-	p, err := New(Options{Upstream: u, Transport: pacehttp.New(lim, pacehttp.Options{Base: Base(base), Learn: true}),
-		OnEvent: func(ev runner.Event) {
-			if ev.Kind == runner.JobDone {
-				done++
-			}
-		}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	req := httptest.NewRequest("GET", "http://proxy.test/small?page=2", nil)
-	w := &discardWriter{h: http.Header{}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		clear(w.h)
-		p.ServeHTTP(w, req)
+	run := func(b *testing.B, h http.Handler) {
+		w := &discardWriter{h: http.Header{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			clear(w.h)
+			h.ServeHTTP(w, req)
+		}
 	}
-	b.StopTimer()
-	if done != b.N {
-		b.Fatalf("%d requests done, want %d", done, b.N)
-	}
-	_ = io.Discard
+	b.Run("pace", func(b *testing.B) {
+		lim, err := throttle.New(throttle.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := NewUpstreamTransport(0, 0)
+		defer base.CloseIdleConnections()
+		var done int
+		p, err := New(Options{Upstream: u, Transport: pacehttp.New(lim, pacehttp.Options{Base: Base(base), Learn: true}),
+			OnEvent: func(ev runner.Event) {
+				if ev.Kind == runner.JobDone {
+					done++
+				}
+			}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, p)
+		if done != b.N {
+			b.Fatalf("%d requests done, want %d", done, b.N)
+		}
+	})
+	b.Run("stock", func(b *testing.B) {
+		base := NewUpstreamTransport(0, 0)
+		defer base.CloseIdleConnections()
+		run(b, &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, Transport: base,
+			BufferPool: newBufferPool()})
+	})
 }
