@@ -95,3 +95,64 @@ func TestCore(t *testing.T) {
 		}
 	})
 }
+
+// reservingStore reserves every call a second after the previous one, and
+// records what is given back.
+type reservingStore struct {
+	fakeStore
+	next      time.Time
+	cancelled []uint64
+}
+
+func (r *reservingStore) Admit(_ context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+	r.asked++
+	if now := time.Now(); r.next.Before(now) {
+		r.next = now
+	}
+	r.next = r.next.Add(time.Second)
+	return gate.Decision{Admitted: true, At: r.next, Leave: r.next, ID: uint64(r.asked), Rule: 0, Used: []int{1, cost}}, nil
+}
+
+func (r *reservingStore) Cancel(id uint64, at time.Time, cost int) { r.cancelled = append(r.cancelled, id) }
+
+// TestCoreReservation: a caller sleeps until its reserved instant outside
+// the admission turn, so the next caller reserves meanwhile; a caller that
+// gives up gives its reservation and its slot back, and is not counted.
+func TestCoreReservation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 1, Window: time.Second}, {N: 100, Window: time.Minute, Cost: true}}
+		r := &reservingStore{}
+		c := gate.NewCore(gate.Config{Name: "fake", Rules: rules, GlobalJobs: 2, Timeout: time.Second}, r)
+		start := time.Now()
+		type result struct {
+			a   throttle.Admission
+			err error
+		}
+		first := make(chan result, 1)
+		go func() { a, err := c.Admit(context.Background(), 1); first <- result{a, err} }()
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		second := make(chan result, 1)
+		go func() { a, err := c.Admit(ctx, 3); second <- result{a, err} }()
+		synctest.Wait()
+		if r.asked != 2 || c.Queued() != 0 {
+			t.Fatalf("store asked %d times, %d queued; want both callers to have reserved at once", r.asked, c.Queued())
+		}
+		cancel()
+		synctest.Wait()
+		res := <-second
+		if res.err != context.Canceled || len(r.cancelled) != 1 || r.cancelled[0] != 2 || r.slotsHeld != 1 {
+			t.Fatalf("cancelled caller: %v, given back %v, %d slots held; want context.Canceled, [2], 1", res.err, r.cancelled, r.slotsHeld)
+		}
+		res = <-first
+		if res.err != nil || time.Since(start) != time.Second || !res.a.At.Equal(start.Add(time.Second)) || res.a.Waited != time.Second {
+			t.Fatalf("first caller: %+v, %v at %v; want admitted at its reservation, +1s", res.a, res.err, time.Since(start))
+		}
+		s := c.Stats(throttle.StoreStats{})
+		if s.Admitted != 1 || s.Waits != 1 || s.Rules[0].Waits != 1 || s.InFlight != 1 {
+			t.Errorf("stats %+v, want one admission that waited on rule 0, in flight", s)
+		}
+		res.a.Release()
+		c.Shutdown()
+	})
+}
