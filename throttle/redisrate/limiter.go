@@ -8,8 +8,8 @@
 // the server's clock (TIME), checks every rule, and only if all of them
 // allow the call records it in all of them at that one instant. A call
 // that does not fit now is reserved: the script records it, in every rule,
-// at the earliest instant T (at most a longest window ahead, never before
-// the latest call recorded) at which all of them allow it, and the caller
+// at the earliest instant T (at most half the shortest window ahead, never
+// before the latest call recorded) at which all of them allow it, and the caller
 // sleeps until T and goes, without asking again. The caller converts T to
 // its own clock conservatively (it leaves at its reply's arrival plus T
 // minus the server's now: never before T), and a caller that gives up
@@ -448,7 +448,8 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 // Admit runs one admission script call for a call of the given cost: it
 // checks every rule at Redis's instant and, if all allow the call now,
 // records it in all of them; if not, it reserves the earliest instant no
-// more than a longest window ahead at which all allow it (see admitLua),
+// more than half the shortest window ahead at which all allow it (see
+// admitLua and horizon),
 // and the Decision says when this process may let the call leave. It
 // implements gate.Store.
 func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
@@ -456,7 +457,7 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	id := l.seq.Add(1)
 	ws, ttl, own, ownTTL := l.windows(margin)
 	args := make([]any, 0, 8+4*len(l.order))
-	args = append(args, l.spec, l.memberID(id), l.clock(), ttl, own, ownTTL, l.idPrefix, slices.Max(append(ws, 1)))
+	args = append(args, l.spec, l.memberID(id), l.clock(), ttl, own, ownTTL, l.idPrefix, horizon(ws))
 	for j, i := range l.order {
 		r := l.rules[i]
 		w := 1
@@ -502,6 +503,22 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 		d.Decided = d.Leave.Add(-rtt / 2)
 	}
 	return d, nil
+}
+
+// horizon returns how far ahead a call may be reserved, in microseconds:
+// half the shortest window (ws, microseconds; at least 1). A call is
+// spaced against calls up to a window before it, whose lags the margin
+// must have taken in: reserving no more than half a window ahead leaves
+// the other half for those calls to leave and end, as an admission at
+// once would. It also bounds what a process killed while holding
+// reservations leaves standing, and how old the margin a reserved call
+// was spaced with can be. A call further ahead is told to wait and ask
+// again.
+func horizon(ws []int64) int64 {
+	if len(ws) == 0 {
+		return 1
+	}
+	return max(slices.Min(ws)/2, 1)
 }
 
 // Cancel gives back the reservation of the admission id at at (Redis's

@@ -113,7 +113,9 @@ func (r *reservingStore) Admit(_ context.Context, cost int, margin time.Duration
 	return gate.Decision{Admitted: true, At: r.next, Leave: r.next, ID: uint64(r.asked), Rule: 0, Used: []int{1, cost}}, nil
 }
 
-func (r *reservingStore) Cancel(id uint64, at time.Time, cost int) { r.cancelled = append(r.cancelled, id) }
+func (r *reservingStore) Cancel(id uint64, at time.Time, cost int) {
+	r.cancelled = append(r.cancelled, id)
+}
 
 // TestCoreReservation: a caller sleeps until its reserved instant outside
 // the admission turn, so the next caller reserves meanwhile; a caller that
