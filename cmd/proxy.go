@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,7 +126,8 @@ Interrupts:
   requests still waiting and lets those in flight finish for up to
   --grace (a second signal closes them at once); then the summary and the
   job log. With -- CMD the signals go to CMD instead, and the proxy stops
-  the same way once CMD has exited.
+  the same way once CMD has exited; a signal then closes what is still in
+  flight at once, and pace exits 130 (143 for SIGTERM) if CMD exited 0.
 
 ` + redisHelp + `
 
@@ -416,13 +418,32 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL))
 		facts.command = &code
 		stop()
-		grace := time.AfterFunc(o.Grace, func() {
+		grace := time.NewTimer(o.Grace)
+		// CMD has ended: a signal now is for pace, and closes what is
+		// still in flight at once, as a second signal does without CMD.
+		select {
+		case <-stopped:
+		case <-grace.C:
 			if n := px.Stats().InFlight; n > 0 {
 				fmt.Fprintf(errOut, "pace: grace period of %v over: closing %d %s in flight\n", o.Grace, n, plural(int(n), "request"))
 			}
 			kill()
-		})
-		<-stopped
+			<-stopped
+		case sig := <-opts.Factory.Signals:
+			if n := px.Stats().InFlight; n > 0 {
+				fmt.Fprintf(errOut, "pace: %s: closing %d %s in flight\n", signalName(sig), n, plural(int(n), "request"))
+			}
+			kill()
+			<-stopped
+			// Stopped before it was done: never 0, whatever CMD said.
+			facts.signal = signalName(sig)
+			if code == ExitOK {
+				code = ExitInterrupted
+				if sig == syscall.SIGTERM {
+					code = ExitTerminated
+				}
+			}
+		}
 		grace.Stop()
 	} else {
 		sigs.arm(func() int { return int(px.Stats().InFlight) }, stop, func(error) { kill() })
