@@ -109,26 +109,7 @@ func TestMetricsDuringRun(t *testing.T) {
 	}
 
 	// No admission came after the scrape: the rules' counts are final.
-	b, err := os.ReadFile(sumFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum struct {
-		OK       int64 `json:"ok"`
-		Attempts int64 `json:"attempts"`
-		Rules    []struct {
-			Rule      string  `json:"rule"`
-			PeakUsage float64 `json:"peak_usage"`
-			Waits     int64   `json:"waits"`
-			WaitTime  float64 `json:"wait_seconds"`
-		} `json:"rules"`
-		Margin struct {
-			Seconds float64 `json:"seconds"`
-		} `json:"margin"`
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := readSummaryFile(t, sumFile)
 	if sum.OK != 6 || sum.Attempts != 6 {
 		t.Errorf("summary: %d ok of %d attempts, want 6 of 6", sum.OK, sum.Attempts)
 	}
@@ -172,4 +153,37 @@ func TestMetricsAddrRefused(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(stderr, "pace: --metrics-addr "+addr+": listen") || stdout != "" {
 		t.Errorf("busy port: exit %d, stdout %q, stderr %q; want 2, nothing run, a listen error", code, stdout, stderr)
 	}
+}
+
+// summaryFile is the part of a JSON summary (--summary-file) tests read.
+type summaryFile struct {
+	OK          int64   `json:"ok"`
+	Attempts    int64   `json:"attempts"`
+	Interrupted *string `json:"interrupted"`
+	Rules       []struct {
+		Rule      string  `json:"rule"`
+		PeakUsage float64 `json:"peak_usage"`
+		Waits     int64   `json:"waits"`
+		WaitTime  float64 `json:"wait_seconds"`
+	} `json:"rules"`
+	Margin struct {
+		Seconds float64 `json:"seconds"`
+	} `json:"margin"`
+	Proxy *struct {
+		Requests int64 `json:"requests"`
+	} `json:"proxy"`
+}
+
+// readSummaryFile reads the JSON summary at path.
+func readSummaryFile(t *testing.T, path string) summaryFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum summaryFile
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("summary file %s: %v", b, err)
+	}
+	return sum
 }

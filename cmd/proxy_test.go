@@ -4,7 +4,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -546,22 +545,8 @@ func TestProxyReportsAsARunDoes(t *testing.T) {
 	if rows := strings.Count(string(log), "\tGET "+up.URL+"/"); rows != 4 || !strings.Contains(string(log), "\tGET "+up.URL+"/slow\n") {
 		t.Errorf("job log has %d request rows, want 4 with /slow:\n%s", rows, log)
 	}
-	b, err := os.ReadFile(sumFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum struct {
-		OK          int64   `json:"ok"`
-		Attempts    int64   `json:"attempts"`
-		Interrupted *string `json:"interrupted"`
-		Proxy       *struct {
-			Requests int64 `json:"requests"`
-		} `json:"proxy"`
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := readSummaryFile(t, sumFile)
 	if sum.OK != 4 || sum.Attempts != 4 || sum.Proxy == nil || sum.Proxy.Requests != 4 || sum.Interrupted == nil || *sum.Interrupted != "SIGINT" {
-		t.Errorf("summary file: %s", b)
+		t.Errorf("summary file: %+v", sum)
 	}
 }
