@@ -64,6 +64,7 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/spec", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
 		// The command reference is written from cobra's tree alone.
 		{mod + "/internal/clidoc", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "github.com/spf13/") }},
+		{mod + "/internal/halt", func(dep string) bool { return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" }},
 		// pace quota's views describe what the stores' Inspect return:
 		// the stores and their clients, nothing of the CLI or the pool.
 		{mod + "/internal/quota", func(dep string) bool {

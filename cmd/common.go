@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/costexpr"
+	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/throttle"
@@ -97,7 +98,7 @@ type CommonOptions struct {
 	MetricsAddr string
 	Grace       time.Duration
 	// Halt, if set, stops the run early (--halt).
-	Halt *haltPolicy
+	Halt *halt.Policy
 	JobLogOptions
 	// Redis, when it names a Redis, shares the rules with other
 	// processes (redis.go).

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/margin"
@@ -40,7 +41,7 @@ type recorder struct {
 	margin *margin.Tracker
 
 	mu        sync.Mutex
-	halted    *halted
+	halted    *halt.Halted
 	jobLogErr error
 	outputErr error
 	unlogged  []int64 // items that ran but have no row, after jobLogErr
@@ -127,7 +128,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.record(res)
 		}
 		r.disp.add(1)
-		if r.s.opts.Halt.observe(res) {
+		if r.s.opts.Halt.Observe(res) {
 			r.halt(res)
 		}
 	}
@@ -181,21 +182,21 @@ func (r *recorder) halt(res *runner.Result) {
 	r.mu.Lock()
 	first := r.halted == nil
 	if first {
-		r.halted = r.s.opts.Halt.haltedBy(res)
+		r.halted = r.s.opts.Halt.HaltedBy(res)
 	}
 	h := r.halted
 	r.mu.Unlock()
 	if !first {
 		return
 	}
-	if h.now {
+	if h.Now {
 		n := r.tally.inFlight()
-		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running %s\n", h.spec, h.seq, n, plural(n, "job"))
+		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running %s\n", h.Spec, h.Seq, n, plural(n, "job"))
 		r.stop()
 		r.kill()
 		return
 	}
-	fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; starting no more jobs, the running ones finish\n", h.spec, h.seq)
+	fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; starting no more jobs, the running ones finish\n", h.Spec, h.Seq)
 	r.stop()
 }
 
@@ -224,7 +225,7 @@ func (r *recorder) failures() (unlogged []int64, jobLogErr, outputErr error) {
 }
 
 // haltedBy returns what halted the run, if --halt did.
-func (r *recorder) haltedBy() *halted {
+func (r *recorder) haltedBy() *halt.Halted {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.halted

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -194,3 +195,24 @@ func (s setDurationValue) Set(v string) error {
 }
 
 func (setDurationValue) Type() string { return "duration" }
+
+// haltValue is the pflag.Value of --halt.
+type haltValue struct{ h **halt.Policy }
+
+func (v haltValue) String() string {
+	if v.h == nil {
+		return "never"
+	}
+	return (*v.h).String()
+}
+
+func (v haltValue) Set(s string) error {
+	h, err := halt.Parse(s)
+	if err != nil {
+		return err
+	}
+	*v.h = h
+	return nil
+}
+
+func (haltValue) Type() string { return "when,cond=N" }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/runner"
@@ -241,7 +242,7 @@ type runFacts struct {
 	jobLogErr, outputErr error
 	unlogged             []int64 // items that ran but have no row
 	learned              *learned
-	halted               *halted // --halt stopped the run
+	halted               *halt.Halted // --halt stopped the run
 	// proxy is what pace proxy did with requests it sent nowhere;
 	// command, the exit status of its -- CMD, which is pace's.
 	proxy   *ProxySummary

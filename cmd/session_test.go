@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -656,7 +657,7 @@ func TestSessionHaltNowCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ex := &fakeExec{took: time.Second, exit: func(string) int { return 1 }, hang: func(item string) bool { return item == "2" }}
 		o := testOptions(t, 2)
-		h, err := parseHalt("now,fail=1")
+		h, err := halt.Parse("now,fail=1")
 		if err != nil {
 			t.Fatal(err)
 		}

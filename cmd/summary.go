@@ -55,8 +55,8 @@ func summarize(f *runFacts) (*Summary, int) {
 		s.Interrupted = "SIGPIPE"
 		code = ExitBrokenPipe
 	case f.halted != nil:
-		code = f.halted.code
-		s.Stopped = fmt.Sprintf("--halt %s after job %d", f.halted.spec, f.halted.seq)
+		code = f.halted.Code
+		s.Stopped = fmt.Sprintf("--halt %s after job %d", f.halted.Spec, f.halted.Seq)
 	case f.readErr != nil:
 		code = ExitFailed
 		if t.Attempts == 0 && t.Failed == 0 {

@@ -1,4 +1,7 @@
-package cmd
+// Package halt is GNU parallel's --halt for pace: when a run stops early
+// (after N or N% of items failed, succeeded or were done), whether the
+// running jobs are killed or finish, and the exit code the run ends with.
+package halt
 
 import (
 	"fmt"
@@ -8,12 +11,12 @@ import (
 	"github.com/pace-cli/pace/runner"
 )
 
-// haltPolicy is --halt, with GNU parallel's meaning: when to stop a run
+// Policy is --halt, with GNU parallel's meaning: when to stop a run
 // early, and how. "soon" starts no more jobs and lets the running ones
 // finish; "now" also kills them. The condition counts items whose final
 // result failed (fail=), succeeded (success=) or either (done=), as a
 // number or a percentage of the items done so far (at least 3 done).
-type haltPolicy struct {
+type Policy struct {
 	spec    string
 	now     bool   // kill the running jobs
 	what    string // "fail", "success" or "done"
@@ -23,19 +26,19 @@ type haltPolicy struct {
 	matched int // of those, items matching what
 }
 
-// parseHalt reads a --halt value: never, or now|soon,fail|success|done=N[%].
-func parseHalt(s string) (*haltPolicy, error) {
+// Parse reads a --halt value: never, or now|soon,fail|success|done=N[%].
+func Parse(s string) (*Policy, error) {
 	if s == "" || s == "never" {
 		return nil, nil
 	}
-	bad := func() (*haltPolicy, error) {
+	bad := func() (*Policy, error) {
 		return nil, fmt.Errorf("want never, or now|soon,fail|success|done=N or N%%, such as now,fail=1 or soon,fail=10%%")
 	}
 	when, cond, ok := strings.Cut(s, ",")
 	if !ok {
 		return bad()
 	}
-	h := &haltPolicy{spec: s}
+	h := &Policy{spec: s}
 	switch when {
 	case "now":
 		h.now = true
@@ -64,30 +67,10 @@ func parseHalt(s string) (*haltPolicy, error) {
 	return h, nil
 }
 
-// haltValue is the pflag.Value of --halt.
-type haltValue struct{ h **haltPolicy }
-
-func (v haltValue) String() string {
-	if v.h == nil || *v.h == nil {
-		return "never"
-	}
-	return (*v.h).spec
-}
-
-func (v haltValue) Set(s string) error {
-	h, err := parseHalt(s)
-	if err != nil {
-		return err
-	}
-	*v.h = h
-	return nil
-}
-
-func (haltValue) Type() string { return "when,cond=N" }
-
-// observe counts an item's final result and reports whether the run must
-// halt now.
-func (h *haltPolicy) observe(r *runner.Result) bool {
+// Observe counts an item's final result and reports whether the run must
+// halt now. A nil *Policy never halts. It is not safe for concurrent use:
+// the events' one goroutine observes.
+func (h *Policy) Observe(r *runner.Result) bool {
 	if h == nil {
 		return false
 	}
@@ -104,18 +87,18 @@ func (h *haltPolicy) observe(r *runner.Result) bool {
 	return h.matched >= h.n
 }
 
-// halted is why a run halted: the policy and the item that triggered it.
-type halted struct {
-	spec string
-	now  bool
-	seq  int64
-	// code is the exit code the run ends with: the halting job's, as GNU
+// Halted is why a run halted: the policy and the item that triggered it.
+type Halted struct {
+	Spec string // the --halt value
+	Now  bool   // the running jobs are killed
+	Seq  int64  // the item that halted the run
+	// Code is the exit code the run ends with: the halting job's, as GNU
 	// parallel does (1 for a job that failed without one), or 0.
-	code int
+	Code int
 }
 
-// haltedBy returns how the run ends when r made h halt it.
-func (h *haltPolicy) haltedBy(r *runner.Result) *halted {
+// HaltedBy returns how the run ends when r made h halt it.
+func (h *Policy) HaltedBy(r *runner.Result) *Halted {
 	code := 0
 	if h.what == "fail" && r.OK() {
 		code = 1 // a percentage of failures reached as a success came in
@@ -129,5 +112,13 @@ func (h *haltPolicy) haltedBy(r *runner.Result) *halted {
 			code = 128 + r.Signal
 		}
 	}
-	return &halted{spec: h.spec, now: h.now, seq: r.Job.Seq, code: code}
+	return &Halted{Spec: h.spec, Now: h.now, Seq: r.Job.Seq, Code: code}
+}
+
+// String returns the --halt value the policy was read from, or "never".
+func (h *Policy) String() string {
+	if h == nil {
+		return "never"
+	}
+	return h.spec
 }
