@@ -325,7 +325,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	defer in.close()
+	defer in.Close()
 	var executor runner.Executor = ex
 	if o.Cost != nil {
 		executor = costexpr.Executor{Executor: ex, Expr: o.Cost, Body: ex.BodyLen, Rules: o.allRules()}
@@ -397,24 +397,24 @@ func (s streamFile) Close() error                { return s.f.Commit() }
 // item: a URL given without placeholders is that item (stdin is not
 // read); otherwise the input may hold one item only, which is checked
 // before anything is sent.
-func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.ReadOptions) (*input, error) {
+func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.ReadOptions) (*items.Input, error) {
 	if oneFile && opts.URL != "" && !strings.Contains(opts.URL, "{") {
-		return &input{r: strings.NewReader("{}\n"), name: "the URL", close: func() error { return nil }}, nil
+		return items.NewInput(strings.NewReader("{}\n"), "the URL"), nil
 	}
-	in, err := openInput(opts.Common.Input, stdin)
+	in, err := items.Open(opts.Common.Input, stdin)
 	if err != nil || !oneFile {
 		return in, err
 	}
 	var first []string
 	errMore := errors.New("more than one item")
-	err = items.Scan(in.r, ro, func(it runner.Item) error {
+	err = items.Scan(in.R, ro, func(it runner.Item) error {
 		if len(first) == 1 {
 			return errMore
 		}
 		first = append(first, it.Text)
 		return nil
 	})
-	in.close()
+	in.Close()
 	switch {
 	case errors.Is(err, errMore):
 		dir := strings.TrimSuffix(opts.OutputDir, filepath.Ext(opts.OutputDir))
@@ -423,9 +423,9 @@ func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.Read
 		}
 		return nil, fmt.Errorf("-o %s names one file, but %s holds more than one item: "+
 			"give a directory (-o %s/) for one file per item, named by --output-name, or -o /dev/null to discard the bodies",
-			opts.OutputDir, in.name, dir)
+			opts.OutputDir, in.Name, dir)
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", in.name, err)
+		return nil, fmt.Errorf("%s: %w", in.Name, err)
 	}
 	text := strings.Join(first, "")
 	if ro.NUL {
@@ -433,7 +433,7 @@ func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.Read
 	} else {
 		text += "\n"
 	}
-	return &input{r: strings.NewReader(text), name: in.name, close: func() error { return nil }}, nil
+	return items.NewInput(strings.NewReader(text), in.Name), nil
 }
 
 // printFetchResult returns the printer of a fetch result: the body on

@@ -140,7 +140,7 @@ func TestFetchOneFileInput(t *testing.T) {
 	// and stdin is not read.
 	opts := &FetchOptions{URL: "http://h/page", OutputDir: "page.html", Common: CommonOptions{Input: "-"}}
 	in, err := opts.openInput(unreadable{t}, true, items.ReadOptions{})
-	if err != nil || readAll(t, in.r) != "{}\n" || in.name != "the URL" {
+	if err != nil || readAll(t, in.R) != "{}\n" || in.Name != "the URL" {
 		t.Errorf("openInput(one file, a URL) = %+v, %v; want the URL as the one item", in, err)
 	}
 	// A template: the input must hold one item, checked before anything
@@ -166,7 +166,7 @@ func TestFetchOneFileInput(t *testing.T) {
 		case err != nil:
 			t.Errorf("openInput(%q) = %v", tt.stdin, err)
 		default:
-			if b, _ := io.ReadAll(in.r); string(b) != tt.want {
+			if b, _ := io.ReadAll(in.R); string(b) != tt.want {
 				t.Errorf("openInput(%q) items %q, want %q", tt.stdin, b, tt.want)
 			}
 		}

@@ -191,9 +191,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	defer in.close()
+	defer in.Close()
 	columns := 1 // each item's columns; 0: any number
-	if in.product {
+	if in.Sources {
 		if o.ColSep != "" {
 			return flagErrorf("--colsep splits the lines of -a or stdin; with ::: and :::: the sources are the columns")
 		}
@@ -203,12 +203,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		columns = 0
 	}
 	if c, ok := builder.(commandBuilder); ok {
-		if err := checkColumns("the command", c.c.MaxColumn(), columns, in.product); err != nil {
+		if err := checkColumns("the command", c.c.MaxColumn(), columns, in.Sources); err != nil {
 			return err
 		}
 	}
 	if o.Cost != nil {
-		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost), o.Cost.MaxColumn(), columns, in.product); err != nil {
+		if err := checkColumns(fmt.Sprintf("--cost %q", o.Cost), o.Cost.MaxColumn(), columns, in.Sources); err != nil {
 			return err
 		}
 	}
@@ -356,7 +356,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // the log is refused as the real run would refuse it. The log is only read.
 // logCommand is the command's job log Command column (nil: the command
 // line). An interrupt stops it as it stops a real run.
-func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *input, readOpts items.ReadOptions) error {
+func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *items.Input, readOpts items.ReadOptions) error {
 	ios := f.IOStreams
 	jl, err := loadJobLog(&o.JobLogOptions, e.Prepare, logCommand)
 	if err != nil {
@@ -373,7 +373,7 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	errc := make(chan error, 1)
 	go func() {
 		defer close(queue)
-		errc <- jl.readItems(rctx, in.r, readOpts, queue)
+		errc <- jl.readItems(rctx, in.R, readOpts, queue)
 	}()
 	failed := false
 	var seq, skipped int64
@@ -435,7 +435,7 @@ loop:
 		if errors.Is(readErr, resume.ErrInputChanged) {
 			return reportf(ios, ExitUsage, "%v", readErr)
 		}
-		return reportf(ios, ExitFailed, "%s: %v", in.name, readErr)
+		return reportf(ios, ExitFailed, "%s: %v", in.Name, readErr)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(ios.ErrOut, "pace: %d %s done in job log %s would be skipped\n", skipped, plural(int(skipped), "item"), o.JobLog)

@@ -33,7 +33,7 @@ type session struct {
 	executor   runner.Executor
 	useBackend func(b throttle.Backend, hint func(string)) *pacehttp.Transport
 	// input and readOpts say where the items come from.
-	input    *input
+	input    *items.Input
 	readOpts items.ReadOptions
 	// print prints an item's final result: its output on out (stdout,
 	// whose write errors it returns) and errOut.
@@ -316,7 +316,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		var err error
 		go func() {
 			defer close(counted)
-			err = jl.readItems(readCtx, s.input.r, s.readOpts, counted)
+			err = jl.readItems(readCtx, s.input.R, s.readOpts, counted)
 		}()
 		for it := range counted {
 			select {
@@ -332,15 +332,15 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 			total.setOnce(readN)
 		}
 	}()
-	if ios.IsStdinTTY() && s.input.r == ios.In {
+	if ios.IsStdinTTY() && s.input.R == ios.In {
 		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
 	}
 
 	var wg sync.WaitGroup
 	runDone := make(chan struct{})
-	if disp.shows() && s.input.countable() {
+	if disp.shows() && s.input.Countable() {
 		wg.Go(func() { // count a regular file's or ::: items for the total and the ETA
-			if n := jl.toRun(s.input.count(readCtx, s.readOpts)); n >= 0 {
+			if n := jl.toRun(s.input.Count(readCtx, s.readOpts)); n >= 0 {
 				total.setOnce(n)
 			}
 		})
@@ -378,10 +378,10 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	facts.stats = backend.Stats()
 	facts.skipped = jl.skipped()
 	facts.total = total.get()
-	if facts.total < 0 && !facts.readAll && s.input.countable() {
+	if facts.total < 0 && !facts.readAll && s.input.Countable() {
 		// Stopped early: the items never read are not started either.
 		cctx, cancel := context.WithTimeout(context.Background(), maxCountTime)
-		facts.total = jl.toRun(s.input.count(cctx, s.readOpts))
+		facts.total = jl.toRun(s.input.Count(cctx, s.readOpts))
 		cancel()
 	}
 	if sig := sigs.signal(); sig != nil {
@@ -398,7 +398,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %s\n", userMessage(facts.limitErr))
 	}
 	if facts.readErr != nil {
-		fmt.Fprintf(ios.ErrOut, "pace: %s: %s\n", s.input.name, userMessage(facts.readErr))
+		fmt.Fprintf(ios.ErrOut, "pace: %s: %s\n", s.input.Name, userMessage(facts.readErr))
 	}
 	rec.reportUnlogged(ios.ErrOut)
 	return facts

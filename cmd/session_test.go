@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -164,17 +165,18 @@ type testSession struct {
 	out, errOut *syncBuffer
 }
 
-// newTestSession returns a session of ex over items with options o. In a
+// newTestSession returns a session of ex over the items stdin holds, with
+// options o. In a
 // synctest bubble, call it inside the bubble.
-func newTestSession(t *testing.T, items string, o *CommonOptions, ex runner.Executor) *testSession {
+func newTestSession(t *testing.T, stdin string, o *CommonOptions, ex runner.Executor) *testSession {
 	t.Helper()
-	ios, out, errOut := testIO(items)
+	ios, out, errOut := testIO(stdin)
 	sigs := make(chan os.Signal, 2)
-	in, err := openInput(o.Input, ios.In)
+	in, err := items.Open(o.Input, ios.In)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.close() })
+	t.Cleanup(func() { in.Close() })
 	s := &session{
 		f: &Factory{IOStreams: ios, Signals: sigs}, opts: o, executor: ex, input: in,
 		print: printOutput(o.Tag), logCommand: jobLogCommand, show: func(s string) string { return s }, filesPerJob: 6,
@@ -543,7 +545,7 @@ func TestSessionReadError(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ex := &fakeExec{}
 				ts := newTestSession(t, "", testOptions(t, 1), ex)
-				ts.s.input = &input{r: tt.in, name: "stdin", close: func() error { return nil }}
+				ts.s.input = items.NewInput(tt.in, "stdin")
 				if code := ts.run(); code != tt.code {
 					t.Errorf("run = exit %d, want %d", code, tt.code)
 				}

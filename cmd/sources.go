@@ -18,15 +18,15 @@ import (
 // value from each, in order, as GNU parallel makes them: {1} is the value
 // from the first source, {2} from the second, and {} all of them joined by
 // spaces.
-func (opts *RunOptions) openInput(stdin io.Reader) (*input, error) {
+func (opts *RunOptions) openInput(stdin io.Reader) (*items.Input, error) {
 	if len(opts.Sources) == 0 {
-		return openInput(opts.Common.Input, stdin)
+		return items.Open(opts.Common.Input, stdin)
 	}
 	if opts.Common.Input != "-" && opts.Common.Input != "" {
 		return nil, fmt.Errorf("-a %s and ::: or :::: both give items: use one", opts.Common.Input)
 	}
 	if len(opts.Sources) == 1 && len(opts.Sources[0].Files) == 1 {
-		return openInput(opts.Sources[0].Files[0], stdin) // streamed, like -a
+		return items.Open(opts.Sources[0].Files[0], stdin) // streamed, like -a
 	}
 	var values [][]string
 	for _, s := range opts.Sources {
@@ -40,9 +40,7 @@ func (opts *RunOptions) openInput(stdin io.Reader) (*input, error) {
 		}
 		values = append(values, vs)
 	}
-	r, n := items.Product(values)
-	return &input{r: r, name: "the ::: items",
-		close: func() error { return nil }, product: true, known: n}, nil
+	return items.Product(values), nil
 }
 
 // compileColSep compiles --colsep's regular expression, with an error

@@ -53,18 +53,18 @@ func TestSourcesInput(t *testing.T) {
 			t.Errorf("%s: openInput = %v", tt.name, err)
 			continue
 		}
-		if got := readAll(t, in.r); got != tt.want || !in.product {
-			t.Errorf("%s: items %q (product %v), want %q", tt.name, got, in.product, tt.want)
+		if got := readAll(t, in.R); got != tt.want || !in.Sources {
+			t.Errorf("%s: items %q (product %v), want %q", tt.name, got, in.Sources, tt.want)
 		}
 	}
 
 	// One :::: file is read as -a FILE is: streamed.
 	opts := &RunOptions{Sources: []items.Source{{Files: []string{f1}}}, Common: CommonOptions{Input: "-"}}
 	in, err := opts.openInput(nil)
-	if err != nil || in.product || in.name != f1 || readAll(t, in.r) != "x\ny\n" {
+	if err != nil || in.Sources || in.Name != f1 || readAll(t, in.R) != "x\ny\n" {
 		t.Errorf("one :::: file: %+v, %v; want the file as -a reads it", in, err)
 	}
-	in.close()
+	in.Close()
 
 	for _, tt := range []struct {
 		opts RunOptions

@@ -91,16 +91,16 @@ const (
 // (ReadOptions.ColSep).
 var ProductColSep = regexp.MustCompile(productColSep)
 
-// Product returns a reader of every combination of one value from each
-// of values, in order, as GNU parallel makes them from its sources, and
-// how many there are: NUL-separated items whose values are separated by
-// ProductColSep, the last source varying fastest.
-func Product(values [][]string) (io.Reader, int64) {
+// Product returns the input of every combination of one value from each
+// of values, in order, as GNU parallel makes them from its sources:
+// NUL-separated items whose values are separated by ProductColSep, the
+// last source varying fastest. It knows how many there are (Count).
+func Product(values [][]string) *Input {
 	n := int64(1)
 	for _, vs := range values {
 		n *= int64(len(vs))
 	}
-	return &productReader{values: values, idx: make([]int, len(values))}, n
+	return &Input{R: &productReader{values: values, idx: make([]int, len(values))}, Name: "the ::: items", Sources: true, known: n}
 }
 
 // productReader reads every combination of one value from each source,

@@ -1,6 +1,7 @@
 package items
 
 import (
+	"context"
 	"errors"
 	"io"
 	"reflect"
@@ -37,20 +38,21 @@ func TestSplitSources(t *testing.T) {
 }
 
 func TestProduct(t *testing.T) {
-	r, n := Product([][]string{{"a", "b"}, {"1", "2", "3"}})
-	b, err := io.ReadAll(r)
+	in := Product([][]string{{"a", "b"}, {"1", "2", "3"}})
+	n := in.Count(context.Background(), ReadOptions{})
+	b, err := io.ReadAll(in.R)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.NewReplacer("\x1f", "|", "\x00", ";").Replace(string(b))
-	if want := "a|1;a|2;a|3;b|1;b|2;b|3;"; got != want || n != 6 {
+	if want := "a|1;a|2;a|3;b|1;b|2;b|3;"; got != want || n != 6 || !in.Sources || !in.Countable() {
 		t.Errorf("Product = %q, %d; want %q, 6", got, n, want)
 	}
 	if !ProductColSep.MatchString("\x1f") {
 		t.Errorf("ProductColSep does not split the values Product joins")
 	}
-	r, n = Product([][]string{{"a"}, {}})
-	if b, _ := io.ReadAll(r); len(b) != 0 || n != 0 {
+	in = Product([][]string{{"a"}, {}})
+	if b, _ := io.ReadAll(in.R); len(b) != 0 || in.Count(context.Background(), ReadOptions{}) != 0 {
 		t.Errorf("Product with an empty source = %q, %d; want nothing", b, n)
 	}
 }
