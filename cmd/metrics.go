@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -34,7 +35,7 @@ func (m *metricsSource) get() metrics.Snapshot {
 
 // metricsSnapshot turns the run's tally and the backend's stats into the
 // metrics' snapshot: the same numbers the summary is made of.
-func metricsSnapshot(t tallySnapshot, st throttle.Stats) metrics.Snapshot {
+func metricsSnapshot(t summary.Snapshot, st throttle.Stats) metrics.Snapshot {
 	s := metrics.Snapshot{
 		Admitted:      st.Admitted,
 		OK:            t.OK,

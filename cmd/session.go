@@ -11,6 +11,7 @@ import (
 	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/pacehttp"
@@ -215,7 +216,7 @@ const briefUnder = 10 * time.Second
 // shorter than briefUnder, drawn with a bar (at a terminal, where a
 // person reads it), in which nothing failed, stopped, or was paused or
 // learned from the server. CI logs (status lines) keep the details.
-func briefSummary(s *Summary, mode string) bool {
+func briefSummary(s *summary.Summary, mode string) bool {
 	return mode == progressAlways && s.ExitCode == ExitOK && s.Elapsed < briefUnder &&
 		s.Interrupted == "" && s.Stopped == "" && s.NotStarted == 0 && s.Learned == nil &&
 		(s.HTTP == nil || s.HTTP.Pauses == 0)
@@ -227,7 +228,7 @@ type runFacts struct {
 	opts     *CommonOptions
 	jobs     int // -j after the open-file cap
 	elapsed  time.Duration
-	tally    tallySnapshot
+	tally    summary.Snapshot
 	stats    throttle.Stats
 	skipped  int64 // items a --resume skipped
 	total    int64 // items in the input, -1 if unknown
@@ -241,7 +242,7 @@ type runFacts struct {
 	// job's output, which stopped admissions.
 	jobLogErr, outputErr error
 	unlogged             []int64 // items that ran but have no row
-	learned              *learned
+	learned              *summary.Learned
 	halted               *halt.Halted // --halt stopped the run
 	// proxy is what pace proxy did with requests it sent nowhere;
 	// command, the exit status of its -- CMD, which is pace's.

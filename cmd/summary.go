@@ -14,21 +14,12 @@ import (
 	"github.com/pace-cli/pace/internal/summary"
 )
 
-// Summary is the final report of a run (package summary).
-type Summary = summary.Summary
-
-// tallySnapshot is what a run's tally counted (package summary).
-type tallySnapshot = summary.Snapshot
-
-// learned is what pace learned from the server.
-type learned = summary.Learned
-
 // ProxySummary is pace proxy's part of a Summary (package summary).
 type ProxySummary = summary.Proxy
 
 // summarize turns what happened during a run into its summary and exit
 // code. It reads nothing but f.
-func summarize(f *runFacts) (*Summary, int) {
+func summarize(f *runFacts) (*summary.Summary, int) {
 	t := f.tally
 	s := summary.New(summary.Facts{Tally: t, Stats: f.stats, Learned: f.learned, Elapsed: f.elapsed, Jobs: f.jobs,
 		Skipped: f.skipped, Total: f.total, Read: f.read, ReadAll: f.readAll, MarginFixed: f.opts.MarginSet, Signal: f.signal})
@@ -80,7 +71,7 @@ func summarize(f *runFacts) (*Summary, int) {
 }
 
 // writeSummary writes s to w in the form --summary names.
-func writeSummary(w io.Writer, form string, s *Summary) error {
+func writeSummary(w io.Writer, form string, s *summary.Summary) error {
 	switch form {
 	case summaryText:
 		return s.WriteText(w)
@@ -94,7 +85,7 @@ func writeSummary(w io.Writer, form string, s *Summary) error {
 // writes: a regular file whole (into a temporary file beside it, renamed
 // over it once written), a FIFO or a device straight. ctx bounds the wait
 // for a FIFO's reader.
-func writeSummaryFile(ctx context.Context, name string, s *Summary) error {
+func writeSummaryFile(ctx context.Context, name string, s *summary.Summary) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("--summary-file: %w", err)

@@ -32,7 +32,7 @@ func TestSummarizeExitCode(t *testing.T) {
 	errMismatch := fmt.Errorf("redis quota: %w", &throttle.MismatchError{Key: "k"})
 	errRead := errors.New("read items: disk on fire")
 	errChanged := &resume.InputChangedError{Seq: 2, Command: "echo b", Logged: "echo a"}
-	ran := tallySnapshot{OK: 3, Failed: 1, Attempts: 4}
+	ran := summary.Snapshot{OK: 3, Failed: 1, Attempts: 4}
 	for _, tt := range []struct {
 		name        string
 		f           runFacts
@@ -40,7 +40,7 @@ func TestSummarizeExitCode(t *testing.T) {
 		interrupted string
 		stopped     string
 	}{
-		{name: "all ok", f: runFacts{tally: tallySnapshot{OK: 4, Attempts: 4}}, code: ExitOK},
+		{name: "all ok", f: runFacts{tally: summary.Snapshot{OK: 4, Attempts: 4}}, code: ExitOK},
 		{name: "failed jobs", f: runFacts{tally: ran}, code: ExitFailed},
 		{name: "output failure", f: runFacts{tally: ran, outputErr: errRead},
 			code: ExitFailed, stopped: "job output could not be written"},
@@ -50,7 +50,7 @@ func TestSummarizeExitCode(t *testing.T) {
 			code: ExitFailed, stopped: "the input could not be read"},
 		{name: "read error, nothing ran", f: runFacts{readErr: errRead},
 			code: ExitUsage, stopped: "the input could not be read"},
-		{name: "an item failed to read, nothing else ran", f: runFacts{tally: tallySnapshot{Failed: 1}, readErr: errRead},
+		{name: "an item failed to read, nothing else ran", f: runFacts{tally: summary.Snapshot{Failed: 1}, readErr: errRead},
 			code: ExitFailed, stopped: "the input could not be read"},
 		{name: "resumed input changed", f: runFacts{tally: ran, readErr: fmt.Errorf("x: %w", errChanged)},
 			code: ExitUsage, stopped: "the input could not be read"},
@@ -92,7 +92,7 @@ func TestSummarizeNotStarted(t *testing.T) {
 		{name: "reader still blocked", ok: 2, total: -1, read: -1, want: 0, known: false},
 		{name: "more done than counted", ok: 5, total: 3, read: 5, want: 0, known: true},
 	} {
-		f := runFacts{opts: &CommonOptions{}, tally: tallySnapshot{OK: tt.ok, Failed: tt.failed}, total: tt.total, read: tt.read, readAll: tt.readAll}
+		f := runFacts{opts: &CommonOptions{}, tally: summary.Snapshot{OK: tt.ok, Failed: tt.failed}, total: tt.total, read: tt.read, readAll: tt.readAll}
 		s, _ := summarize(&f)
 		if s.NotStarted != tt.want || s.NotStartedKnown != tt.known {
 			t.Errorf("%s: NotStarted = %d (known %v), want %d (known %v)", tt.name, s.NotStarted, s.NotStartedKnown, tt.want, tt.known)
@@ -104,7 +104,7 @@ func TestSummarizeCopiesTheFacts(t *testing.T) {
 	r := rule(t, "10/s")
 	f := &runFacts{
 		opts: &CommonOptions{MarginSet: true}, jobs: 4, elapsed: 2 * time.Second, skipped: 7, total: -1, read: -1,
-		tally: tallySnapshot{OK: 9, Failed: 1, Retried: 2, Attempts: 12, NotStarted: 1, PeakRunning: 3,
+		tally: summary.Snapshot{OK: 9, Failed: 1, Retried: 2, Attempts: 12, NotStarted: 1, PeakRunning: 3,
 			P50: time.Second, P95: 2 * time.Second, Max: 3 * time.Second,
 			FailedItems: []summary.FailedItem{{Seq: 4, Item: "d", Status: "exit status 1"}},
 			HTTP:        true, Statuses: map[string]int64{"200": 9, "500": 3}, Bytes: 1000},
@@ -117,7 +117,7 @@ func TestSummarizeCopiesTheFacts(t *testing.T) {
 		signal: "SIGINT",
 	}
 	s, _ := summarize(f)
-	want := &Summary{OK: 9, Failed: 1, Retried: 2, Attempts: 12, Skipped: 7, Unstarted: 1, Elapsed: 2 * time.Second, Rate: 6,
+	want := &summary.Summary{OK: 9, Failed: 1, Retried: 2, Attempts: 12, Skipped: 7, Unstarted: 1, Elapsed: 2 * time.Second, Rate: 6,
 		Rules:   []summary.RuleSummary{{Rule: r, PeakUsage: 0.5, Waits: 3, WaitTime: time.Second}},
 		Binding: summary.Binding{Kind: summary.BindRule, Rule: r}, Jobs: 4, PeakInFlight: 3,
 		GlobalJobs: 8, SlotWaits: 2, SlotWaitTime: 500 * time.Millisecond, Margin: 50 * time.Millisecond, MarginFixed: true,
@@ -132,7 +132,7 @@ func TestSummarizeCopiesTheFacts(t *testing.T) {
 }
 
 func TestWriteSummary(t *testing.T) {
-	s := &Summary{OK: 1, Attempts: 1, Jobs: 1}
+	s := &summary.Summary{OK: 1, Attempts: 1, Jobs: 1}
 	for _, tt := range []struct{ form, prefix string }{
 		{summaryText, "pace: 1 ok"}, {summaryJSON, `{"schema_version":1,"ok":1,`}, {summaryNone, ""},
 	} {
@@ -149,7 +149,7 @@ func TestWriteSummaryFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Summary{OK: 98, Failed: 2, Attempts: 100, Jobs: 4}
+	s := &summary.Summary{OK: 98, Failed: 2, Attempts: 100, Jobs: 4}
 	if err := writeSummaryFile(t.Context(), path, s); err != nil {
 		t.Fatal(err)
 	}

@@ -134,10 +134,10 @@ func (t *tally) inFlight() int {
 }
 
 // snapshot returns the counts now.
-func (t *tally) snapshot() tallySnapshot {
+func (t *tally) snapshot() summary.Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := tallySnapshot{
+	s := summary.Snapshot{
 		OK: t.ok, Failed: t.failed, Retried: t.retried, Attempts: t.attempts, NotStarted: t.notStarted,
 		ItemsStarted: t.itemsStarted, Running: t.running, PeakRunning: t.peakRunning,
 		P50: t.durations.Quantile(0.50), P95: t.durations.Quantile(0.95), Max: t.durations.Max(),
