@@ -293,7 +293,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	var err error
 	pool, err = runner.NewPool(runner.Options{
 		Jobs: jobs, Limiter: limiter, Executor: s.executor, Retries: o.Retries,
-		KeepOrder: o.KeepOrder, OnEvent: rec.onEvent, RetryDelay: retryDelay, Reorder: o.Reorder,
+		KeepOrder: o.KeepOrder, OnEvent: rec.onEvent, RetryDelay: runner.ConnRetryDelay, Reorder: o.Reorder,
 	})
 	if err != nil { // the options were checked: unreachable
 		panic(err)
@@ -408,16 +408,6 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 // maxCountTime bounds counting the items of a run stopped early, for its
 // summary's not_started; past it, the count is a lower bound.
 const maxCountTime = 3 * time.Second
-
-// retryDelay is how long a failed attempt waits before its retry is
-// admitted: a connection that failed is given a moment, doubling with
-// each attempt (a 429 or 503 has paused the backend already).
-func retryDelay(r *runner.Result) time.Duration {
-	if r.HTTP == nil || r.HTTP.Conn == "" {
-		return 0
-	}
-	return min(250*time.Millisecond<<min(r.Job.Attempt-1, 8), 30*time.Second)
-}
 
 // backendExitCode is the exit code for a backend that failed with err: 2
 // for rules that differ from those of the processes sharing the quota

@@ -636,23 +636,6 @@ func TestJobsForFiles(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	for _, tt := range []struct {
-		r    runner.Result
-		want time.Duration
-	}{
-		{runner.Result{Job: runner.Job{Attempt: 1}, ExitCode: 1}, 0},
-		{runner.Result{Job: runner.Job{Attempt: 1}, HTTP: &runner.HTTPInfo{StatusCode: 429}}, 0}, // the server paused the backend
-		{runner.Result{Job: runner.Job{Attempt: 1}, HTTP: &runner.HTTPInfo{Conn: "refused"}}, 250 * time.Millisecond},
-		{runner.Result{Job: runner.Job{Attempt: 3}, HTTP: &runner.HTTPInfo{Conn: "reset"}}, time.Second},
-		{runner.Result{Job: runner.Job{Attempt: 20}, HTTP: &runner.HTTPInfo{Conn: "dns"}}, 30 * time.Second},
-	} {
-		if got := retryDelay(&tt.r); got != tt.want {
-			t.Errorf("retryDelay(attempt %d, %+v) = %v, want %v", tt.r.Job.Attempt, tt.r.HTTP, got, tt.want)
-		}
-	}
-}
-
 // TestSessionHaltNowCounts: --halt now names how many running jobs it
 // kills, in the singular for one.
 func TestSessionHaltNowCounts(t *testing.T) {

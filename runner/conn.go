@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 )
 
 // ConnCause names why no HTTP response came, for HTTPInfo.Conn: "refused",
@@ -26,4 +27,15 @@ func ConnCause(err error) string {
 		return "tls"
 	}
 	return "network"
+}
+
+// ConnRetryDelay is how long a failed attempt waits before its retry is
+// admitted (Options.RetryDelay): an attempt whose connection failed
+// (HTTPInfo.Conn) is given 250ms, doubling with each attempt up to 30s; any
+// other waits for nothing (a 429 or 503 has paused the backend already).
+func ConnRetryDelay(r *Result) time.Duration {
+	if r.HTTP == nil || r.HTTP.Conn == "" {
+		return 0
+	}
+	return min(250*time.Millisecond<<min(r.Job.Attempt-1, 8), 30*time.Second)
 }
