@@ -1,7 +1,10 @@
-// Package summary is the final report of a run of pace run or pace fetch:
-// what ran, how fast, and what held it back (the binding constraint, Of),
-// made from what the run counted (Facts) by New, a pure function, and
-// written for people (WriteText) or as the JSON of docs/summary.md.
+// Package summary is the final report of a run of pace run, pace fetch or
+// pace proxy, and what it is made of: what the run counted (Snapshot, with
+// job durations' quantiles in Durations and the latest admissions in
+// Recent), what held the run back (Of, the one place the binding
+// constraint is decided), and the Summary that New, a pure function, makes
+// of them, written for people (WriteText) or as the JSON of
+// docs/summary.md.
 package summary
 
 import (
