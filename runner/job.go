@@ -202,9 +202,10 @@ type Result struct {
 	// return to Sent: how long after the limiter recorded the call it
 	// really left. Zero when Sent is.
 	Lag time.Duration
-	// CPU and Queued are how long the child process ran on a CPU and
-	// waited for one while runnable (Linux's /proc/PID/schedstat, read as
-	// it exited): how much a busy machine slowed it. Zero when unknown.
+	// CPU and Queued are how long the child process's main thread ran on
+	// a CPU and waited for one while runnable (Linux's
+	// /proc/PID/schedstat, read as it exited): how much a busy machine
+	// slowed it. Zero when unknown.
 	CPU, Queued time.Duration
 	// Cost is the call's true cost when the executor learned it from the
 	// call (a response header or body); 0 when it did not. The pool then
