@@ -53,7 +53,8 @@ type (
 		Adopted  []string `json:"adopted_rules"`
 		WaitTime float64  `json:"wait_seconds"`
 	}
-	// ruleJSONForm is the rule object pace audit --json writes too.
+	// ruleJSONForm is one rule of the summary (pace audit --json writes
+	// its own, with peaks and violations).
 	ruleJSONForm struct {
 		Rule      string  `json:"rule"`
 		N         int     `json:"n"`
@@ -99,7 +100,7 @@ type (
 	}
 )
 
-// ruleJSON returns r's JSON object, shared with pace audit.
+// ruleJSON returns the JSON object of one rule of the summary.
 func ruleJSON(r throttle.Rule, peak float64, waits int64, wait time.Duration) ruleJSONForm {
 	return ruleJSONForm{Rule: r.String(), N: r.N, Window: r.Window.Seconds(), Cost: r.Cost,
 		PeakUsage: human.Round3(peak), Waits: waits, WaitTime: wait.Seconds()}
