@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/pace-cli/pace/internal/summary"
@@ -27,10 +26,7 @@ type tally struct {
 	peakRunning  int
 	durations    summary.Durations
 	failedItems  []summary.FailedItem
-	statuses     map[int]int64 // HTTP responses by status, every attempt
-	noResponse   int64
-	conns        map[string]int64 // attempts without a response, by cause
-	bytes        int64            // body bytes kept
+	http         summary.HTTPCounts // responses, every attempt
 	// recent holds the latest admissions, so that the ETA can replay
 	// each rule's window.
 	recent  summary.Recent
@@ -87,22 +83,7 @@ func (t *tally) observe(ev runner.Event) {
 		t.running = ev.InFlight
 		t.durations.Add(ev.Result.Runtime)
 		if h := ev.Result.HTTP; h != nil {
-			switch {
-			case h.StatusCode != 0:
-				if t.statuses == nil {
-					t.statuses = map[int]int64{}
-				}
-				t.statuses[h.StatusCode]++
-			default:
-				t.noResponse++
-				if h.Conn != "" {
-					if t.conns == nil {
-						t.conns = map[string]int64{}
-					}
-					t.conns[h.Conn]++
-				}
-			}
-			t.bytes += h.Bytes
+			t.http.Add(h)
 		}
 	case runner.JobDone:
 		if ev.Result.Start.IsZero() { // never started: it still leaves the queue
@@ -141,24 +122,11 @@ func (t *tally) snapshot() summary.Snapshot {
 		OK: t.ok, Failed: t.failed, Retried: t.retried, Attempts: t.attempts, NotStarted: t.notStarted,
 		ItemsStarted: t.itemsStarted, Running: t.running, PeakRunning: t.peakRunning,
 		P50: t.durations.Quantile(0.50), P95: t.durations.Quantile(0.95), Max: t.durations.Max(),
-		FailedItems: slices.Clone(t.failedItems), NoResponse: t.noResponse, Bytes: t.bytes,
-		HTTP:   t.statuses != nil || t.noResponse > 0,
-		Recent: t.recent.Calls(),
+		FailedItems: slices.Clone(t.failedItems), Recent: t.recent.Calls(),
 	}
+	t.http.Fill(&s)
 	if t.attempts > 0 {
 		s.MeanCost = int(t.costSum / t.attempts)
-	}
-	if t.statuses != nil {
-		s.Statuses = make(map[string]int64, len(t.statuses))
-		for c, n := range t.statuses {
-			s.Statuses[strconv.Itoa(c)] = n
-		}
-	}
-	if t.conns != nil {
-		s.Conns = make(map[string]int64, len(t.conns))
-		for c, n := range t.conns {
-			s.Conns[c] = n
-		}
 	}
 	return s
 }
