@@ -40,7 +40,7 @@ type runningProxy struct {
 func startProxy(t *testing.T, args ...string) *runningProxy {
 	t.Helper()
 	t.Setenv(redisURLEnv, "")
-	ios, _, out, errOut := Test()
+	ios, out, errOut := testIO("") // written while the test reads them
 	sigs := make(chan os.Signal, 2)
 	f := &Factory{IOStreams: ios, Signals: sigs}
 	portFile := filepath.Join(t.TempDir(), "port")
