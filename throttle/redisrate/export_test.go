@@ -41,12 +41,3 @@ func WithSlotPoll(o Options, d time.Duration) Options {
 	o.slotPoll = d
 	return o
 }
-
-// WithSkew returns o for a process whose clock is d off.
-func WithSkew(o Options, d time.Duration) Options {
-	o.skew = d
-	return o
-}
-
-// CancelSHA is the digest of cancelLua.
-var CancelSHA = cancelScript.Hash()

@@ -67,8 +67,6 @@ func (c fakeCall) op() string {
 		return "admit"
 	case redisrate.MarginSHA:
 		return "margin"
-	case redisrate.CancelSHA:
-		return "cancel"
 	}
 	return "unknown script " + c.sha
 }
@@ -84,7 +82,7 @@ func (c fakeCall) member() any {
 // ruleArgs returns the per-rule arguments of an admit or correct call:
 // N, window, mode, weight.
 func (c fakeCall) ruleArgs() [][]any {
-	first := 8
+	first := 7
 	var rs [][]any
 	for i := first; i+4 <= len(c.args); i += 4 {
 		rs = append(rs, c.args[i:i+4])
@@ -221,8 +219,6 @@ func (f *fakeRedis) scriptReply(c fakeCall) any {
 		return corrected(used...)
 	case "margin":
 		return c.args[1]
-	case "cancel":
-		return []any{time.Now().UnixMicro(), int64(len(c.keys) / 2)}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -277,16 +273,6 @@ func admitted(used ...int) []any {
 
 func refused(wait time.Duration, rule int, used ...int) []any {
 	r := []any{int64(0), time.Now().UnixMicro(), int64(1), int64(0), wait.Microseconds(), int64(rule)}
-	for _, u := range used {
-		r = append(r, int64(u))
-	}
-	return r
-}
-
-// reserved is admitLua's reply for a call recorded at now + ahead.
-func reserved(ahead time.Duration, rule int, used ...int) []any {
-	now := time.Now().UnixMicro()
-	r := []any{int64(2), now, int64(1), int64(0), now + ahead.Microseconds(), int64(rule)}
 	for _, u := range used {
 		r = append(r, int64(u))
 	}

@@ -6,15 +6,10 @@
 //
 // Each admission is one Lua script call (one round trip). The script reads
 // the server's clock (TIME), checks every rule, and only if all of them
-// allow the call records it in all of them at that one instant. A call
-// that does not fit now is reserved: the script records it, in every rule,
-// at the earliest instant T (at most half the shortest window ahead, never
-// before the latest call recorded) at which all of them allow it, and the caller
-// sleeps until T and goes, without asking again. The caller converts T to
-// its own clock conservatively (it leaves at its reply's arrival plus T
-// minus the server's now: never before T), and a caller that gives up
-// first gives the reservation back. Clients' clocks therefore need not
-// agree. A rule N/W is kept exactly (no window
+// allow the call records it in all of them at that one instant; otherwise
+// it records nothing and tells the caller how long to wait, which the
+// caller sleeps (plus a small random jitter) before asking again. Clients'
+// clocks therefore need not agree. A rule N/W is kept exactly (no window
 // (t-W, t] of server time holds more than N admissions, or costs,
 // fleet-wide) in a sorted set, or, for N > Options.CounterAbove (100,000 by default), in a
 // bounded counter that may refuse a call up to W/1024 early but never
@@ -36,10 +31,10 @@
 // the name over after the longest window has passed idle.
 //
 // Fairness: within one process admission is FIFO, one caller at a time
-// talking to Redis. Across processes reservations queue in the order they
-// reach Redis: no call is reserved before one already recorded. A call
-// more than a window ahead is told to wait instead, and the jitter spreads
-// the retries of processes woken by the same expiry.
+// talking to Redis. Across processes there is no queue: whoever asks first
+// once room frees wins, so a process is not guaranteed a share, only the
+// fleet as a whole is kept within the rules. The jitter spreads the
+// retries of processes woken by the same expiry.
 //
 // When Redis does not answer the limiter admits nothing: it retries with
 // capped exponential backoff and resumes when Redis is back, and gives up
@@ -136,7 +131,6 @@ type Options struct {
 	OnOutage func(Outage)
 
 	slotPoll time.Duration // tests shorten it
-	skew     time.Duration // tests: how far this process's clock is off
 }
 
 // Outage is a change in whether Redis answers.
@@ -181,7 +175,6 @@ type Limiter struct {
 	failures    atomic.Int64
 	leasesLost  atomic.Int64
 	clientTime  atomic.Int64
-	cancels     atomic.Int64 // reservations given back
 
 	// core keeps the admission turn, waits, pauses, margins, the tally
 	// and the calls in flight; Redis brings the decisions and the slots.
@@ -406,7 +399,7 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	var keys []string
 	var args []any
 	ws, _, own, _ := l.windows(margin)
-	args = append(args, l.memberID(id), at.UnixMicro(), from, to, l.clock(), own, l.idPrefix)
+	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
 		if !r.Cost {
@@ -446,18 +439,14 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 }
 
 // Admit runs one admission script call for a call of the given cost: it
-// checks every rule at Redis's instant and, if all allow the call now,
-// records it in all of them; if not, it reserves the earliest instant no
-// more than half the shortest window ahead at which all allow it (see
-// admitLua and horizon),
-// and the Decision says when this process may let the call leave. It
-// implements gate.Store.
+// checks every rule at Redis's instant and, only if all allow the call,
+// records it in all of them. It implements gate.Store.
 func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
 	l := (*Limiter)(rs)
 	id := l.seq.Add(1)
 	ws, ttl, own, ownTTL := l.windows(margin)
-	args := make([]any, 0, 8+4*len(l.order))
-	args = append(args, l.spec, l.memberID(id), l.clock(), ttl, own, ownTTL, l.idPrefix, horizon(ws))
+	args := make([]any, 0, 7+4*len(l.order))
+	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
 		w := 1
@@ -468,8 +457,7 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	}
 	sent := time.Now()
 	reply, err := l.run(ctx, admitScript, l.admitKeys, args)
-	received := time.Now()
-	rtt := received.Sub(sent)
+	rtt := time.Since(sent)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -488,64 +476,10 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	for j, i := range l.order {
 		d.Used[i] = r.used[j]
 	}
-	if !r.admitted || r.at > r.now {
+	if !r.admitted {
 		d.Rule = l.order[r.rule]
 	}
-	if r.at > r.now {
-		// Reserved at r.at, Redis's clock. Redis read now somewhere in
-		// the round trip, so r.at comes no sooner than received +
-		// (r.at - r.now) by this process's clock: leaving then never
-		// leaves before r.at, however the clocks differ, and it leaves as
-		// late as an admission at once leaves after its decision (the
-		// reply's way back), which the margin already covers.
-		d.At = time.UnixMicro(r.at)
-		d.Leave = received.Add(time.Duration(r.at-r.now) * time.Microsecond)
-		d.Decided = d.Leave.Add(-rtt / 2)
-	}
 	return d, nil
-}
-
-// horizon returns how far ahead a call may be reserved, in microseconds:
-// half the shortest window (ws, microseconds; at least 1). A call is
-// spaced against calls up to a window before it, whose lags the margin
-// must have taken in: reserving no more than half a window ahead leaves
-// the other half for those calls to leave and end, as an admission at
-// once would. It also bounds what a process killed while holding
-// reservations leaves standing, and how old the margin a reserved call
-// was spaced with can be. A call further ahead is told to wait and ask
-// again.
-func horizon(ws []int64) int64 {
-	if len(ws) == 0 {
-		return 1
-	}
-	return max(slices.Min(ws)/2, 1)
-}
-
-// Cancel gives back the reservation of the admission id at at (Redis's
-// clock) for a call of the given cost that will not leave, where it is
-// still in the future; one attempt. It implements gate.Canceler.
-func (rs *redisSide) Cancel(id uint64, at time.Time, cost int) {
-	l := (*Limiter)(rs)
-	keys := make([]string, 0, 2*len(l.order))
-	args := make([]any, 0, 3+3*len(l.order))
-	args = append(args, l.memberID(id), at.UnixMicro(), l.clock())
-	ws, _, _, _ := l.windows(0)
-	for j, i := range l.order {
-		r := l.rules[i]
-		w := 1
-		if r.Cost {
-			w = cost
-		}
-		keys = append(keys, l.keys[1+2*j], l.keys[2+2*j])
-		args = append(args, ws[j], l.mode(r), w)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(l.cf.Timeout, 5*time.Second))
-	defer cancel()
-	if _, err := l.eval(ctx, cancelScript, keys, args); err != nil {
-		l.failures.Add(1)
-		return
-	}
-	l.cancels.Add(1)
 }
 
 // PauseUntil makes this process admit nothing before t, whatever Redis
@@ -570,7 +504,7 @@ func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
 	l := (*Limiter)(rs)
 	_, _, own, ownTTL := l.windows(margin)
-	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{l.clock(), own, l.idPrefix, ownTTL})
+	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
 	if err != nil {
 		return 0, err
 	}
@@ -618,11 +552,6 @@ func (l *Limiter) Stats() throttle.Stats {
 	})
 }
 
-// clock returns this process's clock in microseconds, for the scripts'
-// fallback on the caller's clock where Redis refuses TIME (the only use
-// of a process's clock as an instant: durations are measured locally).
-func (l *Limiter) clock() int64 { return time.Now().Add(l.cf.skew).UnixMicro() }
-
 // memberID returns the id of admission id in Redis: unique to this process
 // and call, so that two calls in one microsecond are two members.
 func (l *Limiter) memberID(id uint64) string {
@@ -635,7 +564,6 @@ type admitReply struct {
 	stored   string // the quota's rule spec, on mismatch
 	admitted bool
 	now      int64         // server time, microseconds
-	at       int64         // the instant recorded (now unless reserved), microseconds
 	clock    bool          // now came from the server's TIME
 	margin   time.Duration // the fleet's widest margin, which the script applied
 	wait     time.Duration
@@ -661,7 +589,7 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 		return admitReply{mismatch: true, stored: s}, nil
 	}
 	head := 4
-	if code == 0 || code == 2 {
+	if code == 0 {
 		head = 6
 	}
 	if len(a) != head+rules {
@@ -673,24 +601,12 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
 		}
 	}
-	r.admitted = code == 1 || code == 2
+	r.admitted = code == 1
 	r.now = ints[1]
-	r.at = r.now
 	r.clock = ints[2] == 1
 	r.margin = time.Duration(ints[3]) * time.Microsecond
-	switch code {
-	case 0:
+	if code == 0 {
 		r.wait = time.Duration(ints[4]) * time.Microsecond
-	case 2:
-		r.at = ints[4]
-		if r.at <= r.now {
-			return admitReply{}, fmt.Errorf("unexpected script reply %v: reserved at %d, not after now %d", v, r.at, r.now)
-		}
-	case 1:
-	default:
-		return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
-	}
-	if code != 1 {
 		r.rule = int(ints[5]) - 1
 		if r.rule < 0 || r.rule >= rules {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v: no rule %d", v, r.rule+1)

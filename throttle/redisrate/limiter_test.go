@@ -55,14 +55,13 @@ func TestKeysAndArguments(t *testing.T) {
 		// The rules key lives as long as the longest window, margin
 		// excluded (the script adds the fleet's): the counter's 1h plus
 		// one bucket, in ms, plus 2. The 5ms margin stays in force that
-		// long after the call, plus itself. A call may be reserved up to
-		// half the shortest window ahead (500ms). Windows go without margin.
+		// long after the call, plus itself. Windows go without margin.
 		process, _ := calls[0].args[6].(string)
 		if process == "" || !strings.HasPrefix(member, process+".") {
 			t.Fatalf("process id %v, want the prefix of member %q", calls[0].args[6], member)
 		}
 		want := []any{"10/s,cost:1000/s,500/m,200000/h", member, time.Now().UnixMicro(), int64(3603517),
-			int64(5000), int64(3603515625 + 5000), process, int64(500000),
+			int64(5000), int64(3603515625 + 5000), process,
 			10, int64(1000000), "0", 1,
 			1000, int64(1000000), "2", 7,
 			500, int64(60000000), "0", 1,

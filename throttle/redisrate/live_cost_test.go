@@ -200,8 +200,7 @@ func TestLiveCostSumExpiresWithTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The first call has left, the second holds 4 until about 600ms:
-		// a call of 7 must wait (it trims the first); its reservation is
-		// given back when its context ends.
+		// a call of 7 is refused (and trims the first).
 		time.Sleep(220 * time.Millisecond)
 		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()

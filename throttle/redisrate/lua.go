@@ -8,7 +8,6 @@ var (
 	admitScript   = redis.NewScript(admitLua)
 	slotsScript   = redis.NewScript(slotsLua)
 	correctScript = redis.NewScript(correctLua)
-	cancelScript  = redis.NewScript(cancelLua)
 	marginScript  = redis.NewScript(marginLua)
 )
 
@@ -167,17 +166,6 @@ end
 // expires (PEXPIRE) once its window has passed with no admission, and the
 // rules key lives as long as the longest of them.
 //
-// With a horizon (ARGV[8] > 0) a call that does not fit now is reserved:
-// the script finds the earliest instant at, no later than now + horizon,
-// at which every rule allows it, records it at at in every rule (in the
-// future), and replies at; the caller leaves at at and never asks again.
-// A call is never reserved before the latest call already recorded (the
-// tail): every window that ends at or after at then holds no more than
-// the window ending at at, so checking that one window keeps every rule
-// exact, and calls are recorded in the order they asked (FIFO across the
-// fleet). Windows that end before at do not hold the call. A call that
-// fits at once is admitted now, as without a horizon.
-//
 // KEYS[1]          pace:{NAME}:rules, the quota's rule spec
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
 // KEYS[#KEYS]      pace:{NAME}:margins, the margins in force (fleet_margin)
@@ -188,12 +176,7 @@ end
 // ARGV[5]    the caller's margin in microseconds
 // ARGV[6]    how long the caller's margin stays in force, microseconds
 // ARGV[7]    the caller's process id (the field of its margin)
-// ARGV[8]    the horizon in microseconds: how far ahead a call may be
-//
-//	reserved; 0 reserves nothing (a call that does not fit now
-//	is refused)
-//
-// ARGV[5+4i] .. ARGV[8+4i]
+// ARGV[4+4i] .. ARGV[7+4i]
 //
 //	rule i: N, window in microseconds (margin excluded), mode, the
 //	call's weight in it (its cost for a cost rule, else 1)
@@ -202,10 +185,7 @@ end
 //
 // Replies, with times in microseconds:
 //
-//	{1, now, clock, margin, used_1, ..., used_k}           admitted now; used_i counts this call
-//	{2, now, clock, margin, at, i, used_1, ..., used_k}    reserved: recorded at at > now, rule i
-//	                                                       needed the longest wait; used_i is
-//	                                                       the weight in the window ending at at
+//	{1, now, clock, margin, used_1, ..., used_k}           admitted; used_i counts this call
 //	{0, now, clock, margin, wait, i, used_1, ..., used_k}  refused; nothing recorded; rule i
 //	                                                       needs the longest wait
 //	{-1, spec}                                             the quota holds another rule spec
@@ -216,217 +196,106 @@ if spec and spec ~= ARGV[1] then
 end
 
 local k = (#KEYS - 2) / 2
-local horizon = tonumber(ARGV[8])
 local margin = fleet_margin(KEYS[#KEYS], ARGV[7], tonumber(ARGV[5]), tonumber(ARGV[6]), now)
 local ttl = tonumber(ARGV[4]) + math.ceil(margin / 1000)
 local used, state = {}, {}
+local wait, binding = 0, 0
 
--- First the state of every rule, and the tail: the latest call recorded.
-local t0 = now
 for i = 1, k do
   local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-  local a = 5 + 4 * i
-  local base, mode = tonumber(ARGV[a + 1]), ARGV[a + 2]
-  local held, st = trim(key, aux, mode, base, base + margin, now)
-  state[i], used[i] = st, held
-  local tail
-  if mode == '1' then
-    if st[2] then tail = st[2] * st[4] end
-  else
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if #e == 2 then
-      tail = tonumber(e[2])
-      -- A log recorded under a narrower margin would expire before its
-      -- latest call leaves the window widened since: keep it that long.
-      local live = math.ceil((tail + base + margin - now) / 1000) + 1
-      if redis.call('PTTL', key) < live then
-        redis.call('PEXPIRE', key, live)
-        if mode == '2' and redis.call('EXISTS', aux) == 1 then redis.call('PEXPIRE', aux, live) end
-      end
-    end
-  end
-  if horizon > 0 and tail and tail > t0 then t0 = tail end
-end
-
--- Then, for every rule, the earliest instant (ready) at which the call
--- fits it: when enough of the oldest calls it holds have left.
-local at, binding, latest = t0, 0, 0
-for i = 1, k do
-  local key = KEYS[2 * i]
-  local a = 5 + 4 * i
+  local a = 4 + 4 * i
   local n, base, mode, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
   local w = base + margin
-  local held, st = used[i], state[i]
-  local ready
+  local held, st = trim(key, aux, mode, base, w, now)
+  local need
   if held + c > n then
     local excess = held + c - n
     if mode == '0' then
       -- The call at index held-n must leave the window before one more fits.
       local e = redis.call('ZRANGE', key, held - n, held - n, 'WITHSCORES')
-      ready = tonumber(e[2]) + w
+      need = tonumber(e[2]) + w - now
     elseif mode == '2' then
       -- The oldest calls whose costs add up to excess must leave.
       local gone, from = 0, 0
-      while not ready do
+      while not need do
         local es = redis.call('ZRANGE', key, from, from + 63, 'WITHSCORES')
         if #es == 0 then break end
         for j = 1, #es, 2 do
           gone = gone + member_cost(es[j])
           if gone >= excess then
-            ready = tonumber(es[j + 1]) + w
+            need = tonumber(es[j + 1]) + w - now
             break
           end
         end
         from = from + 64
       end
-      if not ready then ready = now + 1 end
+      if not need then need = 1 end
     else
       -- Drop buckets oldest first until the call fits; bucket j stops
       -- overlapping the window at (j+1)*g + w - 1.
       local lo, hi, g = st[1], st[2], st[4]
-      ready = now + 1
+      need = 1
       if lo then
         local gone, last = 0, math.min(hi, lo + 2100)
-        ready = (hi + 1) * g + w - 1
+        need = (hi + 1) * g + w - 1 - now
         for j = lo, last do
           local v = redis.call('HGET', key, field(j))
           if v then gone = gone + tonumber(v) end
           if gone >= excess then
-            ready = (j + 1) * g + w - 1
+            need = (j + 1) * g + w - 1 - now
             break
           end
         end
       end
     end
-    if ready <= now then ready = now + 1 end
-    if ready > latest then latest, binding = ready, i end
-    if ready > at then at = ready end
+  end
+  state[i] = st
+  used[i] = held
+  if need then
+    if need < 1 then need = 1 end
+    if need > wait then
+      wait, binding = need, i
+    end
   end
 end
-if binding == 0 and at > now then binding = 1 end
 
-if binding > 0 and (horizon <= 0 or at - now > horizon) then
+if binding > 0 then
   if not spec then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
   end
-  local wait = at - now
-  if horizon > 0 then wait = wait - horizon end
-  if wait < 1 then wait = 1 end
   local r = {0, now, clock, margin, wait, binding}
   for i = 1, k do r[6 + i] = used[i] end
   return r
 end
 
--- Record the call at at in every rule, and what each then holds in the
--- window ending at at.
-local ahead = at - now
 for i = 1, k do
   local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-  local a = 5 + 4 * i
-  local base, mode, c = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
-  local w = base + margin
-  local gone = 0
+  local a = 4 + 4 * i
+  local w, mode, c = tonumber(ARGV[a + 1]) + margin, ARGV[a + 2], tonumber(ARGV[a + 3])
   if mode == '0' then
-    if ahead > 0 then gone = redis.call('ZCOUNT', key, '-inf', at - w) end
-    redis.call('ZADD', key, at, ARGV[2])
-    redis.call('PEXPIRE', key, math.ceil((ahead + w) / 1000) + 1)
+    redis.call('ZADD', key, now, ARGV[2])
+    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
   elseif mode == '2' then
-    if ahead > 0 then
-      for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, '-inf', at - w)) do
-        gone = gone + member_cost(m)
-      end
-    end
-    redis.call('ZADD', key, at, ARGV[2] .. ':' .. c)
+    redis.call('ZADD', key, now, ARGV[2] .. ':' .. c)
     redis.call('INCRBY', aux, c)
-    redis.call('PEXPIRE', key, math.ceil((ahead + w) / 1000) + 1)
-    redis.call('PEXPIRE', aux, math.ceil((ahead + w) / 1000) + 1)
+    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+    redis.call('PEXPIRE', aux, math.ceil(w / 1000) + 1)
   else
     local s = state[i]
     local lo, hi, total, g = s[1], s[2], s[3], s[4]
-    if ahead > 0 and lo then
-      local k1 = math.min(math.floor((at - w + 1) / g) - 1, hi)
-      for j = lo, math.min(k1, lo + 2100) do
-        gone = gone + (tonumber(redis.call('HGET', key, field(j))) or 0)
-      end
-    end
-    local kn = math.floor(at / g)
+    local kn = math.floor(now / g)
     if not lo or kn < lo then lo = kn end
     if not hi or kn > hi then hi = kn end
     redis.call('HINCRBY', key, field(kn), c)
     redis.call('HSET', key, 'lo', field(lo), 'hi', field(hi), 'total', total + c)
-    redis.call('PEXPIRE', key, math.ceil((ahead + w + g) / 1000) + 1)
+    redis.call('PEXPIRE', key, math.ceil((w + g) / 1000) + 1)
   end
-  used[i] = used[i] - gone + c
+  used[i] = used[i] + c
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl + math.ceil(ahead / 1000))
-if ahead > 0 then
-  -- This process's margin stays in force as long as the reserved call
-  -- counts: ahead longer.
-  local own, mttl = tonumber(ARGV[5]), tonumber(ARGV[6])
-  if mttl > 0 then
-    redis.call('HSET', KEYS[#KEYS], ARGV[7], string.format('%.0f:%.0f', own, now + mttl + ahead))
-    if redis.call('PTTL', KEYS[#KEYS]) < math.ceil((mttl + ahead) / 1000) + 1 then
-      redis.call('PEXPIRE', KEYS[#KEYS], math.ceil((mttl + ahead) / 1000) + 1)
-    end
-  end
-  local r = {2, now, clock, margin, at, binding}
-  for i = 1, k do r[6 + i] = used[i] end
-  return r
-end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 local r = {1, now, clock, margin}
 for i = 1, k do r[4 + i] = used[i] end
 return r
-`
-
-// cancelLua gives back a reservation that has not come yet: it removes
-// the call from every rule that holds it at an instant still in the
-// future, and leaves it where that instant has come (it counts, as an
-// admission whose call never left does). Keys as in admitLua, without the
-// rules and margins keys: two per rule, in Redis order.
-//
-// ARGV[1]  the call's id
-// ARGV[2]  the instant it was reserved at, microseconds (server time)
-// ARGV[3]  the caller's clock in microseconds, used only when TIME fails
-// ARGV[1+3i] .. ARGV[3+3i]   rule i: window in microseconds (margin excluded), mode, weight
-//
-// Reply: {now, removed}, removed = the rules it was removed from.
-var cancelLua = timeLua("ARGV[3]") + helpersLua + `
-local id, at = ARGV[1], tonumber(ARGV[2])
-local k = #KEYS / 2
-local removed = 0
-if at > now then
-  for i = 1, k do
-    local key, aux = KEYS[2 * i - 1], KEYS[2 * i]
-    local a = 1 + 3 * i
-    local base, mode, c = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
-    if mode == '0' then
-      removed = removed + redis.call('ZREM', key, id)
-    elseif mode == '2' then
-      if redis.call('ZREM', key, id .. ':' .. c) == 1 then
-        removed = removed + 1
-        local sum = (tonumber(redis.call('GET', aux)) or 0) - c
-        if sum < 0 or redis.call('EXISTS', key) == 0 then sum = 0 end
-        local ttl = redis.call('PTTL', aux)
-        if ttl > 0 then redis.call('SET', aux, sum, 'PX', ttl) else redis.call('SET', aux, sum) end
-      end
-    else
-      -- A counter keeps no members: the caller cancels only a reservation
-      -- whose reply said it was recorded.
-      local g = math.ceil(base / 1024)
-      if g < 1 then g = 1 end
-      local kn = math.floor(at / g)
-      local v = tonumber(redis.call('HGET', key, field(kn)))
-      if v and v > 0 then
-        local d = math.min(c, v)
-        redis.call('HINCRBY', key, field(kn), -d)
-        local total = tonumber(redis.call('HGET', key, 'total')) or 0
-        redis.call('HSET', key, 'total', math.max(total - d, 0))
-        removed = removed + 1
-      end
-    end
-  end
-end
-return {now, removed}
 `
 
 // correctLua changes the cost recorded for one admission in the cost

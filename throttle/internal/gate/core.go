@@ -39,22 +39,10 @@ type Store interface {
 	ReleaseSlot(slot any)
 }
 
-// Canceler is a Store that can reserve: its Admit may admit a call at an
-// instant still to come (Decision.Leave), and Cancel gives such a
-// reservation back when the call will not leave after all (its caller
-// gave up, the backend closed, a server's pause came meanwhile). A store
-// that cannot reserve never sets Leave and need not implement it.
-type Canceler interface {
-	// Cancel removes the call id, admitted at at for the given cost, from
-	// the store if its instant is still to come; one attempt, bounded in
-	// time, errors counted by the store.
-	Cancel(id uint64, at time.Time, cost int)
-}
-
 // Decision is the outcome of one admission attempt.
 type Decision struct {
 	Admitted bool
-	At       time.Time     // the store's instant: when every rule records the call
+	At       time.Time     // the store's instant
 	ID       uint64        // the call's id in the store, if admitted
 	Wait     time.Duration // how long before the call could fit, if refused
 	Rule     int           // if refused: the rule (given order) needing the longest wait
@@ -64,11 +52,6 @@ type Decision struct {
 	// call; if Decided is set, the time since then instead.
 	Latency time.Duration
 	Decided time.Time
-	// Leave, if set, is the instant by this process's clock before which
-	// an admitted call must not leave: the store reserved At, still to
-	// come when it decided. The Core sleeps until then outside the
-	// admission turn, so the callers behind reserve meanwhile.
-	Leave time.Time
 }
 
 // Config configures a Core.
@@ -177,7 +160,7 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 			return throttle.Admission{}, err
 		}
 	}
-	d, err := c.rates(ctx, cost, time.Now())
+	d, err := c.wait(ctx, cost)
 	if err != nil {
 		if slot != nil {
 			c.store.ReleaseSlot(slot)
@@ -196,79 +179,37 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	return backend.NewAdmission((*owner)(c), d.ID, d.ID, d.At, cost, time.Since(start), latency), nil
 }
 
-// rates waits until the store admits a call of the given cost, and, if
-// the store reserved an instant still to come, until the call may leave;
-// arrived is when the caller asked. A reservation the caller no longer
-// takes (ctx done, the core closed) is given back; one whose instant came
-// during a server's pause is given back (where still possible) and the
-// call asks again once the pause is over.
-func (c *Core) rates(ctx context.Context, cost int, arrived time.Time) (Decision, error) {
-	for {
-		d, reserved, err := c.wait(ctx, cost)
-		if err != nil || !reserved {
-			return d, err
-		}
-		err = Sleep(ctx, c.closed, time.Until(d.Leave))
-		c.mu.Lock()
-		paused := err == nil && time.Now().Before(c.pause.Until)
-		if err == nil && !paused {
-			for i, u := range d.Used {
-				c.tally.Observe(i, u)
-			}
-			c.tally.Admit(max(time.Since(arrived), 1))
-		}
-		c.mu.Unlock()
-		if err == nil && !paused {
-			return d, nil
-		}
-		if cs, ok := c.store.(Canceler); ok {
-			cs.Cancel(d.ID, d.At, cost)
-		}
-		if err != nil {
-			return Decision{}, err
-		}
-	}
-}
-
 // wait waits until the store admits a call of the given cost and returns
-// the decision that did. If the store reserved an instant still to come
-// (reserved), the admission is not counted yet: the caller sleeps until
-// d.Leave first.
-func (c *Core) wait(ctx context.Context, cost int) (d Decision, reserved bool, err error) {
+// the decision that did.
+func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 	if err := Usable(ctx, c.closed); err != nil {
-		return Decision{}, false, err
+		return Decision{}, err
 	}
 	if len(c.cf.Rules) == 0 {
 		c.mu.Lock()
 		c.tally.Admit(0)
 		c.mu.Unlock()
-		return Decision{Admitted: true, At: time.Now(), ID: c.seq.Add(1)}, false, nil
+		return Decision{Admitted: true, At: time.Now(), ID: c.seq.Add(1)}, nil
 	}
 	arrived := time.Now()
 	c.mu.Lock()
 	sleeps := c.sleeps
 	c.mu.Unlock()
 	if err := c.admitTurn.Lock(ctx, c.closed); err != nil {
-		return Decision{}, false, err
+		return Decision{}, err
 	}
 	defer c.admitTurn.Unlock()
 	for {
 		if err := c.sleepPause(ctx); err != nil {
-			return Decision{}, false, err
+			return Decision{}, err
 		}
 		d, err := c.store.Admit(ctx, cost, c.Margin())
 		if err != nil {
-			return Decision{}, false, err
+			return Decision{}, err
 		}
 		c.mu.Lock()
 		copy(c.used, d.Used)
 		c.fleet = d.Fleet
-		if d.Admitted && time.Until(d.Leave) > 0 {
-			c.sleeps++
-			c.tally.BlockedOnRule(d.Rule)
-			c.mu.Unlock()
-			return d, true, nil
-		}
 		if d.Admitted {
 			var waited time.Duration
 			if c.sleeps != sleeps {
@@ -279,13 +220,13 @@ func (c *Core) wait(ctx context.Context, cost int) (d Decision, reserved bool, e
 			}
 			c.tally.Admit(waited)
 			c.mu.Unlock()
-			return d, false, nil
+			return d, nil
 		}
 		c.sleeps++
 		c.tally.BlockedOnRule(d.Rule)
 		c.mu.Unlock()
 		if err := Sleep(ctx, c.closed, d.Wait+Jitter(d.Wait, c.cf.Jitter)); err != nil {
-			return Decision{}, false, err
+			return Decision{}, err
 		}
 	}
 }
