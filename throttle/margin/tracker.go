@@ -386,15 +386,7 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 		// counts as one that left at once (the least it can have done).
 		// Without this, a burst's latest call was covered only once N
 		// more calls had come, too late for the burst a window later.
-		suffix := unknownLag
-		for j := len(samples) - 1; j >= 0 && j > len(samples)-k-1; j-- {
-			lag := samples[j].lo
-			if samples[j].pending {
-				lag = 0
-			}
-			suffix = min(suffix, lag+time.Duration(samples[j].at-base))
-			most = max(most, suffix-time.Duration(samples[j].at-base))
-		}
+		most = max(most, lastLate(samples, k, base))
 	}
 	return most, least
 }
@@ -438,17 +430,26 @@ func (m *tracker) lateLeastOne(samples []lagSample, upper bool) (most, least tim
 	most = max(0, first)
 	if !upper {
 		// As in lateLeast: the last n calls, those under way included.
-		suffix := unknownLag
-		for j := len(samples) - 1; j >= 0 && j > len(samples)-n-1; j-- {
-			lag := samples[j].lo
-			if samples[j].pending {
-				lag = 0
-			}
-			suffix = min(suffix, lag+time.Duration(samples[j].at-base))
-			most = max(most, suffix-time.Duration(samples[j].at-base))
-		}
+		most = max(most, lastLate(samples, n, base))
 	}
 	return most, least
+}
+
+// lastLate returns, over the last k samples (those under way counting as
+// left at once), the most that the least leaving of a sample and those
+// after it comes after the sample's admission; instants are from base.
+func lastLate(samples []lagSample, k int, base int64) time.Duration {
+	var most time.Duration
+	suffix := unknownLag
+	for j := len(samples) - 1; j >= 0 && j > len(samples)-k-1; j-- {
+		lag := samples[j].lo
+		if samples[j].pending {
+			lag = 0
+		}
+		suffix = min(suffix, lag+time.Duration(samples[j].at-base))
+		most = max(most, suffix-time.Duration(samples[j].at-base))
+	}
+	return most
 }
 
 // lateFrom returns v, an instant from base, from at (also from base), or
