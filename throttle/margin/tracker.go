@@ -333,16 +333,11 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 	head, tail := 0, 0 // the deque of the window's least is dq[head:tail]
 	for i := range samples {
 		s := &samples[i]
-		l := s.lo
-		if upper {
-			l = s.hi
-			if s.pending {
-				l = s.latency + m.underWay
-			}
-		} else {
-			if s.pending {
-				continue
-			}
+		l, ok := m.lagOf(s, upper)
+		if !ok {
+			continue
+		}
+		if !upper {
 			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
 		}
 		if n == 0 {
@@ -391,6 +386,22 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 	return most, least
 }
 
+// lagOf returns the lag that sample s counts with in lateLeast: the
+// latest bound if upper (a call under way leaving m.underWay after its
+// admission's latency), else the soonest; ok is false for a call under
+// way, which the soonest bounds do not count.
+func (m *tracker) lagOf(s *lagSample, upper bool) (l time.Duration, ok bool) {
+	switch {
+	case !upper && s.pending:
+		return 0, false
+	case !upper:
+		return s.lo, true
+	case s.pending:
+		return s.latency + m.underWay, true
+	}
+	return s.hi, true
+}
+
 // lateLeastOne is lateLeast where a group holds every sample: the one
 // window is the first call's, and the least over it needs no deque.
 func (m *tracker) lateLeastOne(samples []lagSample, upper bool) (most, least time.Duration) {
@@ -401,16 +412,11 @@ func (m *tracker) lateLeastOne(samples []lagSample, upper bool) (most, least tim
 	first := unknownLag // the least arrival (or leaving), from base
 	for i := range samples {
 		s := &samples[i]
-		l := s.lo
-		if upper {
-			l = s.hi
-			if s.pending {
-				l = s.latency + m.underWay
-			}
-		} else {
-			if s.pending {
-				continue
-			}
+		l, ok := m.lagOf(s, upper)
+		if !ok {
+			continue
+		}
+		if !upper {
 			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
 		}
 		if n == 0 {
