@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/margin"
@@ -33,7 +34,7 @@ type recorder struct {
 	errOut io.Writer
 	stop   func() // stop admissions
 	kill   func() // kill the running jobs
-	tally  *tally
+	tally  *summary.Tally
 	out    *output
 	log    *slog.Logger // nil without --verbose
 	// margin adapts the backend's margin to the lags measured; nil when
@@ -48,7 +49,7 @@ type recorder struct {
 }
 
 func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errOut io.Writer, stop func()) *recorder {
-	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: newTally(s.opts.allRules())}
+	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: summary.NewTally(s.opts.allRules())}
 	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
 		r.margin = margin.New(b, margin.Config{Floor: s.opts.Margin, Least: s.opts.marginLeast,
 			Rules: s.opts.allRules(), Shared: b.Stats().Store.Name != ""})
@@ -68,7 +69,7 @@ func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errO
 
 // onEvent handles one event of the pool.
 func (r *recorder) onEvent(ev runner.Event) {
-	r.tally.observe(ev)
+	r.tally.Observe(ev)
 	switch ev.Kind {
 	case runner.JobStarted:
 		if r.margin != nil {
@@ -123,7 +124,9 @@ func (r *recorder) onEvent(ev runner.Event) {
 		if outErr != nil && !errors.Is(outErr, errStdoutGone) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
-		r.tally.done(res, func(item string) string { return shownItem(&res.Job, r.s.show(item)) })
+		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
+			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(res.Job.Item)), Status: shownStatus(&res.Job, res.Status())}
+		})
 		if !ev.RetryDropped { // else its row was written when it finished
 			r.record(res)
 		}
@@ -190,7 +193,7 @@ func (r *recorder) halt(res *runner.Result) {
 		return
 	}
 	if h.Now {
-		n := r.tally.inFlight()
+		n := r.tally.InFlight()
 		fmt.Fprintf(r.errOut, "pace: --halt %s: job %d ended it; killing %d running %s\n", h.Spec, h.Seq, n, plural(n, "job"))
 		r.stop()
 		r.kill()

@@ -192,6 +192,15 @@ func (j *jobLog) seed(b throttle.Backend, rules []throttle.Rule, now time.Time) 
 	return j.earlier.Within(rules, now), nil
 }
 
+// earlierCalls returns the admissions of the earlier runs in the job
+// log, if any.
+func (j *jobLog) earlierCalls() []throttle.Call {
+	if j == nil {
+		return nil
+	}
+	return j.earlier.Calls()
+}
+
 // announce says on w what a resumed run skips, and with verbose how many
 // earlier calls still count against the rules.
 func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/progress"
+	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -164,8 +165,9 @@ func (d *display) close() {
 }
 
 // follow draws progress until done is closed: the bar every barEvery, a
-// status line every interval (nothing for a run shorter than that).
-func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, total *total, o *CommonOptions, learned func() []throttle.Rule) {
+// status line every interval (nothing for a run shorter than that). The
+// ETA plans with rules and jobs, the -j the pool really runs.
+func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *summary.Tally, total *total, rules []throttle.Rule, jobs int, learned func() []throttle.Rule) {
 	if d.mode == progressNever {
 		return
 	}
@@ -173,14 +175,14 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 	if d.mode == progressLines {
 		every = d.interval
 	}
-	p := progress.New(o.allRules(), o.Jobs)
+	p := progress.New(rules, jobs)
 	p.Extra, p.Waiting = learned, d.waiting
 	// The rate counts from the start, not from the first tick.
 	p.Start(time.Now())
 	if d.mode == progressAlways {
 		d.mu.Lock()
 		tot := total.get()
-		d.status = barStatus{total: tot, parts: p.Status(time.Now(), 0, t.snapshot(), b.Stats(), tot)[1:], ready: true}
+		d.status = barStatus{total: tot, parts: p.Status(time.Now(), 0, t.Snapshot(), b.Stats(), tot)[1:], ready: true}
 		d.drawLocked()
 		d.mu.Unlock()
 	}
@@ -192,7 +194,7 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *tally, tot
 			return
 		case now := <-tick.C:
 			st := b.Stats()
-			ts := t.snapshot()
+			ts := t.Snapshot()
 			d.mu.Lock()
 			doneN := d.done
 			d.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/progress"
-	"github.com/pace-cli/pace/throttle"
 )
 
 // writeLog records every Write as one entry, so that a test can tell one
@@ -281,32 +280,6 @@ func TestTotal(t *testing.T) {
 	tot.set(42)
 	if got := tot.get(); got != 42 {
 		t.Errorf("get() after set(42) = %d", got)
-	}
-}
-
-// TestProgressETAAfterResume: the calls of an earlier run (a job log's,
-// seeded into the tally) still fill the rule's window, and the ETA waits
-// for them to leave it, as the backend does; it was "ETA 9s" for 100
-// items under 100/m with the minute spent.
-func TestProgressETAAfterResume(t *testing.T) {
-	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	rules, err := throttle.ParseRules("100/m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := newTally(rules)
-	earlier := make([]throttle.Call, 100)
-	for i := range earlier {
-		earlier[i] = throttle.Call{At: now.Add(-10*time.Second - time.Duration(i)*time.Millisecond), Cost: 1}
-	}
-	tl.seed(earlier)
-	p := progress.New(rules, 4)
-	if got := p.Text(now, 0, tl.snapshot(), throttle.Stats{}, 100); !strings.HasSuffix(got, ", ETA 50s") {
-		t.Errorf("status with the minute spent 10s ago = %q, want ETA 50s (the earlier calls leave the window)", got)
-	}
-	// Ten seconds later, with nothing started, the ETA has gone down by as much.
-	if got := p.Text(now.Add(10*time.Second), 0, tl.snapshot(), throttle.Stats{}, 100); !strings.HasSuffix(got, ", ETA 40s") {
-		t.Errorf("status 10s later = %q, want ETA 40s", got)
 	}
 }
 

@@ -364,7 +364,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		jl.close()
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), tr.Stats()) })
+	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), tr.Stats()) })
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -409,7 +409,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		learned = func() []throttle.Rule { rules, _ := tr.Learned(); return rules }
 	}
 	disp.waiting = func() int64 { return px.Stats().Waiting }
-	wg.Go(func() { disp.follow(runDone, tr.Backend(), rec.tally, newTotal(), o, learned) })
+	wg.Go(func() { disp.follow(runDone, tr.Backend(), rec.tally, newTotal(), o.allRules(), o.Jobs, learned) })
 
 	facts := &runFacts{opts: o, jobs: o.Jobs, total: -1, read: -1}
 	if len(opts.Command) > 0 {
@@ -474,7 +474,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	wg.Wait()
 	disp.close()
 
-	facts.tally = rec.tally.snapshot()
+	facts.tally = rec.tally.Snapshot()
 	facts.stats = tr.Stats()
 	if sig := sigs.signal(); sig != nil {
 		facts.signal = signalName(sig)

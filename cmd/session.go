@@ -272,8 +272,8 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		backend = tr.Backend()
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
-	rec.tally.seed(earlierCalls(jl)) // the ETA counts what earlier runs spent
-	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.snapshot(), backend.Stats()) })
+	rec.tally.Seed(jl.earlierCalls()) // the ETA counts what earlier runs spent
+	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
 	rec.out.broken = func() {
 		// Stop at once, so that no job starts (and spends quota) after
@@ -282,7 +282,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		// kill go from a goroutine of their own.
 		stop()
 		go func() {
-			fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", rec.tally.inFlight())
+			fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", rec.tally.InFlight())
 			cancelJobs(runner.ErrKillNow)
 		}()
 	}
@@ -298,7 +298,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	if err != nil { // the options were checked: unreachable
 		panic(err)
 	}
-	sigs.arm(rec.tally.inFlight, stop, cancelJobs)
+	sigs.arm(rec.tally.InFlight, stop, cancelJobs)
 
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.
@@ -352,9 +352,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	// The display plans with the -j the pool really runs (capped by the
 	// open-file limit), not the one asked for.
-	shown := *o
-	shown.Jobs = jobs
-	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, &shown, learnedRules) })
+	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o.allRules(), jobs, learnedRules) })
 
 	start := time.Now()
 	facts.limitErr = pool.Run(jobCtx, in)
@@ -375,7 +373,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	default:
 		facts.read = -1
 	}
-	facts.tally = rec.tally.snapshot()
+	facts.tally = rec.tally.Snapshot()
 	facts.stats = backend.Stats()
 	facts.skipped = jl.skipped()
 	facts.total = total.get()

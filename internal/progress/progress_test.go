@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +248,31 @@ func TestFit(t *testing.T) {
 		if text != tt.text || cells != tt.cells || ok != tt.ok {
 			t.Errorf("Fit(room %d, overhead %d, bar %v) = %q, %d, %v; want %q, %d, %v", tt.room, tt.overhead, tt.bar, text, cells, ok, tt.text, tt.cells, tt.ok)
 		}
+	}
+}
+
+// TestProgressETAAfterResume: the calls of an earlier run (a job log's,
+// seeded into the tally) still fill the rule's window, and the ETA waits
+// for them to leave it, as the backend does; it was "ETA 9s" for 100
+// items under 100/m with the minute spent.
+func TestProgressETAAfterResume(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	rules, err := throttle.ParseRules("100/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := summary.NewTally(rules)
+	earlier := make([]throttle.Call, 100)
+	for i := range earlier {
+		earlier[i] = throttle.Call{At: now.Add(-10*time.Second - time.Duration(i)*time.Millisecond), Cost: 1}
+	}
+	tl.Seed(earlier)
+	p := New(rules, 4)
+	if got := p.Text(now, 0, tl.Snapshot(), throttle.Stats{}, 100); !strings.HasSuffix(got, ", ETA 50s") {
+		t.Errorf("status with the minute spent 10s ago = %q, want ETA 50s (the earlier calls leave the window)", got)
+	}
+	// Ten seconds later, with nothing started, the ETA has gone down by as much.
+	if got := p.Text(now.Add(10*time.Second), 0, tl.Snapshot(), throttle.Stats{}, 100); !strings.HasSuffix(got, ", ETA 40s") {
+		t.Errorf("status 10s later = %q, want ETA 40s", got)
 	}
 }

@@ -1,21 +1,21 @@
-package cmd
+package summary
 
 import (
 	"slices"
 	"sync"
 
-	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
 
-// maxFailedItems is how many failed items the summary names; past that it
+// MaxFailedItems is how many failed items the summary names; past that it
 // only counts them.
-const maxFailedItems = 100
+const MaxFailedItems = 100
 
-// tally counts what the pool reports, for the progress display and the
-// summary. It is safe for concurrent use.
-type tally struct {
+// Tally counts what the pool reports, for the progress display and the
+// summary: Observe each event, Done each item's final result, and
+// Snapshot the counts. It is safe for concurrent use.
+type Tally struct {
 	mu           sync.Mutex
 	ok, failed   int64
 	retried      int64 // items with more than one attempt
@@ -24,40 +24,31 @@ type tally struct {
 	itemsStarted int64 // items whose first attempt started, or that failed before
 	running      int
 	peakRunning  int
-	durations    summary.Durations
-	failedItems  []summary.FailedItem
-	http         summary.HTTPCounts // responses, every attempt
+	durations    Durations
+	failedItems  []FailedItem
+	http         HTTPCounts // responses, every attempt
 	// recent holds the latest admissions, so that the ETA can replay
 	// each rule's window.
-	recent  summary.Recent
+	recent  Recent
 	costSum int64
 }
 
-// newTally returns a tally that remembers enough admissions to replay
+// NewTally returns a tally that remembers enough admissions to replay
 // rules' windows.
-func newTally(rules []throttle.Rule) *tally {
-	return &tally{recent: summary.NewRecent(rules)}
+func NewTally(rules []throttle.Rule) *Tally {
+	return &Tally{recent: NewRecent(rules)}
 }
 
-// seed counts earlier runs' admissions (a job log's) among the recent
-// ones (summary.Recent.Seed).
-func (t *tally) seed(calls []throttle.Call) {
+// Seed counts earlier runs' admissions (a job log's) among the recent
+// ones (Recent.Seed).
+func (t *Tally) Seed(calls []throttle.Call) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.recent.Seed(calls)
 }
 
-// earlierCalls returns the admissions of the earlier runs in jl, the job
-// log, if any.
-func earlierCalls(jl *jobLog) []throttle.Call {
-	if jl == nil {
-		return nil
-	}
-	return jl.earlier.Calls()
-}
-
-// observe counts one event.
-func (t *tally) observe(ev runner.Event) {
+// Observe counts one event.
+func (t *Tally) Observe(ev runner.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch ev.Kind {
@@ -92,9 +83,11 @@ func (t *tally) observe(ev runner.Event) {
 	}
 }
 
-// done counts an item's final result, once its output has been handled.
-// show is how an item may be shown (credentials redacted).
-func (t *tally) done(r *runner.Result, show func(string) string) {
+// Done counts an item's final result, once its output has been handled.
+// For a failed item among the first MaxFailedItems, show returns how the
+// summary names it (credentials redacted); it is called with the tally
+// locked, so it must not call the tally.
+func (t *Tally) Done(r *runner.Result, show func(*runner.Result) FailedItem) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.OK() {
@@ -102,23 +95,23 @@ func (t *tally) done(r *runner.Result, show func(string) string) {
 		return
 	}
 	t.failed++
-	if len(t.failedItems) < maxFailedItems {
-		t.failedItems = append(t.failedItems, summary.FailedItem{Seq: r.Job.Seq, Item: show(r.Job.Item), Status: shownStatus(&r.Job, r.Status())})
+	if len(t.failedItems) < MaxFailedItems {
+		t.failedItems = append(t.failedItems, show(r))
 	}
 }
 
-// inFlight returns the number of jobs running.
-func (t *tally) inFlight() int {
+// InFlight returns the number of jobs running.
+func (t *Tally) InFlight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.running
 }
 
-// snapshot returns the counts now.
-func (t *tally) snapshot() summary.Snapshot {
+// Snapshot returns the counts now.
+func (t *Tally) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := summary.Snapshot{
+	s := Snapshot{
 		OK: t.ok, Failed: t.failed, Retried: t.retried, Attempts: t.attempts, NotStarted: t.notStarted,
 		ItemsStarted: t.itemsStarted, Running: t.running, PeakRunning: t.peakRunning,
 		P50: t.durations.Quantile(0.50), P95: t.durations.Quantile(0.95), Max: t.durations.Max(),

@@ -1,4 +1,4 @@
-package cmd
+package summary
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -19,9 +18,11 @@ func result(seq int64, attempt int, exit int, runtime time.Duration) *runner.Res
 
 func TestTallyCounts(t *testing.T) {
 	r := throttle.Rule{N: 3, Window: time.Second}
-	tl := newTally([]throttle.Rule{r, {N: 1 << 20, Window: time.Hour}})
+	tl := NewTally([]throttle.Rule{r, {N: 1 << 20, Window: time.Hour}})
 	at := func(i int) throttle.Admission { return throttle.Admission{At: time.Unix(int64(i), 0), Cost: 2} }
-	show := func(s string) string { return "<" + s + ">" }
+	show := func(r *runner.Result) FailedItem {
+		return FailedItem{Seq: r.Job.Seq, Item: "<" + r.Job.Item + ">", Status: r.Status()}
+	}
 	events := []runner.Event{
 		{Kind: runner.JobStarted, Job: runner.Job{Seq: 1, Attempt: 1}, Admission: at(1), InFlight: 1},
 		{Kind: runner.JobStarted, Job: runner.Job{Seq: 2, Attempt: 1}, Admission: at(2), InFlight: 2},
@@ -36,11 +37,11 @@ func TestTallyCounts(t *testing.T) {
 		{Kind: runner.JobDone, Result: &runner.Result{Job: runner.Job{Seq: 4}, ExitCode: -1, Err: errors.New("bad item")}},
 	}
 	for _, ev := range events {
-		tl.observe(ev)
+		tl.Observe(ev)
 	}
-	tl.done(result(2, 1, 0, 3*time.Second), show)
-	tl.done(result(1, 2, 2, 2*time.Second), show)
-	s := tl.snapshot()
+	tl.Done(result(2, 1, 0, 3*time.Second), show)
+	tl.Done(result(1, 2, 2, 2*time.Second), show)
+	s := tl.Snapshot()
 	if s.OK != 1 || s.Failed != 1 || s.Retried != 1 || s.Attempts != 3 || s.NotStarted != 1 || s.ItemsStarted != 3 ||
 		s.Running != 0 || s.PeakRunning != 3 || s.MeanCost != 2 || s.HTTP {
 		t.Errorf("snapshot = %+v, want 1 ok, 1 failed, 1 retried, 3 attempts, 1 not started, 3 items started, peak 3, mean cost 2", s)
@@ -48,7 +49,7 @@ func TestTallyCounts(t *testing.T) {
 	if s.P50 != 2*time.Second || s.Max != 3*time.Second {
 		t.Errorf("P50, Max = %v, %v; want 2s, 3s", s.P50, s.Max)
 	}
-	if want := []summary.FailedItem{{Seq: 1, Item: "<item1>", Status: "exit status 2"}}; !slices.Equal(s.FailedItems, want) {
+	if want := []FailedItem{{Seq: 1, Item: "<item1>", Status: "exit status 2"}}; !slices.Equal(s.FailedItems, want) {
 		t.Errorf("FailedItems = %v, want %v (shown as show returns them)", s.FailedItems, want)
 	}
 	// The admissions remembered for the ETA, the one that did not start
@@ -59,12 +60,12 @@ func TestTallyCounts(t *testing.T) {
 }
 
 func TestTallyRecentIsBounded(t *testing.T) {
-	tl := newTally([]throttle.Rule{{N: 3, Window: time.Second}})
+	tl := NewTally([]throttle.Rule{{N: 3, Window: time.Second}})
 	for i := range 5 {
-		tl.observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: int64(i + 1), Attempt: 1},
+		tl.Observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: int64(i + 1), Attempt: 1},
 			Admission: throttle.Admission{At: time.Unix(int64(i), 0), Cost: 1}})
 	}
-	got := tl.snapshot().Recent
+	got := tl.Snapshot().Recent
 	slices.SortFunc(got, func(a, b throttle.Call) int { return a.At.Compare(b.At) })
 	if len(got) != 3 || !got[0].At.Equal(time.Unix(2, 0)) || !got[2].At.Equal(time.Unix(4, 0)) {
 		t.Errorf("Recent = %v, want the last 3 admissions (the largest N)", got)
@@ -72,25 +73,25 @@ func TestTallyRecentIsBounded(t *testing.T) {
 }
 
 func TestTallyHTTP(t *testing.T) {
-	tl := newTally(nil)
+	tl := NewTally(nil)
 	for _, h := range []*runner.HTTPInfo{
 		{StatusCode: 200, Bytes: 100}, {StatusCode: 200, Bytes: 50}, {StatusCode: 429},
 		{Conn: "refused"}, {Conn: "refused"}, {}, // no response, cause unknown
 	} {
-		tl.observe(runner.Event{Kind: runner.JobFinished, Result: &runner.Result{HTTP: h}})
+		tl.Observe(runner.Event{Kind: runner.JobFinished, Result: &runner.Result{HTTP: h}})
 	}
-	s := tl.snapshot()
+	s := tl.Snapshot()
 	if !s.HTTP || s.Statuses["200"] != 2 || s.Statuses["429"] != 1 || s.NoResponse != 3 || s.Conns["refused"] != 2 || len(s.Conns) != 1 || s.Bytes != 150 {
 		t.Errorf("snapshot = %+v, want 200 ×2, 429 ×1, 3 without response (2 refused), 150 bytes", s)
 	}
 }
 
 func TestTallyFailedItemsBounded(t *testing.T) {
-	tl := newTally(nil)
-	for i := range maxFailedItems + 10 {
-		tl.done(result(int64(i+1), 1, 1, 0), func(s string) string { return s })
+	tl := NewTally(nil)
+	for i := range MaxFailedItems + 10 {
+		tl.Done(result(int64(i+1), 1, 1, 0), func(r *runner.Result) FailedItem { return FailedItem{Seq: r.Job.Seq} })
 	}
-	if s := tl.snapshot(); s.Failed != maxFailedItems+10 || len(s.FailedItems) != maxFailedItems {
-		t.Errorf("Failed = %d, %d named; want %d, %d named", s.Failed, len(s.FailedItems), maxFailedItems+10, maxFailedItems)
+	if s := tl.Snapshot(); s.Failed != MaxFailedItems+10 || len(s.FailedItems) != MaxFailedItems {
+		t.Errorf("Failed = %d, %d named; want %d, %d named", s.Failed, len(s.FailedItems), MaxFailedItems+10, MaxFailedItems)
 	}
 }
