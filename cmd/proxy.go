@@ -86,7 +86,11 @@ Requests:
   header is added. Credentials (Authorization, cookies, API keys in
   headers or the query) pass through untouched and never appear in
   pace's output. Each request costs 1, or --cost N under --cost-rate,
-  corrected from its response with --cost-from-response.
+  corrected from its response with --cost-from-response. A websocket (or
+  any Connection: Upgrade request the upstream answers 101 Switching
+  Protocols) is one request, admitted once at the upgrade; its connection
+  then carries bytes both ways, unpaced, and holds its -j slot until either
+  side closes it.
 
 The server has the last word, as with pace fetch:
   A 429 or 503 with Retry-After, and rate-limit headers that say the
@@ -378,16 +382,17 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	}
 	srv := proxy.NewServer(px)
 	// stop: accept nothing more, answer the waiting requests 503, let
-	// those in flight finish (Shutdown); kill: close them (Close).
+	// those in flight finish (Shutdown), upgraded connections (websockets,
+	// which Shutdown leaves alone) included; kill: close them (Close).
 	stopped := make(chan struct{})
 	var stopOnce sync.Once
 	stop = func() {
 		stopOnce.Do(func() {
 			px.Stop()
-			go func() { srv.Shutdown(context.Background()); close(stopped) }()
+			go func() { srv.Shutdown(context.Background()); px.Wait(context.Background()); close(stopped) }()
 		})
 	}
-	kill = func() { srv.Close() }
+	kill = func() { srv.Close(); px.CloseUpgraded() }
 	served := make(chan error, 1)
 	start := time.Now()
 	go func() { served <- srv.Serve(ln) }()
@@ -461,6 +466,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 				code := ExitFailed
 				facts.command = &code
 				stop()
+				kill()
 			}
 			<-stopped
 		}

@@ -14,6 +14,10 @@
 // client sent are removed: the proxy is the client's own agent, and the
 // upstream sees the client's calls as if it made them itself.
 //
+// A request the upstream upgrades (101 Switching Protocols: a websocket)
+// is one admission; the connection is then copied both ways, unpaced,
+// and holds its slot until either side closes it (or CloseUpgraded).
+//
 // Credentials (Authorization, cookies, API keys in headers or the query)
 // pass to the upstream untouched; the proxy's own messages and error
 // bodies never show them.
@@ -108,6 +112,8 @@ type Proxy struct {
 	inFlight atomic.Int64
 	waitingN atomic.Int64
 	seq      atomic.Int64 // the requests admitted so far
+	upMu     sync.Mutex
+	upgrades map[*upgradeBody]struct{} // upgraded connections open; guarded by upMu
 	activeMu sync.Mutex
 	active   int           // requests being served; guarded by activeMu
 	idle     chan struct{} // closed when active drops to 0; guarded by activeMu
@@ -186,6 +192,36 @@ func Base(rt http.RoundTripper) http.RoundTripper { return admittedTransport{rt}
 // with 503, and every later one; requests admitted go on.
 func (p *Proxy) Stop() { p.stop() }
 
+// CloseUpgraded closes every upgraded connection (websockets) the proxy
+// is copying now, ending their requests. An http.Server's Shutdown and
+// Close leave such connections (hijacked) alone: call it with Close, once
+// the grace is over.
+func (p *Proxy) CloseUpgraded() {
+	p.upMu.Lock()
+	open := make([]*upgradeBody, 0, len(p.upgrades))
+	for u := range p.upgrades {
+		open = append(open, u)
+	}
+	p.upMu.Unlock()
+	for _, u := range open {
+		u.Close()
+	}
+}
+
+// track notes that u is open (or no longer).
+func (p *Proxy) track(u *upgradeBody, open bool) {
+	p.upMu.Lock()
+	defer p.upMu.Unlock()
+	if !open {
+		delete(p.upgrades, u)
+		return
+	}
+	if p.upgrades == nil {
+		p.upgrades = map[*upgradeBody]struct{}{}
+	}
+	p.upgrades[u] = struct{}{}
+}
+
 // Wait waits until no request is being served, or until ctx is done.
 // Once the server in front of the proxy has stopped accepting, the
 // requests it had taken finish by then, and their events have been told.
@@ -255,6 +291,11 @@ type request struct {
 	// request rather than apart.
 	res  runner.Result
 	http runner.HTTPInfo
+	// reported is set once OnEvent has been told how the request ended.
+	reported atomic.Bool
+	// upgraded is the connection of a request the upstream switched to
+	// another protocol (101, a websocket), if any.
+	upgraded *upgradeBody
 }
 
 const (
@@ -326,6 +367,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if rq.state.Load() != stateAdmitted {
 		p.waitingN.Add(-1)
+	}
+	if rq.upgraded != nil {
+		// The upgraded connection has been copied both ways until one
+		// side closed it, or the switch failed: it is over, and its slot
+		// comes back now (httputil.ReverseProxy closes it later, or, when
+		// the switch fails, never).
+		rq.upgraded.Close()
 	}
 }
 
@@ -518,6 +566,15 @@ func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		p.release(rq)
 		return nil, err
+	}
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		u := &upgradeBody{rw: rw, p: p, rq: rq, resp: resp}
+		resp.Body = u
+		if rq != nil {
+			rq.upgraded = u
+		}
+		p.track(u, true)
+		return resp, nil
 	}
 	resp.Body = &slotBody{ReadCloser: resp.Body, p: p, rq: rq, resp: resp, ctx: ctx}
 	return resp, nil

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
@@ -41,7 +43,7 @@ func (p *Proxy) started(rq *request, req *http.Request, inFlight int64) {
 // upstream's answer (nil if none came), n the body bytes copied to the
 // client, and err why the answer is not whole (nil if it is).
 func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
-	if p.opts.OnEvent == nil || rq == nil || rq.job.Seq == 0 {
+	if p.opts.OnEvent == nil || rq == nil || rq.job.Seq == 0 || !rq.reported.CompareAndSwap(false, true) {
 		return
 	}
 	now := time.Now()
@@ -133,5 +135,41 @@ func (b *slotBody) Close() error {
 		why = errClientGone // the copy to the client failed
 	}
 	b.p.finished(b.rq, b.resp, b.n, why)
+	return err
+}
+
+// upgradeBody is the body of an admitted request whose upstream switched
+// protocols (101, a websocket): the upstream connection, read from and
+// written to by the reverse proxy's two copies. The request holds its
+// slot until it is closed, whichever side closed first; it counts the
+// bytes that came from the upstream. Close may come from any goroutine,
+// more than once.
+type upgradeBody struct {
+	rw   io.ReadWriteCloser
+	p    *Proxy
+	rq   *request
+	resp *http.Response
+	n    atomic.Int64
+	once sync.Once
+}
+
+func (u *upgradeBody) Read(p []byte) (int, error) {
+	n, err := u.rw.Read(p)
+	u.n.Add(int64(n))
+	return n, err
+}
+
+func (u *upgradeBody) Write(p []byte) (int, error) { return u.rw.Write(p) }
+
+// Close closes the connection, gives back the slot, and reports the
+// request as answered: an upgraded connection ends when either side
+// closes it.
+func (u *upgradeBody) Close() error {
+	err := u.rw.Close()
+	u.once.Do(func() {
+		u.p.track(u, false)
+		u.p.release(u.rq)
+		u.p.finished(u.rq, u.resp, u.n.Load(), nil)
+	})
 	return err
 }

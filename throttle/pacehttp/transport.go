@@ -14,7 +14,11 @@
 //
 // A request holds its admission, and the backend's in-flight slot, until
 // its response body is closed or read to its end; a caller that drops a
-// body without closing it keeps the slot, as it keeps the connection.
+// body without closing it keeps the slot, as it keeps the connection. A
+// request that upgrades its connection (101 Switching Protocols, such as
+// a websocket) is one admission; its body is the connection, an
+// io.ReadWriteCloser as net/http gives it, and it holds the slot until it
+// is closed.
 package pacehttp
 
 import (
@@ -331,10 +335,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.correct(&a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
 	}
 	if own || json {
-		resp.Body = &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own, json: json}
+		b := &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own, json: json}
+		resp.Body = b
+		if rw, ok := b.ReadCloser.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+			// An upgraded connection (a websocket): its body is the
+			// connection, written to as well, and it holds the admission
+			// until it is closed.
+			resp.Body = &upgraded{body: b, w: rw}
+		}
 	}
 	return resp, nil
 }
+
+// upgraded is the body of a 101 Switching Protocols response: the
+// connection itself, as net/http gives it (an io.ReadWriteCloser), with
+// the admission released when it is closed. Its Close may come from
+// another goroutine than its Read (httputil.ReverseProxy closes it so).
+type upgraded struct {
+	*body
+	w io.Writer
+}
+
+func (u *upgraded) Write(p []byte) (int, error) { return u.w.Write(p) }
 
 // closeBody closes a request's body that will not be sent, as a
 // RoundTripper must.
