@@ -65,6 +65,9 @@ func TestImportBoundaries(t *testing.T) {
 		// The command reference is written from cobra's tree alone.
 		{mod + "/internal/clidoc", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "github.com/spf13/") }},
 		{mod + "/internal/halt", func(dep string) bool { return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" }},
+		{mod + "/internal/interrupt", func(dep string) bool {
+			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "human")
+		}},
 		// pace quota's views describe what the stores' Inspect return:
 		// the stores and their clients, nothing of the CLI or the pool.
 		{mod + "/internal/quota", func(dep string) bool {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/audit"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -118,7 +119,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		err     error // the input cannot be read
 		noRules bool  // neither -r nor the input names rules
 	}
-	res, sig := untilSignal(opts.Signals, func() audited {
+	res, sig := interrupt.Until(opts.Signals, func() audited {
 		calls, err := audit.Read(r, audit.MaxCalls)
 		if err != nil {
 			return audited{err: err}
@@ -133,7 +134,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		return audited{rep: audit.New(rules, opts.Jobs, calls)}
 	})
 	if sig != nil {
-		return reportf(ios, signalExitCode(sig), "%s: audit of %s stopped: no verdict", signalName(sig), name)
+		return reportf(ios, signalExitCode(sig), "%s: audit of %s stopped: no verdict", interrupt.Name(sig), name)
 	}
 	switch {
 	case res.err != nil:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -184,7 +185,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	}
 
 	// Until the command starts, an interrupt stops pace.
-	admitCtx, cancel, endWatch := watchInterrupt(ctx, opts.Factory.Signals)
+	admitCtx, cancel, endWatch := interrupt.Context(ctx, opts.Factory.Signals)
 	defer cancel()
 	var sig os.Signal
 
@@ -193,7 +194,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	backend, err := opts.Factory.openBackend(admitCtx, common, ios.ErrOut)
 	if err != nil {
 		if sig = endWatch(); sig != nil {
-			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
 		}
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
 	}
@@ -205,7 +206,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	switch {
 	case sig != nil:
 		adm.Release() // the zero Admission, if none, holds nothing
-		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
 	case errors.Is(err, throttle.ErrBadCost):
 		return reportf(ios, ExitUsage, "%s", userMessage(err))
 	case err != nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/human"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/plot"
@@ -134,12 +135,12 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 		log *joblog.Log
 		err error
 	}
-	res, sig := untilSignal(opts.Signals, func() read {
+	res, sig := interrupt.Until(opts.Signals, func() read {
 		log, err := joblog.Read(r)
 		return read{log, err}
 	})
 	if sig != nil {
-		return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", signalName(sig), name)
+		return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 	}
 	log := res.log
 	if res.err != nil {
@@ -183,7 +184,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	case sig := <-opts.Signals:
 		cancel()
 		if <-done != nil {
-			return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", signalName(sig), name)
+			return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 		}
 	}
 	if werr != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/redact"
@@ -328,13 +329,13 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	errOut := displayWriter{disp, ios.ErrOut}
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
-	sigs := &interrupts{signals: opts.Factory.Signals, grace: o.Grace, out: errOut,
-		noun: "request", stopping: "accepting no more requests"}
-	sigs.watch(cancelSetup)
+	sigs := &interrupt.Handler{Signals: opts.Factory.Signals, Grace: o.Grace, Out: errOut,
+		Noun: "request", Stopping: "accepting no more requests"}
+	sigs.Watch(cancelSetup)
 	watching := true
 	defer func() {
 		if watching {
-			sigs.close()
+			sigs.Close()
 		}
 	}()
 	backend, jl, closeRun, err := s.open(setupCtx, errOut, sigs)
@@ -418,7 +419,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 
 	facts := &runFacts{opts: o, jobs: o.Jobs, total: -1, read: -1}
 	if len(opts.Command) > 0 {
-		sigs.close() // the signals go to CMD
+		sigs.Close() // the signals go to CMD
 		watching = false
 		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL))
 		facts.command = &code
@@ -436,12 +437,12 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 			<-stopped
 		case sig := <-opts.Factory.Signals:
 			if n := px.Stats().InFlight; n > 0 {
-				fmt.Fprintf(errOut, "pace: %s: closing %d %s in flight\n", signalName(sig), n, plural(int(n), "request"))
+				fmt.Fprintf(errOut, "pace: %s: closing %d %s in flight\n", interrupt.Name(sig), n, plural(int(n), "request"))
 			}
 			kill()
 			<-stopped
 			// Stopped before it was done: never 0, whatever CMD said.
-			facts.signal = signalName(sig)
+			facts.signal = interrupt.Name(sig)
 			if code == ExitOK {
 				code = ExitInterrupted
 				if sig == syscall.SIGTERM {
@@ -451,7 +452,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		}
 		grace.Stop()
 	} else {
-		sigs.arm(func() int { return int(px.Stats().InFlight) }, stop, func(error) { kill() })
+		sigs.Arm(func() int { return int(px.Stats().InFlight) }, stop, func(error) { kill() })
 		if _, err := fmt.Fprintln(ios.Out, proxyURL); err != nil {
 			fmt.Fprintf(errOut, "pace: stdout: %v\n", err)
 			code := ExitFailed
@@ -482,8 +483,8 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 
 	facts.tally = rec.tally.Snapshot()
 	facts.stats = tr.Stats()
-	if sig := sigs.signal(); sig != nil {
-		facts.signal = signalName(sig)
+	if sig := sigs.Signal(); sig != nil {
+		facts.signal = interrupt.Name(sig)
 	}
 	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
 	if _, l := tr.Learned(); l.Refusals > 0 || len(l.Adopted) > 0 {

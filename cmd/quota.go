@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/localstore"
@@ -311,13 +312,13 @@ func confirmReset(opts *QuotaOptions, what string) error {
 			"there is no terminal to ask: pass --yes to reset it", what)
 	}
 	fmt.Fprintf(ios.ErrOut, "Forget every call %s has recorded, and its rules? Runs after it may be refused by the server. [y/N] ", what)
-	line, sig := untilSignal(opts.Signals, func() string {
+	line, sig := interrupt.Until(opts.Signals, func() string {
 		line, _ := bufio.NewReader(ios.In).ReadString('\n')
 		return line
 	})
 	if sig != nil {
 		fmt.Fprintln(ios.ErrOut)
-		return reportf(ios, signalExitCode(sig), "%s: %s left as it was", signalName(sig), what)
+		return reportf(ios, signalExitCode(sig), "%s: %s left as it was", interrupt.Name(sig), what)
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

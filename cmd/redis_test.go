@@ -19,6 +19,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/redistest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/redisrate"
@@ -390,7 +391,7 @@ func TestRedisInterruptWhileConnecting(t *testing.T) {
 		if code != tt.code || out.String() != "" || time.Since(start) > 10*time.Second {
 			t.Errorf("%v while Redis is down: exit %d after %v, stdout %q; want %d at once, nothing run", tt.sig, code, time.Since(start), out, tt.code)
 		}
-		if want := "pace: " + signalName(tt.sig) + ": stopped before anything ran\n"; !strings.Contains(errOut.String(), want) || strings.Contains(errOut.String(), "dead5ecret") {
+		if want := "pace: " + interrupt.Name(tt.sig) + ": stopped before anything ran\n"; !strings.Contains(errOut.String(), want) || strings.Contains(errOut.String(), "dead5ecret") {
 			t.Errorf("stderr %q, want %q and no password", errOut, want)
 		}
 	}

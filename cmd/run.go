@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/costexpr"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/tmpl"
@@ -364,9 +365,9 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sigs := &interrupts{signals: f.Signals, grace: 0, out: ios.ErrOut}
-	sigs.watch(cancel)
-	defer sigs.close()
+	sigs := &interrupt.Handler{Signals: f.Signals, Grace: 0, Out: ios.ErrOut}
+	sigs.Watch(cancel)
+	defer sigs.Close()
 	out := &output{w: ios.Out, broken: cancel}
 
 	queue := make(chan runner.Item)
@@ -424,9 +425,9 @@ loop:
 	case readErr = <-errc:
 	default:
 	}
-	switch sig := sigs.signal(); {
+	switch sig := sigs.Signal(); {
 	case sig != nil:
-		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", signalName(sig))
+		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", interrupt.Name(sig))
 	case out.closed():
 		return &ExitError{Code: ExitBrokenPipe}
 	case writeErr != nil:

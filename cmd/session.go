@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/internal/summary"
@@ -68,15 +69,15 @@ func (s *session) run(ctx context.Context) error {
 	// Interrupts: before the run, the first one cancels the setup.
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
-	sigs := &interrupts{signals: s.f.Signals, grace: o.Grace, out: errOut}
-	sigs.watch(cancelSetup)
-	defer sigs.close()
+	sigs := &interrupt.Handler{Signals: s.f.Signals, Grace: o.Grace, Out: errOut}
+	sigs.Watch(cancelSetup)
+	defer sigs.Close()
 
 	if s.openOut != nil {
 		w, err := s.openOut(setupCtx)
 		if err != nil {
-			if sig := sigs.signal(); sig != nil {
-				return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+			if sig := sigs.Signal(); sig != nil {
+				return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
 			}
 			return reportf(ios, ExitUsage, "%v", err)
 		}
@@ -122,7 +123,7 @@ func (s *session) newDisplay() *display {
 // gives the backend. ctx bounds the setup; an interrupt (sigs) cancels
 // it. Its error has been reported (an *ExitError); closeRun closes
 // everything once the run is over, except the job log (jl.close).
-func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupts) (backend throttle.Backend, jl *jobLog, closeRun func(), err error) {
+func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Handler) (backend throttle.Backend, jl *jobLog, closeRun func(), err error) {
 	ios, o := s.f.IOStreams, s.opts
 	var closers []func()
 	closeRun = func() {
@@ -140,13 +141,13 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupts) 
 	}
 	stopped := func() error {
 		closeRun()
-		sig := sigs.signal()
-		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", signalName(sig))
+		sig := sigs.Signal()
+		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
 	}
 
 	backend, err = s.f.openBackend(ctx, o, errOut)
 	if err != nil {
-		if sigs.signal() != nil {
+		if sigs.Signal() != nil {
 			return nil, nil, nil, stopped()
 		}
 		closeRun()
@@ -171,7 +172,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupts) 
 		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
 	}
 	jl.announce(errOut, recent, o.Verbose)
-	if sigs.signal() != nil {
+	if sigs.Signal() != nil {
 		jl.close()
 		return nil, nil, nil, stopped()
 	}
@@ -181,7 +182,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupts) 
 // finish writes the summary of what happened (res) on stderr, as
 // --summary asks, and to --summary-file; mode is the display's. It
 // returns nil or an *ExitError with the exit code.
-func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *interrupts) error {
+func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *interrupt.Handler) error {
 	ios, o := s.f.IOStreams, s.opts
 	sum, code := summarize(res)
 	sum.Brief = briefSummary(sum, mode)
@@ -194,7 +195,7 @@ func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *
 		// A FIFO waits for its reader; an interrupt gives up.
 		sumCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		sigs.arm(func() int { return 0 }, cancel, func(error) { cancel() })
+		sigs.Arm(func() int { return 0 }, cancel, func(error) { cancel() })
 		if err := writeSummaryFile(sumCtx, o.SummaryFile, sum); err != nil {
 			fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 			if code == ExitOK {
@@ -252,7 +253,7 @@ type runFacts struct {
 
 // supervise runs the pool over the input with every goroutine the run
 // needs, and returns once all of them have ended.
-func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *jobLog, jobs int, disp *display, sigs *interrupts) *runFacts {
+func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *jobLog, jobs int, disp *display, sigs *interrupt.Handler) *runFacts {
 	ios, o := s.f.IOStreams, s.opts
 	errOut := displayWriter{disp, ios.ErrOut}
 	facts := &runFacts{opts: o, jobs: jobs, total: -1}
@@ -298,7 +299,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	if err != nil { // the options were checked: unreachable
 		panic(err)
 	}
-	sigs.arm(rec.tally.InFlight, stop, cancelJobs)
+	sigs.Arm(rec.tally.InFlight, stop, cancelJobs)
 
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.
@@ -383,8 +384,8 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		facts.total = jl.toRun(s.input.Count(cctx, s.readOpts))
 		cancel()
 	}
-	if sig := sigs.signal(); sig != nil {
-		facts.signal = signalName(sig)
+	if sig := sigs.Signal(); sig != nil {
+		facts.signal = interrupt.Name(sig)
 	}
 	facts.pipe = rec.out.closed()
 	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
@@ -284,7 +285,7 @@ func TestSessionFirstSignalLetsJobsFinish(t *testing.T) {
 		sig  os.Signal
 		code int
 	}{{os.Interrupt, ExitInterrupted}, {syscall.SIGTERM, ExitTerminated}} {
-		t.Run(signalName(tt.sig), func(t *testing.T) {
+		t.Run(interrupt.Name(tt.sig), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ex := &fakeExec{block: make(chan struct{})}
 				ts := newTestSession(t, "1\n2\n3\n4\n", testOptions(t, 2), ex)
@@ -304,8 +305,8 @@ func TestSessionFirstSignalLetsJobsFinish(t *testing.T) {
 				}
 				stderr := ts.errOut.String()
 				for _, want := range []string{
-					"pace: " + signalName(tt.sig) + ": starting no more jobs; waiting up to 1h0m0s for 2 running (interrupt again to kill them)\n",
-					"pace: 2 ok, 0 failed, 0 retried in 0s (2 starts, 2.00/s), interrupted by " + signalName(tt.sig) + "\n",
+					"pace: " + interrupt.Name(tt.sig) + ": starting no more jobs; waiting up to 1h0m0s for 2 running (interrupt again to kill them)\n",
+					"pace: 2 ok, 0 failed, 0 retried in 0s (2 starts, 2.00/s), interrupted by " + interrupt.Name(tt.sig) + "\n",
 				} {
 					if !strings.Contains(stderr, want) {
 						t.Errorf("stderr = %q, want a line %q", stderr, want)
@@ -365,7 +366,7 @@ func TestSessionGracePeriodEnds(t *testing.T) {
 		if code := wait(); code != ExitTerminated {
 			t.Errorf("run = exit %d, want %d", code, ExitTerminated)
 		}
-		if causes := ex.killedBy(); len(causes) != 1 || !errors.Is(causes[0], errGraceOver) {
+		if causes := ex.killedBy(); len(causes) != 1 || !errors.Is(causes[0], interrupt.ErrGraceOver) {
 			t.Errorf("job cancelled by %v, want the end of the grace period", causes)
 		}
 		if want := "pace: grace period of 5s over: stopping 1 running job\n"; !strings.Contains(ts.errOut.String(), want) {
@@ -493,7 +494,7 @@ func TestSessionSignalWhileOpening(t *testing.T) {
 			}
 			// One line: the session's. The handler says nothing before
 			// the run starts.
-			name := signalName(tt.sig)
+			name := interrupt.Name(tt.sig)
 			if want := "pace: " + name + ": stopped before anything ran\n"; ts.errOut.String() != want {
 				t.Errorf("%v while opening the backend: stderr = %q, want %q", tt.sig, ts.errOut, want)
 			}

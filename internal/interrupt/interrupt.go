@@ -1,0 +1,198 @@
+// Package interrupt is pace's two-stage stop on SIGINT and SIGTERM: the
+// first signal stops admissions and starts a grace period, the second (or
+// the grace period's end) kills what runs. It also waits for work that may
+// block on an input nobody writes to, giving up on a signal (Until), and
+// cancels a setup on the first signal (Context).
+package interrupt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pace-cli/pace/internal/human"
+	"github.com/pace-cli/pace/runner"
+)
+
+// ErrGraceOver is the cause of the job context's cancellation when the
+// grace period after an interrupt ends.
+var ErrGraceOver = errors.New("grace period over")
+
+// Handler turns SIGINT and SIGTERM into pace's two-stage stop: the first
+// signal stops admissions and starts the grace period; the second signal,
+// or the end of the grace period, kills the running jobs. Before the run
+// starts (while the backend checks its rules, say) the first signal
+// cancels the setup instead. Set the exported fields, then call Watch;
+// Arm once the run starts; Close at the end. It is safe for concurrent
+// use.
+type Handler struct {
+	Signals <-chan os.Signal
+	Grace   time.Duration
+	Out     io.Writer // where the messages go
+	// Noun names what runs ("job" when empty), and Stopping what the
+	// first signal does ("starting no more jobs" when empty).
+	Noun, Stopping string
+
+	mu      sync.Mutex
+	first   os.Signal
+	running func() int  // jobs running now, for the messages
+	stop    func()      // stop admitting (or cancel the setup)
+	kill    func(error) // cancel the jobs with a cause
+	done    chan struct{}
+	exited  chan struct{}
+	armed   bool // the run has started: signals stop and kill it
+}
+
+// Watch starts handling signals until Close is called. Before Arm, a
+// signal calls setup.
+func (h *Handler) Watch(setup func()) {
+	h.done, h.exited = make(chan struct{}), make(chan struct{})
+	h.stop, h.kill, h.running = setup, func(error) {}, func() int { return 0 }
+	go h.loop()
+}
+
+// Arm switches from the setup to the run: the first signal calls stop,
+// the second (or the end of the grace period) kill, with
+// runner.ErrKillNow or ErrGraceOver; running counts what runs, for the
+// messages.
+func (h *Handler) Arm(running func() int, stop func(), kill func(error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running, h.stop, h.kill = running, stop, kill
+	h.armed = true
+}
+
+// Close stops handling signals and waits for the handler to return.
+func (h *Handler) Close() {
+	close(h.done)
+	<-h.exited
+}
+
+func (h *Handler) loop() {
+	defer close(h.exited)
+	var grace <-chan time.Time
+	for {
+		select {
+		case sig := <-h.Signals:
+			h.mu.Lock()
+			first, stop, kill, running, armed := h.first, h.stop, h.kill, h.running, h.armed
+			if first == nil {
+				h.first = sig
+			}
+			h.mu.Unlock()
+			if !armed {
+				// The setup: cancel it and say nothing here; the
+				// caller says that nothing ran.
+				if first == nil {
+					stop()
+				}
+				continue
+			}
+			if first != nil {
+				n := running()
+				fmt.Fprintf(h.Out, "pace: %s again: killing %d running %s\n", Name(sig), n, human.Plural(n, h.what()))
+				kill(runner.ErrKillNow)
+				continue
+			}
+			stop()
+			timer := time.NewTimer(h.Grace)
+			defer timer.Stop()
+			grace = timer.C
+			stopping := h.Stopping
+			if stopping == "" {
+				stopping = "starting no more jobs"
+			}
+			if n := running(); n > 0 {
+				fmt.Fprintf(h.Out, "pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
+					Name(sig), stopping, h.Grace, n)
+			} else {
+				fmt.Fprintf(h.Out, "pace: %s: %s\n", Name(sig), stopping)
+			}
+		case <-grace:
+			grace = nil
+			h.mu.Lock()
+			kill, running := h.kill, h.running
+			h.mu.Unlock()
+			if n := running(); n > 0 {
+				fmt.Fprintf(h.Out, "pace: grace period of %v over: stopping %d running %s\n", h.Grace, n, human.Plural(n, h.what()))
+			}
+			kill(ErrGraceOver)
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// what is the noun for what runs.
+func (h *Handler) what() string {
+	if h.Noun == "" {
+		return "job"
+	}
+	return h.Noun
+}
+
+// Signal returns the first signal, if one came.
+func (h *Handler) Signal() os.Signal {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first
+}
+
+// Name names a signal as the summary shows it: SIGINT, SIGTERM.
+func Name(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// Until runs work, which may block reading an input on which nothing ever
+// comes (an idle pipe, a terminal nobody types on), and returns its
+// result. A signal on sigs ends the wait at once and is returned instead:
+// the caller stops with the signal's exit code, never with a verdict on
+// part of its input. work is then left behind, blocked in a read that
+// cannot be interrupted; the process is about to exit. A nil sigs waits
+// for work alone.
+func Until[T any](sigs <-chan os.Signal, work func() T) (T, os.Signal) {
+	done := make(chan T, 1)
+	go func() { done <- work() }()
+	select {
+	case v := <-done:
+		return v, nil
+	case sig := <-sigs:
+		var zero T
+		return zero, sig
+	}
+}
+
+// Context returns a context that the first signal on signals cancels,
+// for the setup before the real work starts (opening a backend, waiting
+// for an admission): an interrupt then stops pace. end stops watching and
+// returns the signal that came, if one did; call it once.
+func Context(ctx context.Context, signals <-chan os.Signal) (context.Context, context.CancelFunc, func() os.Signal) {
+	wctx, cancel := context.WithCancel(ctx)
+	var sig os.Signal
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case sig = <-signals:
+			cancel()
+		case <-stop:
+		}
+	}()
+	end := func() os.Signal {
+		close(stop)
+		<-watched
+		return sig
+	}
+	return wctx, cancel, end
+}
