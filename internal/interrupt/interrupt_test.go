@@ -42,6 +42,7 @@ type calls struct {
 
 func (c *calls) stop()  { c.mu.Lock(); c.stops++; c.mu.Unlock() }
 func (c *calls) setup() { c.mu.Lock(); c.setups++; c.mu.Unlock() }
+
 // got returns the calls so far.
 func (c *calls) got() (setups, stops int, kills []error) {
 	c.mu.Lock()
