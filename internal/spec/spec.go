@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
@@ -64,11 +65,15 @@ func ruleHint(err error) error {
 	return errors.New(msg)
 }
 
+// The patterns of guessRule, compiled when a rule is wrong, not at the
+// start of every pace process.
 var (
 	// "5s", "10m": a count glued to a unit.
-	gluedRule = regexp.MustCompile(`^\s*(\d+)\s*([a-zA-Z]+)\s*$`)
+	gluedRule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(\d+)\s*([a-zA-Z]+)\s*$`) })
 	// "5 per second", "5 per 3s", "5 a minute", "5/ second".
-	wordyRule = regexp.MustCompile(`^\s*(\d+)\s*(?:per|a|an|every|/)\s*(\d*\s*[a-zA-Z]+)\s*$`)
+	wordyRule = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(\d+)\s*(?:per|a|an|every|/)\s*(\d*\s*[a-zA-Z]+)\s*$`)
+	})
 	// "5 / s" or "5/ s": spaces that the shell kept.
 	unitWords = map[string]string{
 		"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
@@ -80,7 +85,7 @@ var (
 
 // guessRule returns the rule a malformed spec most likely meant, or "".
 func guessRule(spec string) string {
-	if m := wordyRule.FindStringSubmatch(spec); m != nil {
+	if m := wordyRule().FindStringSubmatch(spec); m != nil {
 		per := strings.ReplaceAll(strings.ToLower(m[2]), " ", "")
 		if u, ok := unitWords[per]; ok {
 			per = u
@@ -89,7 +94,7 @@ func guessRule(spec string) string {
 			return m[1] + "/" + per
 		}
 	}
-	if m := gluedRule.FindStringSubmatch(spec); m != nil {
+	if m := gluedRule().FindStringSubmatch(spec); m != nil {
 		if u, ok := unitWords[strings.ToLower(m[2])]; ok {
 			return m[1] + "/" + u
 		}

@@ -11,10 +11,10 @@ import (
 
 // Digests of the scripts, as EVALSHA sends them.
 var (
-	AdmitSHA   = admitScript.Hash()
-	SlotsSHA   = slotsScript.Hash()
-	CorrectSHA = correctScript.Hash()
-	MarginSHA  = marginScript.Hash()
+	AdmitSHA   = admitScript().Hash()
+	SlotsSHA   = slotsScript().Hash()
+	CorrectSHA = correctScript().Hash()
+	MarginSHA  = marginScript().Hash()
 )
 
 // Pacing of retries and slot polls.

@@ -83,7 +83,7 @@ func inspectOnce(ctx context.Context, client Client, key string) (q *Quota, agai
 		r := l.rules[i]
 		args = append(args, r.N, r.Window.Microseconds(), l.mode(r))
 	}
-	reply, err := inspectScript.Run(ctx, client, keys, args...).Result()
+	reply, err := inspectScript().Run(ctx, client, keys, args...).Result()
 	if err != nil {
 		return nil, false, backendError(key, "inspect", err)
 	}
@@ -134,7 +134,7 @@ func Reset(ctx context.Context, client Client, key string) error {
 		if err != nil {
 			return err
 		}
-		reply, err := resetScript.Run(ctx, client, l.Keys(), time.Now().UnixMicro(), spec).Result()
+		reply, err := resetScript().Run(ctx, client, l.Keys(), time.Now().UnixMicro(), spec).Result()
 		if err != nil {
 			return backendError(key, "reset", err)
 		}
@@ -226,13 +226,13 @@ func backendError(key, what string, err error) error {
 }
 
 var (
-	inspectScript = redis.NewScript(inspectLua)
-	resetScript   = redis.NewScript(resetLua)
+	inspectScript = lazyScript(inspectLua)
+	resetScript   = lazyScript(resetLua)
 )
 
 // clockLua sets now from the server's TIME in microseconds, or from the
-// caller's clock in ARGV[1] where TIME is refused (see timeLua).
-var clockLua = timeLua("ARGV[1]") + `
+// caller's clock in ARGV[1] where TIME is refused (see timeHead).
+const clockLua = timeHead + "ARGV[1]" + timeTail + `
 local function num(x)
   return string.format('%.0f', x)
 end
@@ -251,7 +251,7 @@ end
 // Reply: {now, spec or nil, used_1, wait_1, ..., used_k, wait_k,
 // lease id, expiry (a string), ...}, waits in microseconds for a call of
 // cost 1.
-var inspectLua = clockLua + `
+const inspectLua = clockLua + `
 local function member_cost(m)
   local c = string.match(m, ':(%d+)$')
   return tonumber(c) or 1
@@ -307,7 +307,7 @@ return r
 // ARGV[2]      the spec the caller read ("" for none)
 //
 // Replies: {1, keys deleted}; {0, live leases}; {-1, spec now}.
-var resetLua = clockLua + `
+const resetLua = clockLua + `
 local live = redis.call('ZCOUNT', KEYS[#KEYS], '(' .. num(now), '+inf')
 if live > 0 then return {0, live} end
 local spec = redis.call('GET', KEYS[1]) or ''

@@ -413,7 +413,7 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	}
 	n := len(keys) / 2
 	keys = append(keys, l.margKey)
-	reply, err := l.run(context.Background(), correctScript, keys, args)
+	reply, err := l.run(context.Background(), correctScript(), keys, args)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +456,7 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 		args = append(args, r.N, ws[j], l.mode(r), w)
 	}
 	sent := time.Now()
-	reply, err := l.run(ctx, admitScript, l.admitKeys, args)
+	reply, err := l.run(ctx, admitScript(), l.admitKeys, args)
 	rtt := time.Since(sent)
 	if err != nil {
 		return gate.Decision{}, err
@@ -504,7 +504,7 @@ func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
 	l := (*Limiter)(rs)
 	_, _, own, ownTTL := l.windows(margin)
-	reply, err := l.eval(ctx, marginScript, []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
+	reply, err := l.eval(ctx, marginScript(), []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
 	if err != nil {
 		return 0, err
 	}

@@ -1,27 +1,39 @@
 package redisrate
 
-import "github.com/redis/go-redis/v9"
+import (
+	"sync"
 
-// Scripts, with their digests computed once. Script.Run sends EVALSHA and
-// falls back on EVAL when Redis does not have the script.
-var (
-	admitScript   = redis.NewScript(admitLua)
-	slotsScript   = redis.NewScript(slotsLua)
-	correctScript = redis.NewScript(correctLua)
-	marginScript  = redis.NewScript(marginLua)
+	"github.com/redis/go-redis/v9"
 )
 
-// timeLua returns the opening every script shares: it sets now from the
-// server's TIME, in integer microseconds, so clients with skewed clocks
-// agree. TIME is only allowed before writes under effects replication (the
-// default since Redis 5, the only mode since 7); older servers are switched
-// to it by redis.replicate_commands. A server that still refuses TIME
-// (some proxies and managed services rename or forbid it) makes the script
-// fall back on the caller's clock, the argument fallback (such as
-// "ARGV[3]"): then the clients' clocks must be kept in sync, and clock is
-// 0 for the reply to say so.
-func timeLua(fallback string) string {
-	return `
+// Scripts, with their digests computed once, when first used: a pace
+// process that never talks to Redis (pace exec with the local store)
+// does not hash them at start-up. Script.Run sends EVALSHA and falls back
+// on EVAL when Redis does not have the script.
+var (
+	admitScript   = lazyScript(admitLua)
+	slotsScript   = lazyScript(slotsLua)
+	correctScript = lazyScript(correctLua)
+	marginScript  = lazyScript(marginLua)
+)
+
+// lazyScript returns the script of src, made on the first call.
+func lazyScript(src string) func() *redis.Script {
+	return sync.OnceValue(func() *redis.Script { return redis.NewScript(src) })
+}
+
+// timeHead and timeTail make the opening every script shares, around
+// the argument that holds the caller's clock (such as "ARGV[3]"): it sets
+// now from the server's TIME, in integer microseconds, so clients with
+// skewed clocks agree. TIME is only allowed before writes under effects
+// replication (the default since Redis 5, the only mode since 7); older
+// servers are switched to it by redis.replicate_commands. A server that
+// still refuses TIME (some proxies and managed services rename or forbid
+// it) makes the script fall back on the caller's clock: then the
+// clients' clocks must be kept in sync, and clock is 0 for the reply to
+// say so. (Constants, so that the scripts cost nothing at start-up.)
+const (
+	timeHead = `
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 local now, clock
 local ok, t = pcall(redis.call, 'TIME')
@@ -29,11 +41,12 @@ if ok then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   clock = 1
 else
-  now = tonumber(` + fallback + `)
+  now = tonumber(`
+	timeTail = `)
   clock = 0
 end
 `
-}
+)
 
 // helpersLua holds the functions every script uses to read and trim a
 // rule's state. A rule keeps its state in two keys, in one of three modes:
@@ -189,7 +202,7 @@ end
 //	{0, now, clock, margin, wait, i, used_1, ..., used_k}  refused; nothing recorded; rule i
 //	                                                       needs the longest wait
 //	{-1, spec}                                             the quota holds another rule spec
-var admitLua = timeLua("ARGV[3]") + helpersLua + `
+const admitLua = timeHead + "ARGV[3]" + timeTail + helpersLua + `
 local spec = redis.call('GET', KEYS[1])
 if spec and spec ~= ARGV[1] then
   return {-1, spec}
@@ -313,7 +326,7 @@ return r
 // ARGV[4+4i] .. ARGV[7+4i]   rule i: N, window in microseconds (margin excluded), mode, unused
 //
 // Reply: {now, used_1, ..., used_k}
-var correctLua = timeLua("ARGV[5]") + `
+const correctLua = timeHead + "ARGV[5]" + timeTail + `
 ` + helpersLua + `
 local id, at, from, to = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local k = (#KEYS - 1) / 2
@@ -361,7 +374,7 @@ return r
 // ARGV[2]  the caller's margin in microseconds
 // ARGV[3]  the caller's process id
 // ARGV[4]  how long the margin stays in force, microseconds
-var marginLua = timeLua("ARGV[1]") + helpersLua + `
+const marginLua = timeHead + "ARGV[1]" + timeTail + helpersLua + `
 return fleet_margin(KEYS[1], ARGV[3], tonumber(ARGV[2]), tonumber(ARGV[4]), now)
 `
 
@@ -385,7 +398,7 @@ return fleet_margin(KEYS[1], ARGV[3], tonumber(ARGV[2]), tonumber(ARGV[4]), now)
 //	renew:   {1, now} renewed; {2, now} it had expired and was taken again;
 //	         {0, now} it had expired and the slots are full: lost
 //	release: {1, now} released; {0, now} it was not held (expired)
-var slotsLua = timeLua("ARGV[5]") + `
+const slotsLua = timeHead + "ARGV[5]" + timeTail + `
 local key, op, id = KEYS[1], ARGV[1], ARGV[2]
 local cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4])
 

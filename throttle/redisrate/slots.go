@@ -33,7 +33,7 @@ func (l *Limiter) slotArgs(op, id string) []any {
 func (rs *redisSide) TrySlot(ctx context.Context, attempt uint64) (any, bool, time.Duration, error) {
 	l := (*Limiter)(rs)
 	id := l.idPrefix + ".s" + strconv.FormatUint(attempt, 36)
-	reply, err := l.run(ctx, slotsScript, []string{l.slotKey}, l.slotArgs("take", id))
+	reply, err := l.run(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("take", id))
 	if err != nil {
 		return nil, false, 0, err
 	}
@@ -80,7 +80,7 @@ func (l *Limiter) renew(ls *lease) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		reply, err := l.eval(ctx, slotsScript, keys, l.slotArgs("renew", ls.id))
+		reply, err := l.eval(ctx, slotsScript(), keys, l.slotArgs("renew", ls.id))
 		cancel()
 		if err != nil {
 			l.failures.Add(1)
@@ -102,7 +102,7 @@ func (l *Limiter) release(ls *lease) {
 		<-ls.done
 		ctx, cancel := context.WithTimeout(context.Background(), min(l.cf.Timeout, 5*time.Second))
 		defer cancel()
-		if _, err := l.eval(ctx, slotsScript, []string{l.slotKey}, l.slotArgs("release", ls.id)); err != nil {
+		if _, err := l.eval(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("release", ls.id)); err != nil {
 			l.failures.Add(1)
 		}
 	})
