@@ -49,6 +49,9 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/plot", isStd},
 		{mod + "/internal/redact", isStd},
 		{mod + "/internal/outfile", isStd},
+		// Imported by main for its side effect, before the heap grows:
+		// syscall and unsafe only, so that it initialises first.
+		{mod + "/internal/hugeheap", func(dep string) bool { return isStd(dep) && !slices.Contains([]string{"os", "strings", "fmt"}, dep) }},
 		// What cmd renders and reports is computed below it, from plain
 		// values and the pool's results: never cobra or terminals.
 		{mod + "/internal/human", func(dep string) bool { return isStd(dep) || isThrottle(dep) }},
