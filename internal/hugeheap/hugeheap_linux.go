@@ -16,7 +16,7 @@ const Size = 2 * hugePage
 // probe is init's allocation: where the heap is.
 var probe *[8]byte
 
-// collapsed is MADV_COLLAPSE's result, for tests: 0 if it applied.
+// collapsed is MADV_COLLAPSE's result, which tests log: 0 if it applied.
 var collapsed syscall.Errno = syscall.ENOSYS
 
 // init runs early, since it imports only syscall: most of start-up's
