@@ -13,9 +13,10 @@ import (
 // least 64 when jobs is 0, no cap), proxies from the environment, HTTP/2
 // when the upstream offers it, bodies and Accept-Encoding as the client
 // sent them (no transparent compression), and timeout (0: none) for the
-// upstream's response headers.
-func NewUpstreamTransport(jobs int, timeout time.Duration) *http.Transport {
-	return &http.Transport{
+// upstream's response headers. Bodiless GETs (and HEAD, OPTIONS, TRACE)
+// to a plain http:// upstream take the direct path (see Upstream).
+func NewUpstreamTransport(jobs int, timeout time.Duration) *Upstream {
+	return &Upstream{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
@@ -26,7 +27,7 @@ func NewUpstreamTransport(jobs int, timeout time.Duration) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: timeout,
 		DisableCompression:    true,
-	}
+	}}
 }
 
 // Limits of the server NewServer returns, against clients that

@@ -1,0 +1,314 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sync"
+	"time"
+)
+
+// Upstream is the RoundTripper a Proxy sends requests upstream with.
+// Requests that can be sent again (GET, HEAD, OPTIONS, TRACE, without a
+// body or an Upgrade) to a plain http:// upstream that no proxy from the
+// environment stands in front of go on the caller's goroutine over
+// connections of its own, kept alive: no goroutines per connection, no
+// hand-offs between them, which is most of what http.Transport costs a
+// request on loopback. Every other request goes through the embedded
+// http.Transport (bodies, upgrades, HTTPS, HTTP/2, proxies).
+type Upstream struct {
+	*http.Transport
+
+	mu    sync.Mutex
+	pools map[string]*directPool // by host:port; nil: not for the direct path
+}
+
+// directPool holds the idle connections to one host, the latest used
+// first.
+type directPool struct {
+	addr    string
+	timeout time.Duration // for the response's headers; 0: none
+	max     int
+	mu      sync.Mutex
+	idle    []*directConn
+	closed  bool
+}
+
+type directConn struct {
+	c      net.Conn
+	lc     *limitedConn // c, as br reads it
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	reused bool
+}
+
+// RoundTrip sends req upstream and returns its answer.
+func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	if pool := u.direct(req); pool != nil {
+		return pool.roundTrip(req)
+	}
+	return u.Transport.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of both paths.
+func (u *Upstream) CloseIdleConnections() {
+	u.mu.Lock()
+	pools := make([]*directPool, 0, len(u.pools))
+	for _, p := range u.pools {
+		if p != nil {
+			pools = append(pools, p)
+		}
+	}
+	u.mu.Unlock()
+	for _, p := range pools {
+		p.closeIdle()
+	}
+	u.Transport.CloseIdleConnections()
+}
+
+// direct returns the pool req goes through, or nil if it takes the
+// http.Transport.
+func (u *Upstream) direct(req *http.Request) *directPool {
+	if req.URL.Scheme != "http" || (req.Body != nil && req.Body != http.NoBody) || req.ContentLength > 0 ||
+		len(req.TransferEncoding) > 0 || req.Header.Get("Upgrade") != "" || req.Close {
+		return nil
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	default:
+		return nil // not safe to send again on a fresh connection if a kept one was stale
+	}
+	host := req.URL.Host
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, seen := u.pools[host]
+	if seen {
+		return p
+	}
+	if u.pools == nil {
+		u.pools = map[string]*directPool{}
+	}
+	if len(u.pools) >= 16 {
+		return nil // one upstream is the proxy's case; others take the Transport
+	}
+	if prx, err := u.Transport.Proxy(&http.Request{URL: req.URL}); (u.Transport.Proxy == nil || err == nil && prx == nil) &&
+		u.Transport.DialContext != nil {
+		addr := host
+		if req.URL.Port() == "" {
+			addr = net.JoinHostPort(req.URL.Hostname(), "80")
+		}
+		p = &directPool{addr: addr, timeout: u.Transport.ResponseHeaderTimeout, max: u.Transport.MaxIdleConnsPerHost}
+	}
+	u.pools[host] = p
+	return p
+}
+
+func (p *directPool) get() *directConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		return c
+	}
+	return nil
+}
+
+// put keeps c for the next request, or closes it.
+func (p *directPool) put(c *directConn) {
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < p.max {
+		c.reused = true
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	c.c.Close()
+}
+
+func (p *directPool) closeIdle() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.c.Close()
+	}
+}
+
+var dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// aLongTimeAgo is a deadline that makes every read and write fail at
+// once: how a cancelled request stops its connection.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// errStale is a kept connection the upstream had closed.
+var errStale = errors.New("proxy: kept connection closed by the upstream")
+
+func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		c := p.get()
+		if c == nil {
+			nc, err := dialer.DialContext(ctx, "tcp", p.addr)
+			if err != nil {
+				return nil, err
+			}
+			lc := &limitedConn{Conn: nc, left: -1}
+			c = &directConn{c: nc, lc: lc, br: bufio.NewReaderSize(lc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+		}
+		resp, err := p.send(ctx, c, req)
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue // once, on a connection of its own
+		}
+		return resp, err
+	}
+}
+
+// send writes req on c and reads the answer's headers; the body is read
+// from c, which goes back to the pool once the body has been read to its
+// end.
+func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.c.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	if err := req.Write(c.bw); err != nil {
+		return fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		if c.reused {
+			err = errStale
+		}
+		return fail(err)
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	if p.timeout > 0 {
+		c.c.SetReadDeadline(time.Now().Add(p.timeout))
+	}
+	c.lc.left = maxResponseHeaderBytes
+	if _, err := c.br.Peek(1); err != nil {
+		var ne net.Error
+		if c.reused && !(errors.As(err, &ne) && ne.Timeout()) {
+			err = errStale // closed before it answered: the upstream had dropped it
+		}
+		return fail(err)
+	}
+	var resp *http.Response
+	for {
+		var err error
+		resp, err = http.ReadResponse(c.br, req)
+		if err != nil {
+			return fail(err)
+		}
+		code := resp.StatusCode
+		if code < 100 || code >= 200 || code == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx (103 Early Hints): told to the trace, as http.Transport does.
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return fail(errors.New("proxy: 101 Switching Protocols to a request that asked for no upgrade"))
+	}
+	c.lc.left = -1
+	if p.timeout > 0 {
+		c.c.SetReadDeadline(time.Time{})
+	}
+	keep := !resp.Close
+	if resp.Body == http.NoBody {
+		p.done(c, stop, keep)
+		return resp, nil
+	}
+	resp.Body = &directBody{rc: resp.Body, p: p, c: c, stop: stop, keep: keep}
+	return resp, nil
+}
+
+// done ends a request on c: back to the pool if the answer was read to
+// its end, the upstream keeps it, and the request was not cancelled.
+func (p *directPool) done(c *directConn, stop func() bool, keep bool) {
+	if stop() && keep {
+		p.put(c)
+		return
+	}
+	c.c.Close()
+}
+
+// directBody is an answer's body read from its connection.
+type directBody struct {
+	rc   io.ReadCloser
+	p    *directPool
+	c    *directConn
+	stop func() bool
+	keep bool
+	over bool
+}
+
+func (b *directBody) Read(buf []byte) (int, error) {
+	if b.over {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(buf)
+	if err == io.EOF {
+		b.over = true
+		b.p.done(b.c, b.stop, b.keep)
+	}
+	return n, err
+}
+
+// Close ends the answer; one not read to its end closes the connection
+// (reading the rest, as net/http's own body does, could take forever).
+func (b *directBody) Close() error {
+	if !b.over {
+		b.over = true
+		b.p.done(b.c, b.stop, false)
+	}
+	return nil
+}
+
+// maxResponseHeaderBytes bounds the upstream's response headers (and any
+// 1xx before them), as http.Transport's default does.
+const maxResponseHeaderBytes = 10 << 20
+
+var errHeadersTooLarge = errors.New("proxy: the upstream's response headers exceed 10 MiB")
+
+// limitedConn is a connection whose reads stop with errHeadersTooLarge
+// once left bytes have been read; left < 0: no limit.
+type limitedConn struct {
+	net.Conn
+	left int64
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return c.Conn.Read(p)
+	}
+	if c.left == 0 {
+		return 0, errHeadersTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
