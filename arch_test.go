@@ -68,6 +68,12 @@ func TestImportBoundaries(t *testing.T) {
 		// The command reference is written from cobra's tree alone.
 		{mod + "/internal/clidoc", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "github.com/spf13/") }},
 		{mod + "/internal/halt", func(dep string) bool { return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" }},
+		// Opening a run's backend: the stores and their clients, nothing
+		// of the CLI.
+		{mod + "/internal/limiter", func(dep string) bool {
+			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/cmd") &&
+				(!strings.HasPrefix(dep, mod+"/") || dep == mod+"/runner" || strings.HasPrefix(dep, mod+"/throttle") || isPkg(dep, "human", "redact"))
+		}},
 		{mod + "/internal/interrupt", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "human")
 		}},

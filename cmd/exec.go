@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/interrupt"
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -189,9 +190,8 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	defer cancel()
 	var sig os.Signal
 
-	common := &CommonOptions{Rules: opts.Rules, CostRules: opts.CostRules, Margin: opts.Margin, MarginSet: true,
-		Verbose: opts.Verbose, Redis: opts.Shared}
-	backend, err := opts.Factory.openBackend(admitCtx, common, ios.ErrOut)
+	backend, err := opts.Factory.openBackend(admitCtx, limiter.Options{Rules: opts.allRules(), Margin: opts.Margin,
+		Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
 	if err != nil {
 		if sig = endWatch(); sig != nil {
 			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))

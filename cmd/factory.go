@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -16,17 +17,17 @@ type Factory struct {
 	// Signals delivers SIGINT and SIGTERM; nil means none ever come.
 	Signals <-chan os.Signal
 	// OpenBackend, if set, makes the limiter of a run instead of
-	// openBackend (tests simulate a failing store with it). Messages about
-	// the backend go to w.
-	OpenBackend func(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Backend, error)
+	// limiter.Open (tests simulate a failing store with it). Messages
+	// about the backend go to w.
+	OpenBackend func(ctx context.Context, o limiter.Options, w io.Writer) (throttle.Backend, error)
 }
 
 // openBackend makes the limiter of a run with o.
-func (f *Factory) openBackend(ctx context.Context, o *CommonOptions, w io.Writer) (throttle.Backend, error) {
+func (f *Factory) openBackend(ctx context.Context, o limiter.Options, w io.Writer) (throttle.Backend, error) {
 	if f.OpenBackend != nil {
 		return f.OpenBackend(ctx, o, w)
 	}
-	return openBackend(ctx, o, w)
+	return limiter.Open(ctx, o, w)
 }
 
 // NewFactory returns the factory for a real run: system streams and the

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/interrupt"
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/localstore"
@@ -188,7 +189,7 @@ func (o *QuotaOptions) check() error {
 // or an *ExitError, everything reported by then.
 func quotaRun(ctx context.Context, opts *QuotaOptions) error {
 	if opts.RedisURL != "" {
-		redis.SetLogger(quietRedisLogger{}) // pace reports Redis's trouble itself
+		redis.SetLogger(limiter.QuietRedisLogger{}) // pace reports Redis's trouble itself
 		if opts.Action == "reset" {
 			return quotaResetRedis(ctx, opts)
 		}

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/pace-cli/pace/internal/interrupt"
@@ -143,36 +142,12 @@ func TestRedisHelpHidesPassword(t *testing.T) {
 	}
 }
 
-func TestOutageMessages(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var out strings.Builder
-		o := &outageWriter{w: &out, url: "redis://u:REDACTED@h:1", timeout: 30 * time.Second}
-		since := time.Now()
-		o.report(redisrate.Outage{Down: true, Since: since, Err: errors.New("dial tcp redis://u:secretpw@h:1: connection refused")})
-		time.Sleep(2500 * time.Millisecond)
-		o.report(redisrate.Outage{Down: false, Since: since})
-		since = time.Now()
-		time.Sleep(time.Second)
-		o.report(redisrate.Outage{Down: true, Since: since})
-		time.Sleep(time.Second)
-		o.report(redisrate.Outage{Down: false, Since: since})
-		want := "pace: redis redis://u:REDACTED@h:1 is not answering (dial tcp redis://u:REDACTED@h:1: connection refused); starting no job until it does, for up to 30s\n" +
-			"pace: redis redis://u:REDACTED@h:1 is answering again after 2.5s; going on\n" +
-			"pace: redis redis://u:REDACTED@h:1 is not answering (no reply for 1s); starting no job until it does, for up to 30s\n" +
-			"pace: redis redis://u:REDACTED@h:1 is answering again after 2s; going on\n"
-		if out.String() != want {
-			t.Errorf("messages:\n%s\nwant:\n%s", out.String(), want)
-		}
-	})
-}
-
 func TestBackendExitCode(t *testing.T) {
 	for _, tt := range []struct {
 		err             error
 		otherwise, want int
 	}{
 		{fmt.Errorf("x: %w", &throttle.MismatchError{Key: "k"}), ExitBackend, ExitUsage},
-		{&mismatchError{&throttle.MismatchError{Key: "k", Stored: "5/s", Spec: "6/s"}, "quota k"}, ExitBackend, ExitUsage},
 		{fmt.Errorf("x: %w: y", throttle.ErrBackend), ExitUsage, ExitBackend},
 		{errors.New("other"), ExitUsage, ExitUsage},
 		{errors.New("other"), ExitBackend, ExitBackend},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			f := NewFactory(sigs)
-			f.OpenBackend = func(context.Context, *CommonOptions, io.Writer) (throttle.Backend, error) {
+			f.OpenBackend = func(context.Context, limiter.Options, io.Writer) (throttle.Backend, error) {
 				return newFailingBackend(n), nil
 			}
 			exitShowing(Execute(f, os.Args[1:]))

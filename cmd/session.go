@@ -145,7 +145,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
 	}
 
-	backend, err = s.f.openBackend(ctx, o, errOut)
+	backend, err = s.f.openBackend(ctx, o.backendOptions(), errOut)
 	if err != nil {
 		if sigs.Signal() != nil {
 			return nil, nil, nil, stopped()

@@ -21,6 +21,7 @@ import (
 	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -398,8 +399,8 @@ func (b *failAfter) Admit(ctx context.Context, cost int) (throttle.Admission, er
 
 // openWith returns a Factory.OpenBackend that opens the in-memory limiter
 // and wraps it with wrap.
-func openWith(wrap func(throttle.Backend) throttle.Backend) func(context.Context, *CommonOptions, io.Writer) (throttle.Backend, error) {
-	return func(_ context.Context, o *CommonOptions, _ io.Writer) (throttle.Backend, error) {
+func openWith(wrap func(throttle.Backend) throttle.Backend) func(context.Context, limiter.Options, io.Writer) (throttle.Backend, error) {
+	return func(_ context.Context, o limiter.Options, _ io.Writer) (throttle.Backend, error) {
 		l, err := throttle.New(throttle.Options{Rules: o.Rules})
 		if err != nil {
 			return nil, err
@@ -457,7 +458,7 @@ func TestSessionBackendDoesNotOpen(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ex := &fakeExec{}
 			ts := newTestSession(t, "1\n", testOptions(t, 1), ex)
-			ts.s.f.OpenBackend = func(context.Context, *CommonOptions, io.Writer) (throttle.Backend, error) { return nil, tt.err }
+			ts.s.f.OpenBackend = func(context.Context, limiter.Options, io.Writer) (throttle.Backend, error) { return nil, tt.err }
 			if code := ts.run(); code != tt.code {
 				t.Errorf("open fails with %q: exit %d, want %d", tt.err, code, tt.code)
 			}
@@ -482,7 +483,7 @@ func TestSessionSignalWhileOpening(t *testing.T) {
 			ts := newTestSession(t, "1\n", testOptions(t, 1), ex)
 			// A backend that takes its time to answer, such as a Redis that
 			// is down, until the setup is cancelled.
-			ts.s.f.OpenBackend = func(ctx context.Context, _ *CommonOptions, _ io.Writer) (throttle.Backend, error) {
+			ts.s.f.OpenBackend = func(ctx context.Context, _ limiter.Options, _ io.Writer) (throttle.Backend, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}
