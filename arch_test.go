@@ -74,6 +74,9 @@ func TestImportBoundaries(t *testing.T) {
 			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/cmd") &&
 				(!strings.HasPrefix(dep, mod+"/") || dep == mod+"/runner" || strings.HasPrefix(dep, mod+"/throttle") || isPkg(dep, "human", "redact"))
 		}},
+		{mod + "/internal/runlog", func(dep string) bool {
+			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "items", "joblog", "regfile", "resume", "human")
+		}},
 		{mod + "/internal/interrupt", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "human")
 		}},

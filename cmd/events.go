@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -29,7 +30,7 @@ import (
 // never printed (pace killed first) has no row and runs again on resume.
 type recorder struct {
 	s      *session
-	jl     *jobLog
+	jl     *runlog.Log
 	disp   *display
 	errOut io.Writer
 	stop   func() // stop admissions
@@ -48,7 +49,7 @@ type recorder struct {
 	unlogged  []int64 // items that ran but have no row, after jobLogErr
 }
 
-func newRecorder(s *session, b throttle.Backend, jl *jobLog, disp *display, errOut io.Writer, stop func()) *recorder {
+func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, errOut io.Writer, stop func()) *recorder {
 	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: summary.NewTally(s.opts.allRules())}
 	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
 		r.margin = margin.New(b, margin.Config{Floor: s.opts.Margin, Least: s.opts.marginLeast,
@@ -163,7 +164,7 @@ func (r *recorder) record(res *runner.Result) {
 	if res.Start.IsZero() {
 		return // never admitted: no quota spent, no row
 	}
-	err := r.jl.record(res)
+	err := r.jl.Record(res)
 	if err == nil {
 		return
 	}
@@ -253,7 +254,7 @@ func (r *recorder) reportUnlogged(w io.Writer) {
 		more = fmt.Sprintf(" and %d more", len(seqs)-show)
 	}
 	fmt.Fprintf(w, "pace: job log %s has no row for %d %s that ran: %s%s; a --resume would run them again\n",
-		r.jl.path, len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
+		r.jl.Path(), len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
 }
 
 // reportFailure prints one line about an item that failed for good.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -165,7 +166,7 @@ func TestSessionStdoutClosed(t *testing.T) {
 
 // recorderFor returns a recorder of a session with options o writing to
 // stdout and stderr, whose stop counts its calls.
-func recorderFor(o *CommonOptions, jl *jobLog, stdout, stderr io.Writer, print func(out, errOut io.Writer, r *runner.Result) error) (*recorder, *int) {
+func recorderFor(o *CommonOptions, jl *runlog.Log, stdout, stderr io.Writer, print func(out, errOut io.Writer, r *runner.Result) error) (*recorder, *int) {
 	ios, _, _, _ := Test()
 	ios.Out, ios.ErrOut = stdout, stderr
 	s := &session{f: &Factory{IOStreams: ios}, opts: o, print: print, logCommand: jobLogCommand, show: func(s string) string { return s }}
@@ -189,11 +190,11 @@ func done(seq int64, start time.Time) runner.Event {
 // output has been printed, so that a row means the item is done.
 func TestRecorderRowAfterOutput(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.log")
-	jl, err := openJobLog(&JobLogOptions{JobLog: path}, nil, nil, nil)
+	jl, err := runlog.Open(runlog.Options{Path: path, Command: jobLogCommand}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer jl.close()
+	defer jl.Close()
 	var stdout, stderr strings.Builder
 	print := func(out, errOut io.Writer, r *runner.Result) error {
 		for _, e := range readEntries(t, path) {
@@ -231,11 +232,11 @@ func TestRecorderRowAfterOutput(t *testing.T) {
 // named as having no row.
 func TestRecorderJobLogFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.log")
-	jl, err := openJobLog(&JobLogOptions{JobLog: path}, nil, nil, nil)
+	jl, err := runlog.Open(runlog.Options{Path: path, Command: jobLogCommand}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jl.close() // every write fails from now on
+	jl.Close() // every write fails from now on
 	var stdout, stderr strings.Builder
 	rec, stops := recorderFor(testOptions(t, 1), jl, &stdout, &stderr, printOutput(false))
 	for seq := int64(25); seq >= 1; seq-- {
@@ -263,7 +264,12 @@ func TestRecorderJobLogFails(t *testing.T) {
 }
 
 func TestRecorderReportUnloggedOne(t *testing.T) {
-	rec, _ := recorderFor(testOptions(t, 1), &jobLog{path: "x.log"}, io.Discard, io.Discard, printOutput(false))
+	t.Chdir(t.TempDir())
+	jl, err := runlog.Load(runlog.Options{Path: "x.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := recorderFor(testOptions(t, 1), jl, io.Discard, io.Discard, printOutput(false))
 	rec.unlogged = []int64{7, 7}
 	var b strings.Builder
 	rec.reportUnlogged(&b)
@@ -301,11 +307,11 @@ func TestReportFailure(t *testing.T) {
 // TestRecorderConcurrentFailures: failures may be read while events come.
 func TestRecorderConcurrentFailures(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.log")
-	jl, err := openJobLog(&JobLogOptions{JobLog: path}, nil, nil, nil)
+	jl, err := runlog.Open(runlog.Options{Path: path, Command: jobLogCommand}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jl.close()
+	jl.Close()
 	rec, _ := recorderFor(testOptions(t, 1), jl, io.Discard, io.Discard, printOutput(false))
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -1,24 +1,13 @@
 package cmd
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pace-cli/pace/internal/items"
-	"github.com/pace-cli/pace/internal/joblog"
-	"github.com/pace-cli/pace/internal/regfile"
 	"github.com/pace-cli/pace/internal/resume"
+	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/runner"
-	"github.com/pace-cli/pace/throttle"
 )
 
 // JobLogOptions are the flags of pace run and pace fetch that keep a job
@@ -80,21 +69,6 @@ func (o *JobLogOptions) check() error {
 	return nil
 }
 
-// jobLog is a run's job log: the rows earlier runs wrote, read for
-// resuming and for the rules, and the writer of this run's rows. A nil
-// *jobLog is a run without one; its methods do nothing. record is safe
-// for concurrent use.
-type jobLog struct {
-	path    string
-	w       *joblog.Writer
-	earlier *joblog.Log
-	resume  *resume.State
-	// command returns a row's Command column.
-	command func(*runner.Job) string
-	// cost says whether rows record the call's cost (in Send).
-	cost bool
-}
-
 // jobLogCommand is the Command column of pace run's rows: the command
 // line, quoted for a shell, with its credentials hidden (shownCommand).
 func jobLogCommand(j *runner.Job) string { return shownCommand(j) }
@@ -104,167 +78,19 @@ func jobLogCommand(j *runner.Job) string { return shownCommand(j) }
 // executor prepares it).
 func fetchJobLogCommand(j *runner.Job) string { return strings.Join(j.Argv, " ") }
 
-// openJobLog reads the job log o names, if it exists, and opens it for
-// appending, with rules in its header if it is new. command makes a row's
-// Command column (nil: the command line); prepare is the executor's, used
-// to check a resumed input. It returns nil without --joblog. Its errors
-// are input errors: the log cannot be read, is not a regular file, or has
-// a malformed row (quoted).
-func openJobLog(o *JobLogOptions, rules []throttle.Rule, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
-	j, err := loadJobLog(o, prepare, command)
-	if j == nil || err != nil {
-		return nil, err
-	}
-	if j.w, err = joblog.Open(o.JobLog, rules); errors.Is(err, regfile.ErrNotRegular) {
-		return nil, notRegularJobLog(err) // swapped in since it was read
-	} else if err != nil {
-		return nil, err
-	}
-	j.cost = slices.ContainsFunc(rules, func(r throttle.Rule) bool { return r.Cost })
-	return j, nil
-}
-
-// loadJobLog reads the earlier rows of --joblog and sets up --resume, but
-// does not open the log for writing: --dry-run uses it to show what a
-// resumed run would do. It returns nil without --joblog.
-func loadJobLog(o *JobLogOptions, prepare func(*runner.Job) error, command func(*runner.Job) string) (*jobLog, error) {
-	if o.JobLog == "" {
-		return nil, nil
-	}
+// runlog returns the job log options of a run whose executor prepares
+// jobs with prepare and whose rows' Command column command makes (nil:
+// the command line).
+func (o *JobLogOptions) runlog(prepare func(*runner.Job) error, command func(*runner.Job) string) runlog.Options {
 	if command == nil {
 		command = jobLogCommand
 	}
-	j := &jobLog{path: o.JobLog, command: command, earlier: &joblog.Log{}}
-	f, err := regfile.Open(o.JobLog, os.O_RDONLY, 0)
+	var mode resume.Mode
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, regfile.ErrNotRegular):
-		return nil, notRegularJobLog(err)
-	case err != nil:
-		return nil, fmt.Errorf("job log: %w", err)
-	default:
-		defer f.Close()
-		j.earlier, err = joblog.Read(f)
-		if err != nil {
-			return nil, fmt.Errorf("job log %s: %w", o.JobLog, err)
-		}
+	case o.Resume:
+		mode = resume.All
+	case o.ResumeFailed:
+		mode = resume.Failed
 	}
-	if o.Resume || o.ResumeFailed {
-		for i := range j.earlier.Entries {
-			j.earlier.Entries[i].Command = redactLogged(j.earlier.Entries[i].Command)
-		}
-		mode := resume.All
-		if o.ResumeFailed {
-			mode = resume.Failed
-		}
-		j.resume = resume.New(j.earlier.Entries, resume.Options{Mode: mode, Command: func(job *runner.Job) (string, error) {
-			if err := prepare(job); err != nil {
-				return "", err
-			}
-			return command(job), nil
-		}})
-	}
-	return j, nil
-}
-
-// notRegularJobLog is the error for a job log path that is not a regular
-// file (a *regfile.NotRegularError in err): "job log f is a FIFO, not a
-// regular file: ...".
-func notRegularJobLog(err error) error {
-	var nr *regfile.NotRegularError
-	if !errors.As(err, &nr) {
-		return err
-	}
-	return fmt.Errorf("job log %w: pace reads and appends to a file of its own", nr)
-}
-
-// seed gives b the admissions of earlier runs, so that the rules hold
-// across runs sharing the log. It must come before the first admission.
-// It returns how many earlier admissions fall inside the longest window
-// of rules, ending at now.
-func (j *jobLog) seed(b throttle.Backend, rules []throttle.Rule, now time.Time) (int, error) {
-	if j == nil || len(j.earlier.Entries) == 0 {
-		return 0, nil
-	}
-	if err := b.Seed(j.earlier.Calls()); err != nil {
-		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
-	}
-	return j.earlier.Within(rules, now), nil
-}
-
-// earlierCalls returns the admissions of the earlier runs in the job
-// log, if any.
-func (j *jobLog) earlierCalls() []throttle.Call {
-	if j == nil {
-		return nil
-	}
-	return j.earlier.Calls()
-}
-
-// announce says on w what a resumed run skips, and with verbose how many
-// earlier calls still count against the rules.
-func (j *jobLog) announce(w io.Writer, recent int, verbose bool) {
-	if j == nil {
-		return
-	}
-	if j.resume != nil {
-		seqs := make(map[int]bool, len(j.earlier.Entries))
-		for _, e := range j.earlier.Entries {
-			seqs[e.Seq] = true
-		}
-		skip := j.resume.Skipping(-1)
-		if again := int64(len(seqs)) - skip; again > 0 {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s that succeeded, running %d failed %s again\n",
-				j.path, skip, plural(int(skip), "item"), again, plural(int(again), "one"))
-		} else {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s already run\n", j.path, skip, plural(int(skip), "item"))
-		}
-	}
-	if verbose && recent > 0 {
-		fmt.Fprintf(w, "pace: job log %s: %d earlier calls still count against the rules\n", j.path, recent)
-	}
-}
-
-// readItems reads the items of r as items.Read does; when resuming it
-// also marks those to skip and refuses an input that is not the one the
-// log was written for (a *resume.InputChangedError) before sending
-// anything.
-func (j *jobLog) readItems(ctx context.Context, r io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
-	if j == nil || j.resume == nil {
-		return items.Read(ctx, r, opts, out)
-	}
-	return j.resume.ReadItems(ctx, r, opts, out)
-}
-
-// skipped returns how many items the resume has skipped so far.
-func (j *jobLog) skipped() int64 {
-	if j == nil || j.resume == nil {
-		return 0
-	}
-	return j.resume.Skipped()
-}
-
-// toRun returns how many of an input's n items will run: n less those a
-// resumed run skips. It returns n when n < 0 (unknown).
-func (j *jobLog) toRun(n int64) int64 {
-	if j == nil || j.resume == nil || n < 0 {
-		return n
-	}
-	return n - j.resume.Skipping(n)
-}
-
-// record appends r's row.
-func (j *jobLog) record(r *runner.Result) error {
-	if j == nil {
-		return nil
-	}
-	return j.w.Write(joblog.EntryOf(r, j.command(&r.Job), j.cost))
-}
-
-// close closes the job log, reporting a failure to flush it.
-func (j *jobLog) close() error {
-	if j == nil {
-		return nil
-	}
-	return j.w.Close()
+	return runlog.Options{Path: o.JobLog, Resume: mode, Command: command, Prepare: prepare, Redact: redactLogged}
 }

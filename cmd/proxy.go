@@ -366,14 +366,14 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	px, err := proxy.New(proxy.Options{Upstream: opts.upstream, Transport: tr, Jobs: o.Jobs, MaxWait: opts.MaxWait,
 		Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
 	if err != nil { // the options were checked: unreachable
-		jl.close()
+		jl.Close()
 		return reportf(ios, ExitUsage, "%v", err)
 	}
 	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), tr.Stats()) })
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
-		jl.close()
+		jl.Close()
 		return reportf(ios, ExitUsage, "cannot listen on %s: %v", opts.Listen, unwrapOp(err))
 	}
 	proxyURL := "http://" + ln.Addr().String()
@@ -400,7 +400,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if opts.PortFile != "" {
 		if err := outfile.WriteFile(ctx, opts.PortFile, []byte(proxyURL+"\n")); err != nil {
 			srv.Close()
-			jl.close()
+			jl.Close()
 			return reportf(ios, ExitUsage, "--port-file %v", err)
 		}
 	}
@@ -493,7 +493,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	st := px.Stats()
 	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent}
 	rec.reportUnlogged(ios.ErrOut)
-	if err := jl.close(); err != nil && facts.jobLogErr == nil {
+	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}

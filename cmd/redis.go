@@ -14,7 +14,7 @@ import (
 // This file holds the flags of the shared backends: Redis (package
 // redisrate: --redis, --redis-timeout) and the local store (package
 // localstore: --key without --redis, --state), with --key and
-// --global-jobs for both. backend.go opens them. Passwords in the URL
+// --global-jobs for both. Package limiter opens them. Passwords in the URL
 // never reach any message.
 
 // redisURLEnv names the environment variable that supplies --redis.

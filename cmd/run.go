@@ -17,6 +17,7 @@ import (
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/resume"
+	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/tmpl"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/command"
@@ -359,7 +360,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // line). An interrupt stops it as it stops a real run.
 func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor, logCommand func(*runner.Job) string, in *items.Input, readOpts items.ReadOptions) error {
 	ios := f.IOStreams
-	jl, err := loadJobLog(&o.JobLogOptions, e.Prepare, logCommand)
+	jl, err := runlog.Load(o.JobLogOptions.runlog(e.Prepare, logCommand))
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
@@ -374,7 +375,7 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	errc := make(chan error, 1)
 	go func() {
 		defer close(queue)
-		errc <- jl.readItems(rctx, in.R, readOpts, queue)
+		errc <- jl.ReadItems(rctx, in.R, readOpts, queue)
 	}()
 	failed := false
 	var seq, skipped int64

@@ -12,6 +12,7 @@ import (
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -101,7 +102,7 @@ func (s *session) run(ctx context.Context) error {
 	defer closeRun()
 
 	res := s.supervise(ctx, backend, jl, jobs, disp, sigs)
-	if err := jl.close(); err != nil && res.jobLogErr == nil {
+	if err := jl.Close(); err != nil && res.jobLogErr == nil {
 		res.jobLogErr = err
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
 	}
@@ -122,8 +123,8 @@ func (s *session) newDisplay() *display {
 // (--metrics-addr), the backend, and the job log, whose earlier rows it
 // gives the backend. ctx bounds the setup; an interrupt (sigs) cancels
 // it. Its error has been reported (an *ExitError); closeRun closes
-// everything once the run is over, except the job log (jl.close).
-func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Handler) (backend throttle.Backend, jl *jobLog, closeRun func(), err error) {
+// everything once the run is over, except the job log (jl.Close).
+func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Handler) (backend throttle.Backend, jl *runlog.Log, closeRun func(), err error) {
 	ios, o := s.f.IOStreams, s.opts
 	var closers []func()
 	closeRun = func() {
@@ -155,25 +156,25 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 	}
 	closers = append(closers, func() { backend.Close() })
 
-	// The job log: earlier rows count against the rules (joblog.go).
+	// The job log: earlier rows count against the rules (package runlog).
 	var prepare func(*runner.Job) error
 	if s.executor != nil {
 		prepare = s.executor.Prepare
 	}
-	jl, err = openJobLog(&o.JobLogOptions, o.allRules(), prepare, s.logCommand)
+	jl, err = runlog.Open(o.JobLogOptions.runlog(prepare, s.logCommand), o.allRules())
 	if err != nil {
 		closeRun()
 		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
 	}
-	recent, err := jl.seed(backend, o.allRules(), time.Now())
+	recent, err := jl.Seed(backend, o.allRules(), time.Now())
 	if err != nil {
-		jl.close()
+		jl.Close()
 		closeRun()
 		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
 	}
-	jl.announce(errOut, recent, o.Verbose)
+	jl.Announce(errOut, recent, o.Verbose)
 	if sigs.Signal() != nil {
-		jl.close()
+		jl.Close()
 		return nil, nil, nil, stopped()
 	}
 	return backend, jl, closeRun, nil
@@ -253,7 +254,7 @@ type runFacts struct {
 
 // supervise runs the pool over the input with every goroutine the run
 // needs, and returns once all of them have ended.
-func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *jobLog, jobs int, disp *display, sigs *interrupt.Handler) *runFacts {
+func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *runlog.Log, jobs int, disp *display, sigs *interrupt.Handler) *runFacts {
 	ios, o := s.f.IOStreams, s.opts
 	errOut := displayWriter{disp, ios.ErrOut}
 	facts := &runFacts{opts: o, jobs: jobs, total: -1}
@@ -273,7 +274,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		backend = tr.Backend()
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
-	rec.tally.Seed(jl.earlierCalls()) // the ETA counts what earlier runs spent
+	rec.tally.Seed(jl.EarlierCalls()) // the ETA counts what earlier runs spent
 	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
 	rec.out.broken = func() {
@@ -318,7 +319,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 		var err error
 		go func() {
 			defer close(counted)
-			err = jl.readItems(readCtx, s.input.R, s.readOpts, counted)
+			err = jl.ReadItems(readCtx, s.input.R, s.readOpts, counted)
 		}()
 		for it := range counted {
 			select {
@@ -342,7 +343,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	runDone := make(chan struct{})
 	if disp.shows() && s.input.Countable() {
 		wg.Go(func() { // count a regular file's or ::: items for the total and the ETA
-			if n := jl.toRun(s.input.Count(readCtx, s.readOpts)); n >= 0 {
+			if n := jl.ToRun(s.input.Count(readCtx, s.readOpts)); n >= 0 {
 				total.setOnce(n)
 			}
 		})
@@ -376,12 +377,12 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *j
 	}
 	facts.tally = rec.tally.Snapshot()
 	facts.stats = backend.Stats()
-	facts.skipped = jl.skipped()
+	facts.skipped = jl.Skipped()
 	facts.total = total.get()
 	if facts.total < 0 && !facts.readAll && s.input.Countable() {
 		// Stopped early: the items never read are not started either.
 		cctx, cancel := context.WithTimeout(context.Background(), maxCountTime)
-		facts.total = jl.toRun(s.input.Count(cctx, s.readOpts))
+		facts.total = jl.ToRun(s.input.Count(cctx, s.readOpts))
 		cancel()
 	}
 	if sig := sigs.Signal(); sig != nil {

@@ -1,0 +1,215 @@
+// Package runlog is a run's job log (pace run's and pace fetch's
+// --joblog): the rows earlier runs wrote, read for --resume and
+// --resume-failed (package resume) and for the rules that hold across runs,
+// and the writer of this run's rows (package joblog keeps the file format).
+package runlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/pace-cli/pace/internal/human"
+	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/regfile"
+	"github.com/pace-cli/pace/internal/resume"
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// Options say which job log a run keeps and how.
+type Options struct {
+	// Path is the job log file; empty means none.
+	Path string
+	// Resume, if not 0, skips the items the log says are done
+	// (resume.All for --resume, resume.Failed for --resume-failed).
+	Resume resume.Mode
+	// Command returns a row's Command column; Prepare is the executor's,
+	// which fills in the job it is given (to check a resumed input).
+	Command func(*runner.Job) string
+	Prepare func(*runner.Job) error
+	// Redact returns an earlier row's Command column as Command would
+	// write it now (rows written before credentials were redacted hold
+	// them); nil leaves the rows as they are.
+	Redact func(string) string
+}
+
+// Log is a run's job log: the rows earlier runs wrote, read for resuming
+// and for the rules, and the writer of this run's rows. A nil *Log is a
+// run without one; its methods do nothing. Record is safe for concurrent
+// use.
+type Log struct {
+	path    string
+	w       *joblog.Writer
+	earlier *joblog.Log
+	resume  *resume.State
+	command func(*runner.Job) string
+	// cost says whether rows record the call's cost (in Send).
+	cost bool
+}
+
+// Open reads the job log o names, if it exists, and opens it for
+// appending, with rules in its header if it is new. It returns nil
+// without o.Path. Its errors are input errors: the log cannot be read, is
+// not a regular file, or has a malformed row (quoted).
+func Open(o Options, rules []throttle.Rule) (*Log, error) {
+	j, err := Load(o)
+	if j == nil || err != nil {
+		return nil, err
+	}
+	if j.w, err = joblog.Open(o.Path, rules); errors.Is(err, regfile.ErrNotRegular) {
+		return nil, notRegular(err) // swapped in since it was read
+	} else if err != nil {
+		return nil, err
+	}
+	j.cost = slices.ContainsFunc(rules, func(r throttle.Rule) bool { return r.Cost })
+	return j, nil
+}
+
+// Load reads the earlier rows of the job log and sets up resuming, but
+// does not open the log for writing: --dry-run uses it to show what a
+// resumed run would do. It returns nil without o.Path.
+func Load(o Options) (*Log, error) {
+	if o.Path == "" {
+		return nil, nil
+	}
+	j := &Log{path: o.Path, command: o.Command, earlier: &joblog.Log{}}
+	f, err := regfile.Open(o.Path, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, regfile.ErrNotRegular):
+		return nil, notRegular(err)
+	case err != nil:
+		return nil, fmt.Errorf("job log: %w", err)
+	default:
+		defer f.Close()
+		j.earlier, err = joblog.Read(f)
+		if err != nil {
+			return nil, fmt.Errorf("job log %s: %w", o.Path, err)
+		}
+	}
+	if o.Resume != 0 {
+		if o.Redact != nil {
+			for i := range j.earlier.Entries {
+				j.earlier.Entries[i].Command = o.Redact(j.earlier.Entries[i].Command)
+			}
+		}
+		j.resume = resume.New(j.earlier.Entries, resume.Options{Mode: o.Resume, Command: func(job *runner.Job) (string, error) {
+			if err := o.Prepare(job); err != nil {
+				return "", err
+			}
+			return o.Command(job), nil
+		}})
+	}
+	return j, nil
+}
+
+// notRegular is the error for a job log path that is not a regular file
+// (a *regfile.NotRegularError in err): "job log f is a FIFO, not a
+// regular file: ...".
+func notRegular(err error) error {
+	var nr *regfile.NotRegularError
+	if !errors.As(err, &nr) {
+		return err
+	}
+	return fmt.Errorf("job log %w: pace reads and appends to a file of its own", nr)
+}
+
+// Path returns the job log's file name.
+func (j *Log) Path() string { return j.path }
+
+// Seed gives b the admissions of earlier runs, so that the rules hold
+// across runs sharing the log. It must come before the first admission.
+// It returns how many earlier admissions fall inside the longest window
+// of rules, ending at now.
+func (j *Log) Seed(b throttle.Backend, rules []throttle.Rule, now time.Time) (int, error) {
+	if j == nil || len(j.earlier.Entries) == 0 {
+		return 0, nil
+	}
+	if err := b.Seed(j.earlier.Calls()); err != nil {
+		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
+	}
+	return j.earlier.Within(rules, now), nil
+}
+
+// EarlierCalls returns the admissions of the earlier runs in the log.
+func (j *Log) EarlierCalls() []throttle.Call {
+	if j == nil {
+		return nil
+	}
+	return j.earlier.Calls()
+}
+
+// Announce says on w what a resumed run skips, and with verbose how many
+// earlier calls still count against the rules (recent, as Seed returned).
+func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
+	if j == nil {
+		return
+	}
+	if j.resume != nil {
+		seqs := make(map[int]bool, len(j.earlier.Entries))
+		for _, e := range j.earlier.Entries {
+			seqs[e.Seq] = true
+		}
+		skip := j.resume.Skipping(-1)
+		if again := int64(len(seqs)) - skip; again > 0 {
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s that succeeded, running %d failed %s again\n",
+				j.path, skip, human.Plural(int(skip), "item"), again, human.Plural(int(again), "one"))
+		} else {
+			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s already run\n", j.path, skip, human.Plural(int(skip), "item"))
+		}
+	}
+	if verbose && recent > 0 {
+		fmt.Fprintf(w, "pace: job log %s: %d earlier calls still count against the rules\n", j.path, recent)
+	}
+}
+
+// ReadItems reads the items of r as items.Read does; when resuming it
+// also marks those to skip and refuses an input that is not the one the
+// log was written for (a *resume.InputChangedError) before sending
+// anything.
+func (j *Log) ReadItems(ctx context.Context, r io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
+	if j == nil || j.resume == nil {
+		return items.Read(ctx, r, opts, out)
+	}
+	return j.resume.ReadItems(ctx, r, opts, out)
+}
+
+// Skipped returns how many items the resume has skipped so far.
+func (j *Log) Skipped() int64 {
+	if j == nil || j.resume == nil {
+		return 0
+	}
+	return j.resume.Skipped()
+}
+
+// ToRun returns how many of an input's n items will run: n less those a
+// resumed run skips. It returns n when n < 0 (unknown).
+func (j *Log) ToRun(n int64) int64 {
+	if j == nil || j.resume == nil || n < 0 {
+		return n
+	}
+	return n - j.resume.Skipping(n)
+}
+
+// Record appends r's row.
+func (j *Log) Record(r *runner.Result) error {
+	if j == nil {
+		return nil
+	}
+	return j.w.Write(joblog.EntryOf(r, j.command(&r.Job), j.cost))
+}
+
+// Close closes the job log, reporting a failure to flush it.
+func (j *Log) Close() error {
+	if j == nil {
+		return nil
+	}
+	return j.w.Close()
+}
