@@ -77,6 +77,12 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/runlog", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "items", "joblog", "regfile", "resume", "human")
 		}},
+		// Metrics are made of the summary's numbers and served by the
+		// Prometheus client: nothing of the CLI or the stores.
+		{mod + "/internal/metrics", func(dep string) bool {
+			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/cmd") && !strings.Contains(dep, "redis") &&
+				(!strings.HasPrefix(dep, mod+"/") || dep == mod+"/runner" || isEngine(dep) || isPkg(dep, "summary", "human"))
+		}},
 		{mod + "/internal/interrupt", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "human")
 		}},

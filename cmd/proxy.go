@@ -369,7 +369,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		jl.Close()
 		return reportf(ios, ExitUsage, "%v", err)
 	}
-	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), tr.Stats()) })
+	s.metrics.Set(func() metrics.Snapshot { return metrics.Of(rec.tally.Snapshot(), tr.Stats()) })
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {

@@ -49,7 +49,7 @@ type session struct {
 	// for the cap on -j that the open-file limit sets.
 	filesPerJob int
 	// metrics feeds --metrics-addr.
-	metrics metricsSource
+	metrics metrics.Source
 	// openOut, if set, opens where job output goes instead of stdout
 	// (pace fetch -o /dev/null); ctx bounds the wait for a FIFO's reader.
 	openOut func(ctx context.Context) (io.WriteCloser, error)
@@ -133,7 +133,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 		}
 	}
 	if o.MetricsAddr != "" {
-		srv, err := metrics.Serve(o.MetricsAddr, s.metrics.get)
+		srv, err := metrics.Serve(o.MetricsAddr, s.metrics.Get)
 		if err != nil {
 			return nil, nil, nil, reportf(ios, ExitUsage, "--metrics-addr %s: %s", o.MetricsAddr, userMessage(err))
 		}
@@ -275,7 +275,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	}
 	rec := newRecorder(s, backend, jl, disp, errOut, stop)
 	rec.tally.Seed(jl.EarlierCalls()) // the ETA counts what earlier runs spent
-	s.metrics.set(func() metrics.Snapshot { return metricsSnapshot(rec.tally.Snapshot(), backend.Stats()) })
+	s.metrics.Set(func() metrics.Snapshot { return metrics.Of(rec.tally.Snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
 	rec.out.broken = func() {
 		// Stop at once, so that no job starts (and spends quota) after

@@ -1,42 +1,43 @@
-package cmd
+package metrics
 
 import (
 	"sync"
 
-	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/throttle"
 )
 
-// metricsSource gives the metrics server (--metrics-addr) the run's
-// state. The server starts before the backend opens, so that a busy port
-// fails the run before anything is spent; until the run has a state, a
-// scrape sees zeros.
-type metricsSource struct {
+// Source gives the metrics server a run's state. The server starts before
+// the backend opens, so that a busy port fails the run before anything is
+// spent; until the run has a state (Set), a scrape (Get) sees zeros. The
+// zero value is ready to use and safe for concurrent use.
+type Source struct {
 	mu   sync.Mutex
-	snap func() metrics.Snapshot
+	snap func() Snapshot
 }
 
-func (m *metricsSource) set(snap func() metrics.Snapshot) {
+// Set makes snap the run's state from now on.
+func (m *Source) Set(snap func() Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snap = snap
 }
 
-func (m *metricsSource) get() metrics.Snapshot {
+// Get returns the run's state now, zeros before Set.
+func (m *Source) Get() Snapshot {
 	m.mu.Lock()
 	snap := m.snap
 	m.mu.Unlock()
 	if snap == nil {
-		return metrics.Snapshot{}
+		return Snapshot{}
 	}
 	return snap()
 }
 
-// metricsSnapshot turns the run's tally and the backend's stats into the
-// metrics' snapshot: the same numbers the summary is made of.
-func metricsSnapshot(t summary.Snapshot, st throttle.Stats) metrics.Snapshot {
-	s := metrics.Snapshot{
+// Of turns a run's tally and its backend's stats into the metrics'
+// snapshot: the same numbers the summary is made of.
+func Of(t summary.Snapshot, st throttle.Stats) Snapshot {
+	s := Snapshot{
 		Admitted:      st.Admitted,
 		OK:            t.OK,
 		Failed:        t.Failed,
@@ -51,7 +52,7 @@ func metricsSnapshot(t summary.Snapshot, st throttle.Stats) metrics.Snapshot {
 		Failures:      st.Store.Failures,
 	}
 	for _, r := range st.Rules {
-		s.Rules = append(s.Rules, metrics.Rule{
+		s.Rules = append(s.Rules, Rule{
 			Rule:        r.Rule.String(),
 			Usage:       r.Usage,
 			PeakUsage:   r.PeakUsage,
