@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/redistest"
-	"github.com/pace-cli/pace/throttle"
 )
 
 // TestExecSaysWhatItWaitsOn: pace exec -v whose call must wait says, before
@@ -40,27 +39,6 @@ func TestExecSaysWhatItWaitsOn(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("pace %s ignored SIGINT while waiting", strings.Join(args, " "))
-		}
-	}
-}
-
-func TestWaitText(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
-	full := []throttle.RuleStats{{Rule: throttle.Rule{N: 10, Window: time.Second}, Used: 3, Usage: 0.3},
-		{Rule: throttle.Rule{N: 5, Window: time.Hour}, Used: 5, Usage: 1}}
-	for _, tt := range []struct {
-		next       time.Time
-		jobs, held int
-		want       string
-	}{
-		{now, 0, 0, ""}, // goes at once
-		{now.Add(47 * time.Minute), 0, 0, `waiting for Q: 5/h is full (5/5 used); the next call may go at 03:51:05 (in 47m0s)`},
-		{now.Add(30 * time.Hour), 0, 0, `waiting for Q: 5/h is full (5/5 used); the next call may go at 2026-01-03 09:04:05 (in 30h0m0s)`},
-		{now, 2, 2, `waiting for Q: all 2 slots of --global-jobs are held; the call goes when one comes back`},
-		{now, 2, 1, ""},
-	} {
-		if got := waitText("Q", full, now, tt.next, tt.jobs, tt.held); got != tt.want {
-			t.Errorf("waitText(next %v, jobs %d, held %d) = %q, want %q", tt.next.Sub(now), tt.jobs, tt.held, got, tt.want)
 		}
 	}
 }
