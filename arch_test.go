@@ -49,6 +49,7 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/plot", isStd},
 		{mod + "/internal/redact", isStd},
 		{mod + "/internal/outfile", isStd},
+		{mod + "/internal/osfiles", isStd},
 		// Imported by main for its side effect, before the heap grows:
 		// syscall and unsafe only, so that it initialises first.
 		{mod + "/internal/hugeheap", func(dep string) bool { return isStd(dep) && !slices.Contains([]string{"os", "strings", "fmt"}, dep) }},

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pace-cli/pace/internal/osfiles"
 	"github.com/pace-cli/pace/internal/spec"
 )
 
@@ -98,7 +99,7 @@ func Main() int {
 	if code, ok := checkStdio(); !ok {
 		return code
 	}
-	raiseOpenFileLimit()
+	osfiles.RaiseLimit()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

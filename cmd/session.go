@@ -12,6 +12,7 @@ import (
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/osfiles"
 	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
@@ -87,10 +88,10 @@ func (s *session) run(ctx context.Context) error {
 	}
 
 	jobs := o.Jobs
-	if limit, ok := openFileLimit(); ok {
-		if n := jobsForFiles(limit, s.filesPerJob); n < jobs {
+	if limit, ok := osfiles.Limit(); ok {
+		if n := osfiles.JobsFor(jobs, s.filesPerJob, limit); n < jobs {
 			fmt.Fprintf(errOut, "pace: warning: -j %d needs about %d open files, but only %d may be open (ulimit -n); running %d %s at once\n",
-				jobs, reservedFiles+jobs*s.filesPerJob, limit, n, plural(n, "job"))
+				jobs, osfiles.Reserved+jobs*s.filesPerJob, limit, n, plural(n, "job"))
 			jobs = n
 		}
 	}
@@ -427,17 +428,4 @@ func backendExitCode(err error, otherwise int) int {
 func reportf(ios *IOStreams, code int, format string, args ...any) error {
 	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
 	return &ExitError{Code: code}
-}
-
-// reservedFiles is how many open files pace keeps for itself (its input,
-// job log, stdio, connections) when it caps -j by the open-file limit.
-const reservedFiles = 64
-
-// jobsForFiles returns how many jobs can run at once when each holds
-// perJob descriptors and at most limit may be open: at least 1.
-func jobsForFiles(limit, perJob int) int {
-	if perJob <= 0 {
-		return maxJobs
-	}
-	return max(1, (limit-reservedFiles)/perJob)
 }

@@ -625,19 +625,6 @@ func TestSessionSummaryFileFails(t *testing.T) {
 	})
 }
 
-func TestJobsForFiles(t *testing.T) {
-	for _, tt := range []struct{ limit, perJob, want int }{
-		{1024, 6, (1024 - reservedFiles) / 6},
-		{64, 6, 1}, // no room at all: still one job
-		{10, 6, 1},
-		{1 << 20, 0, maxJobs},
-	} {
-		if got := jobsForFiles(tt.limit, tt.perJob); got != tt.want {
-			t.Errorf("jobsForFiles(%d, %d) = %d, want %d", tt.limit, tt.perJob, got, tt.want)
-		}
-	}
-}
-
 // TestSessionHaltNowCounts: --halt now names how many running jobs it
 // kills, in the singular for one.
 func TestSessionHaltNowCounts(t *testing.T) {

@@ -1,14 +1,14 @@
 //go:build unix
 
-package cmd
+package osfiles
 
 import "syscall"
 
-// raiseOpenFileLimit raises the soft limit on open files to the hard
-// limit, as far as the system allows: pace's jobs each hold a few
-// descriptors (pipes, sockets, temporary files), and the soft limit is
-// often a mere 1024 while the hard one is far higher.
-func raiseOpenFileLimit() {
+// RaiseLimit raises the soft limit on open files to the hard limit, as
+// far as the system allows: pace's jobs each hold a few descriptors
+// (pipes, sockets, temporary files), and the soft limit is often a mere
+// 1024 while the hard one is far higher.
+func RaiseLimit() {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur >= l.Max {
 		return
@@ -25,8 +25,8 @@ func raiseOpenFileLimit() {
 	}
 }
 
-// openFileLimit returns the limit on open files, if there is one.
-func openFileLimit() (int, bool) {
+// Limit returns the limit on open files, if there is one.
+func Limit() (int, bool) {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur > 1<<30 {
 		return 0, false
