@@ -24,15 +24,10 @@
 // the waiters and wakes one when it is released: no polling; a process
 // keeps the file open, and opens it again if it was removed), open
 // NAME.db, check every rule at one instant and, only if all of them allow
-// the call, record it in all of them, commit, let go of the locks and
-// close the store. bbolt keeps an exclusive lock on its file for as long
-// as it is open, so no process may keep the store open between
-// transactions. Once the transaction has committed (or rolled back),
-// closing only unmaps the file and closes it, the dearest step on a
-// virtual machine; so on Unix the transaction releases bbolt's lock on
-// the file itself, then NAME.lock, and closes after: the next process's
-// transaction runs meanwhile (Windows keeps both held until the close).
-// A refused call records nothing (its transaction rolls
+// the call, record it in all of them, commit, close the store and let go
+// of the lock. bbolt keeps an exclusive lock on its file for as long as
+// it is open, so no process may keep the store open between
+// transactions. A refused call records nothing (its transaction rolls
 // back, which writes nothing) and sleeps for the wait the transaction
 // computed, plus a small random jitter, before asking again.
 //

@@ -27,15 +27,6 @@ func Queued(s *Store) int { return s.core.Queued() }
 // admission.
 func SetTxHook(s *Store, f func()) { s.txHook = f }
 
-// SetClosingHook makes s call f in every transaction once it has let go
-// of the quota's locks, before it closes the store. Set it before the
-// first admission.
-func SetClosingHook(s *Store, f func()) { s.closing = f }
-
-// UnlockBeforeClose says whether a transaction lets go of its locks
-// before it closes the store on this system.
-const UnlockBeforeClose = unlockBeforeClose
-
 // CounterWidth is the bucket width of a counter for a window.
 func CounterWidth(window time.Duration) time.Duration {
 	return time.Duration(counterWidth(int64(window)))

@@ -20,6 +20,3 @@ func lockBlocking(*os.File, bool) error { return errNoLocks }
 func unlock(*os.File) error { return errNoLocks }
 
 func unlinked(*os.File) bool { return false }
-
-// unlockBeforeClose: no locks here at all.
-const unlockBeforeClose = false

@@ -60,8 +60,3 @@ func unlinked(f *os.File) bool {
 	var st unix.Stat_t
 	return unix.Fstat(int(f.Fd()), &st) == nil && st.Nlink == 0
 }
-
-// unlockBeforeClose: a transaction may release bbolt's lock on the store
-// file itself, before bbolt's Close, which then releases it again
-// harmlessly (flock's LOCK_UN on a file not locked succeeds).
-const unlockBeforeClose = true

@@ -58,8 +58,3 @@ func unlock(f *os.File) error {
 // Windows does not remove a file that is open without FILE_SHARE_DELETE,
 // and Go opens files without it.
 func unlinked(*os.File) bool { return false }
-
-// unlockBeforeClose: no, bbolt's Close would fail to unlock the region a
-// second time (ERROR_NOT_LOCKED), so a transaction closes the store under
-// its locks.
-const unlockBeforeClose = false

@@ -250,62 +250,6 @@ func checkCalls(t *testing.T, spec string, calls []throttle.Call) []throttle.Che
 	return res
 }
 
-// TestLocksLetGoBeforeClose: a transaction lets go of the quota's locks
-// (NAME.lock and bbolt's own on the store file) before it closes the
-// store, so that another process's transaction runs while it unmaps the
-// file, the dearest step of a transaction on a VM (docs/design.md). A
-// second Store stands for the other process: two descriptors of one
-// process exclude each other as two processes do. Both admissions are
-// recorded, and the store stays whole.
-func TestLocksLetGoBeforeClose(t *testing.T) {
-	if !localstore.UnlockBeforeClose {
-		t.Skip("on this system a transaction closes the store under its locks")
-	}
-	dir := t.TempDir()
-	a := open(t, dir, "q", "10/h", localstore.Options{})
-	b := open(t, dir, "q", "10/h", localstore.Options{Timeout: 5 * time.Second}) // gives up if the locks stay held
-	ctx := context.Background()
-	var during error
-	ran := false
-	localstore.SetClosingHook(a, func() {
-		if ran {
-			return
-		}
-		ran = true
-		done := make(chan error, 1)
-		go func() {
-			adm, err := b.Admit(ctx, 1)
-			adm.Release()
-			done <- err
-		}()
-		select {
-		case during = <-done:
-		case <-time.After(time.Minute):
-			during = errors.New("the other store could not admit while the first was closing: its locks were still held")
-			<-done
-		}
-	})
-	adm, err := a.Admit(ctx, 1)
-	if err != nil {
-		t.Fatalf("Admit = %v", err)
-	}
-	adm.Release()
-	if !ran {
-		t.Fatal("the closing hook never ran")
-	}
-	if during != nil {
-		t.Fatalf("admission by the other store while the first closed: %v", during)
-	}
-	q, err := localstore.Inspect(dir, "q")
-	if err != nil {
-		t.Fatalf("Inspect = %v", err)
-	}
-	if got := q.Rules[0].Used; got != 2 {
-		t.Errorf("the quota holds %d calls, want the 2 admitted", got)
-	}
-	checkStore(t, dir, "q")
-}
-
 // checkStore fails t unless the store of key in dir is consistent by
 // bbolt's own check.
 func checkStore(t *testing.T, dir, key string) {

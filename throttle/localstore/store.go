@@ -96,7 +96,6 @@ type Store struct {
 	present *os.File // shared lock on paths.open for the Store's life
 	slots   *slotSet // nil without GlobalJobs
 	txHook  func()   // tests: called in an admission's transaction, after the records
-	closing func()   // tests: called after a transaction let go of its locks, before the store closes
 	boot    string   // the host's current boot (bootID), "" if unknown
 
 	txMu   sync.Mutex  // one transaction at a time in this process

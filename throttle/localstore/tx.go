@@ -63,7 +63,6 @@ type txOptions struct {
 	readOnly bool          // the store must exist, and is opened read-only
 	noSync   bool          // commits do not wait for the disk
 	closed   <-chan struct{}
-	closing  func() // tests: called once the locks are let go, before the store is closed
 }
 
 // withDB opens the store of p with the transaction lock held, runs fn on
@@ -79,12 +78,7 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 	if err := lk.lock(ctx, o.timeout, o.closed); err != nil {
 		return err
 	}
-	held := true
-	defer func() {
-		if held {
-			lk.unlock()
-		}
-	}()
+	defer lk.unlock()
 	if o.readOnly {
 		if _, err := os.Stat(p.db); err != nil {
 			return err
@@ -97,13 +91,7 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 	}()
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	var file *os.File // the store file as bbolt opened it
-	db, err := bbolt.Open(p.db, o.perm, &bbolt.Options{Timeout: o.timeout, ReadOnly: o.readOnly, NoSync: o.noSync, NoStatistics: true,
-		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, perm)
-			file = f
-			return f, err
-		}})
+	db, err := bbolt.Open(p.db, o.perm, &bbolt.Options{Timeout: o.timeout, ReadOnly: o.readOnly, NoSync: o.noSync, NoStatistics: true})
 	if err == nil && !o.readOnly {
 		sharePerm(p.db, o.perm)
 	}
@@ -119,20 +107,6 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 		return err
 	}
 	defer func() {
-		// Once fn has returned, its transaction has committed or rolled
-		// back, and closing only unmaps the file and closes it: no
-		// writes. Unmapping is the dearest step of a transaction on a
-		// virtual machine (a TLB flush on every CPU that runs a thread
-		// of the process), so the next process goes first: both locks
-		// are let go before the close, where the system allows bbolt's
-		// to be released twice (docs/design.md).
-		if unlockBeforeClose && file != nil && unlock(file) == nil {
-			lk.unlock()
-			held = false
-			if o.closing != nil {
-				o.closing()
-			}
-		}
 		if cerr := db.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -183,7 +157,7 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 		s.roundTrips.Add(1)
 		start := time.Now()
 		err := withDB(ctx, s.paths, txOptions{lock: &s.txLock, perm: s.perm, timeout: s.cf.Timeout,
-			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed(), closing: s.closing}, func(db *bbolt.DB) error {
+			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed()}, func(db *bbolt.DB) error {
 			if !write {
 				return db.View(fn)
 			}
