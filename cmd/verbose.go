@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pace-cli/pace/internal/progress"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -41,36 +42,11 @@ func (l loggingLimiter) Admit(ctx context.Context, cost int) (throttle.Admission
 	}
 	if a.Waited >= time.Millisecond {
 		after := l.Stats()
-		on := waitedOn(before, after)
+		on := progress.WaitedOn(before, after)
 		if l.reorder {
 			on = "rules, slots or a pause (admissions overlap with --allow-reorder)"
 		}
 		l.log.Info("waited", "on", on, "wait", a.Waited.Round(time.Microsecond), "margin", after.Margin.Round(time.Millisecond))
 	}
 	return a, nil
-}
-
-// waitedOn names what an admission waited on, from the statistics before
-// and after it: the rule whose wait time grew most, the fleet's slots, or
-// a pause.
-func waitedOn(before, after throttle.Stats) string {
-	best, bestGrowth := "", time.Duration(0)
-	for i, r := range after.Rules {
-		if i >= len(before.Rules) {
-			break
-		}
-		if g := r.WaitTime - before.Rules[i].WaitTime; g > bestGrowth {
-			best, bestGrowth = r.Rule.String(), g
-		}
-	}
-	if g := after.SlotWaitTime - before.SlotWaitTime; g > bestGrowth {
-		best, bestGrowth = "fleet slots", g
-	}
-	if g := after.PauseWaitTime - before.PauseWaitTime; g > bestGrowth {
-		best = "pause: " + after.PauseReason
-	}
-	if best == "" {
-		best = "queue"
-	}
-	return best
 }

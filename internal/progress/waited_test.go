@@ -1,4 +1,4 @@
-package cmd
+package progress
 
 import (
 	"testing"
@@ -24,8 +24,8 @@ func TestWaitedOn(t *testing.T) {
 		{stats(2*time.Second, time.Second, time.Second, 5*time.Second), "pause: 429 Retry-After: 2"},
 		{before, "queue"}, // waited for the admissions before it
 	} {
-		if got := waitedOn(before, tt.after); got != tt.want {
-			t.Errorf("waitedOn(%+v) = %q, want %q", tt.after, got, tt.want)
+		if got := WaitedOn(before, tt.after); got != tt.want {
+			t.Errorf("WaitedOn(%+v) = %q, want %q", tt.after, got, tt.want)
 		}
 	}
 }
