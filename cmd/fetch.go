@@ -303,12 +303,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		CostFrom:           opts.CostFrom,
 		Learn:              !opts.IgnoreServerLimits,
 		Adopt:              opts.RulesFromServer,
-		OnPause: func(d time.Duration, reason string) {
-			if d >= longPause {
-				fmt.Fprintf(errOut, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
-					roundDuration(d), reason, time.Now().Add(d).Format("15:04:05"))
-			}
-		},
+		OnPause:            announcePause(errOut),
 	})
 	if err != nil {
 		return flagErrorf("%v", err)
@@ -359,6 +354,17 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 
 // longPause is the shortest server pause that pace announces.
 const longPause = 3 * time.Second
+
+// announcePause returns the OnPause of pace fetch's and pace proxy's
+// transport: it says on w when the server asks for a long pause.
+func announcePause(w io.Writer) func(d time.Duration, reason string) {
+	return func(d time.Duration, reason string) {
+		if d >= longPause {
+			fmt.Fprintf(w, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
+				roundDuration(d), reason, time.Now().Add(d).Format("15:04:05"))
+		}
+	}
+}
 
 // outputTarget tells -o DIR/ (one file per item in DIR) from -o FILE (one
 // file for the one item) and from -o STREAM (a character device or a FIFO,

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -352,13 +351,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		Learn: !opts.IgnoreServerLimits, Adopt: opts.RulesFromServer,
 		Hint:               func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) },
 		IgnoreServerLimits: opts.IgnoreServerLimits, MaxServerPause: opts.MaxServerPause,
-		Margin: o.Margin, FixedMargin: o.MarginSet,
-		OnPause: func(d time.Duration, reason string) {
-			if d >= longPause {
-				fmt.Fprintf(errOut, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
-					roundDuration(d), reason, time.Now().Add(d).Format("15:04:05"))
-			}
-		},
+		Margin: o.Margin, FixedMargin: o.MarginSet, OnPause: announcePause(errOut),
 	})
 	var stop, kill func()
 	rec := newRecorder(s, tr.Backend(), jl, disp, errOut, func() { stop() })
@@ -444,10 +437,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 			// Stopped before it was done: never 0, whatever CMD said.
 			facts.signal = interrupt.Name(sig)
 			if code == ExitOK {
-				code = ExitInterrupted
-				if sig == syscall.SIGTERM {
-					code = ExitTerminated
-				}
+				code = signalExitCode(sig)
 			}
 		}
 		grace.Stop()
