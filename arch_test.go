@@ -84,6 +84,7 @@ func TestImportBoundaries(t *testing.T) {
 			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/cmd") && !strings.Contains(dep, "redis") &&
 				(!strings.HasPrefix(dep, mod+"/") || dep == mod+"/runner" || isEngine(dep) || isPkg(dep, "summary", "human"))
 		}},
+		{mod + "/internal/adapt", func(dep string) bool { return isStd(dep) || isEngine(dep) || dep == mod+"/runner" }},
 		{mod + "/internal/interrupt", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "human")
 		}},

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pace-cli/pace/internal/adapt"
 	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
-	"github.com/pace-cli/pace/throttle/margin"
 )
 
 // recorder handles what the pool reports: it counts (tally), prints each
@@ -40,7 +40,7 @@ type recorder struct {
 	log    *slog.Logger // nil without --verbose
 	// margin adapts the backend's margin to the lags measured; nil when
 	// --margin fixed it.
-	margin *margin.Tracker
+	margin *adapt.Margin
 
 	mu        sync.Mutex
 	halted    *halt.Halted
@@ -52,8 +52,7 @@ type recorder struct {
 func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, errOut io.Writer, stop func()) *recorder {
 	r := &recorder{s: s, jl: jl, disp: disp, errOut: errOut, stop: stop, tally: summary.NewTally(s.opts.allRules())}
 	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
-		r.margin = margin.New(b, margin.Config{Floor: s.opts.Margin, Least: s.opts.marginLeast,
-			Rules: s.opts.allRules(), Shared: b.Stats().Store.Name != ""})
+		r.margin = adapt.New(b, s.opts.Margin, s.opts.marginLeast, s.opts.allRules())
 	}
 	// Job output goes through the display, which keeps track of what
 	// reaches the screen, so that the bar never covers it; an -o that
@@ -71,25 +70,23 @@ func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, 
 // onEvent handles one event of the pool.
 func (r *recorder) onEvent(ev runner.Event) {
 	r.tally.Observe(ev)
+	if r.margin != nil {
+		if m, lag, moved := r.margin.Observe(ev); moved && r.log != nil {
+			r.log.Info("margin", "now", m.Round(time.Millisecond), "lag", lag.Round(time.Microsecond))
+		}
+	}
 	switch ev.Kind {
 	case runner.JobStarted:
-		if r.margin != nil {
-			r.margin.Started(ev.Admission.At, ev.Admission.Latency)
-		}
 		if r.log != nil {
 			a := ev.Admission
 			r.log.Info("job started", "seq", ev.Job.Seq, "attempt", ev.Job.Attempt, "slot", ev.Job.Slot,
 				"waited", a.Waited.Round(time.Microsecond), "cmd", shownCommand(&ev.Job))
 		}
 	case runner.JobNotStarted:
-		if r.margin != nil {
-			r.margin.Forget(ev.Result.Start)
-		}
 		if r.log != nil {
 			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", shownStatus(&ev.Result.Job, ev.Result.Status()))
 		}
 	case runner.JobFinished:
-		r.adaptMargin(ev.Result)
 		if r.log != nil {
 			res := ev.Result
 			level := slog.LevelInfo
@@ -135,25 +132,6 @@ func (r *recorder) onEvent(ev runner.Event) {
 		if r.s.opts.Halt.Observe(res) {
 			r.halt(res)
 		}
-	}
-}
-
-// adaptMargin feeds the lag res measured to the margin tracker, and
-// gives the backend the margin that comes out.
-func (r *recorder) adaptMargin(res *runner.Result) {
-	if r.margin == nil {
-		return
-	}
-	if res.Sent.IsZero() {
-		r.margin.Forget(res.Start)
-		return
-	}
-	before, m := r.margin.ObserveLoad(res.Start, res.Lag, res.Runtime, margin.Load{CPU: res.CPU, Queued: res.Queued})
-	if m == before {
-		return
-	}
-	if r.log != nil && (m-before >= time.Millisecond || before-m >= 10*time.Millisecond) {
-		r.log.Info("margin", "now", m.Round(time.Millisecond), "lag", res.Lag.Round(time.Microsecond))
 	}
 }
 

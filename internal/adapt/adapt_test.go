@@ -1,0 +1,53 @@
+package adapt
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
+)
+
+// TestObserve: a job that left later than others widens the backend's
+// margin, and Observe says so with the lag; one that never sent its call
+// is forgotten, and moves nothing.
+func TestObserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 5, Window: time.Second}}
+		b, err := throttle.New(throttle.Options{Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := New(b, 10*time.Millisecond, 10*time.Millisecond, rules)
+		if got := b.Stats().Margin; got != 10*time.Millisecond {
+			t.Fatalf("margin at the start = %v, want the floor 10ms", got)
+		}
+		job := func(seq int64, lag time.Duration, sent bool) (time.Duration, time.Duration, bool) {
+			at := time.Now()
+			m.Observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: seq}, Admission: throttle.Admission{At: at}})
+			time.Sleep(lag + 10*time.Millisecond)
+			res := &runner.Result{Job: runner.Job{Seq: seq}, Start: at, Lag: lag, Runtime: lag + 10*time.Millisecond}
+			if sent {
+				res.Sent = at.Add(lag)
+			}
+			return m.Observe(runner.Event{Kind: runner.JobFinished, Result: res})
+		}
+		if now, lag, moved := job(1, 200*time.Millisecond, false); moved || now != 0 || lag != 0 {
+			t.Errorf("a job that sent nothing: %v, %v, %v; want nothing moved", now, lag, moved)
+		}
+		if got := b.Stats().Margin; got != 10*time.Millisecond {
+			t.Errorf("margin after a job that sent nothing = %v, want 10ms still", got)
+		}
+		// The margin covers the spread of the lags seen: one job alone
+		// has none.
+		if _, _, moved := job(2, 2*time.Millisecond, true); moved {
+			t.Errorf("the first job that sent its call moved the margin to %v", b.Stats().Margin)
+		}
+		now, lag, moved := job(3, 200*time.Millisecond, true)
+		if !moved || lag != 200*time.Millisecond || now != 208*time.Millisecond || b.Stats().Margin != now {
+			t.Errorf("a job 200ms late after one 2ms late: %v, %v, %v (backend's margin %v); want the margin widened to 10ms + 198ms and set",
+				now, lag, moved, b.Stats().Margin)
+		}
+	})
+}
