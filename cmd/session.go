@@ -306,36 +306,9 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.
 	total := newTotal()
-	in := make(chan runner.Item)
-	readDone := make(chan struct{})
-	var (
-		readN   int64
-		readErr error
-		readAll bool
-	)
-	go func() {
-		defer close(in)
-		defer close(readDone) // first: once in is closed, the counts are known
-		counted := make(chan runner.Item)
-		var err error
-		go func() {
-			defer close(counted)
-			err = jl.ReadItems(readCtx, s.input.R, s.readOpts, counted)
-		}()
-		for it := range counted {
-			select {
-			case in <- it:
-				if !it.Skip {
-					readN++
-				}
-			case <-readCtx.Done():
-			}
-		}
-		readErr, readAll = err, err == nil && readCtx.Err() == nil
-		if readAll {
-			total.setOnce(readN)
-		}
-	}()
+	feed := items.NewFeed(readCtx, func(ctx context.Context, out chan<- runner.Item) error {
+		return jl.ReadItems(ctx, s.input.R, s.readOpts, out)
+	}, total.setOnce)
 	if ios.IsStdinTTY() && s.input.R == ios.In {
 		fmt.Fprintln(errOut, "pace: reading items from the terminal, one per line; end with Ctrl-D")
 	}
@@ -358,7 +331,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	wg.Go(func() { disp.follow(runDone, backend, rec.tally, total, o.allRules(), jobs, learnedRules) })
 
 	start := time.Now()
-	facts.limitErr = pool.Run(jobCtx, in)
+	facts.limitErr = pool.Run(jobCtx, feed.In)
 	facts.elapsed = time.Since(start)
 	close(runDone)
 	cancelRead()
@@ -367,13 +340,12 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 
 	// The reader may still be blocked reading a pipe or terminal; it
 	// cannot be interrupted, and the process is about to exit anyway.
-	select {
-	case <-readDone:
-		facts.read, facts.readAll = readN, readAll
-		if !errors.Is(readErr, context.Canceled) {
-			facts.readErr = readErr
+	if got, ok := feed.Result(); ok {
+		facts.read, facts.readAll = got.N, got.All
+		if !errors.Is(got.Err, context.Canceled) {
+			facts.readErr = got.Err
 		}
-	default:
+	} else {
 		facts.read = -1
 	}
 	facts.tally = rec.tally.Snapshot()
