@@ -3,7 +3,6 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -331,14 +330,7 @@ func confirmReset(opts *QuotaOptions, what string) error {
 // resetDone reports a reset.
 func resetDone(opts *QuotaOptions, what string, v quota.View) error {
 	if opts.JSON {
-		b, _ := json.Marshal(struct {
-			Key   string `json:"key"`
-			Store string `json:"store"`
-			Path  string `json:"path,omitempty"`
-			URL   string `json:"url,omitempty"`
-			Reset bool   `json:"reset"`
-		}{v.Key, v.Store, v.Path, v.URL, true})
-		if _, err := fmt.Fprintf(opts.IO.Out, "%s\n", b); err != nil {
+		if err := quota.WriteReset(opts.IO.Out, v); err != nil {
 			return reportf(opts.IO, ExitFailed, "write: %v", err)
 		}
 		return nil

@@ -192,3 +192,20 @@ func Write(w io.Writer, views []View, asJSON, list bool) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteReset writes, as one line of JSON, that the quota v names (its
+// key, store, and path or URL) has been reset.
+func WriteReset(w io.Writer, v View) error {
+	b, err := json.Marshal(struct {
+		Key   string `json:"key"`
+		Store string `json:"store"`
+		Path  string `json:"path,omitempty"`
+		URL   string `json:"url,omitempty"`
+		Reset bool   `json:"reset"`
+	}{v.Key, v.Store, v.Path, v.URL, true})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

@@ -80,3 +80,13 @@ func TestRedisViewAndWrite(t *testing.T) {
 		t.Errorf("JSON of no quota = %q (%v), want nothing", b.String(), err)
 	}
 }
+
+func TestWriteReset(t *testing.T) {
+	var b strings.Builder
+	if err := WriteReset(&b, View{Key: "gh", Store: "redis", URL: "redis://h:1", Spec: "5/s"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"key":"gh","store":"redis","url":"redis://h:1","reset":true}` + "\n"; b.String() != want {
+		t.Errorf("WriteReset = %q, want %q", b.String(), want)
+	}
+}
