@@ -371,12 +371,9 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	defer sigs.Close()
 	out := &output{w: ios.Out, broken: cancel}
 
-	queue := make(chan runner.Item)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(queue)
-		errc <- jl.ReadItems(rctx, in.R, readOpts, queue)
-	}()
+	feed := items.NewFeed(rctx, func(ctx context.Context, out chan<- runner.Item) error {
+		return jl.ReadItems(ctx, in.R, readOpts, out)
+	}, func(int64) {})
 	failed := false
 	var seq, skipped int64
 	var writeErr error
@@ -384,7 +381,7 @@ loop:
 	for {
 		var it runner.Item
 		select {
-		case i, ok := <-queue:
+		case i, ok := <-feed.In:
 			if !ok {
 				break loop
 			}
@@ -421,11 +418,8 @@ loop:
 	cancel()
 	// The reader may still be blocked reading an idle pipe or terminal;
 	// it cannot be interrupted, and the process is about to exit anyway.
-	var readErr error
-	select {
-	case readErr = <-errc:
-	default:
-	}
+	got, _ := feed.Result()
+	readErr := got.Err
 	switch sig := sigs.Signal(); {
 	case sig != nil:
 		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", interrupt.Name(sig))
