@@ -12,6 +12,7 @@ import (
 	"github.com/pace-cli/pace/internal/halt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
+	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -108,7 +109,7 @@ type CommonOptions struct {
 // allRules returns every rule of the run: -r's, then --cost-rate's, each
 // once (-r cost:5/s and --cost-rate 5/s are one rule).
 func (o *CommonOptions) allRules() []throttle.Rule {
-	return uniqueRules(append(slices.Clone(o.Rules), o.CostRules...))
+	return spec.Union(o.Rules, o.CostRules)
 }
 
 // Default margins: the floor of the adaptive margin (see docs/design.md),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/limiter"
+	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -168,7 +169,7 @@ func (o *ExecOptions) check() error {
 
 // allRules returns -r's rules, then --cost-rate's, each once.
 func (o *ExecOptions) allRules() []throttle.Rule {
-	return uniqueRules(append(append([]throttle.Rule(nil), o.Rules...), o.CostRules...))
+	return spec.Union(o.Rules, o.CostRules)
 }
 
 // execRun admits one call and runs the command; it returns nil or an

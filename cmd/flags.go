@@ -40,28 +40,11 @@ func (v rulesValue) Set(s string) error {
 	}
 	// A rule given twice is kept once: it limits nothing more, and a
 	// shared quota compares rule sets without repetitions.
-	*v.rules = uniqueRules(append(*v.rules, rs...))
+	*v.rules = spec.Union(*v.rules, rs)
 	return nil
 }
 
 func (rulesValue) Type() string { return "N/PERIOD" }
-
-// uniqueRules returns rules without exact duplicates: the first of equal
-// rules stays, in its place; rules itself is not changed. A limiter keeps
-// a rule given twice as it keeps it once, so pace normalises its rule set
-// with uniqueRules before it is shown, used or compared with a shared
-// quota's. A looser rule of the same window (10/s beside 5/s) is implied
-// by the stricter one but kept: a rule set stays as its user wrote it,
-// but for repetitions, which say nothing more.
-func uniqueRules(rules []throttle.Rule) []throttle.Rule {
-	var out []throttle.Rule
-	for _, r := range rules {
-		if !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 // enumValue is a pflag.Value that accepts one of a few words.
 type enumValue struct {
