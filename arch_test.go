@@ -108,11 +108,15 @@ func TestImportBoundaries(t *testing.T) {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords" ||
 				strings.HasPrefix(dep, "golang.org/x/sys/") // pidfd, clone flags: the system's own calls
 		}},
+		// The executors' HTTP/1.1 path beside http.Transport: the
+		// standard library only.
+		{mod + "/runner/internal/direct", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "vendor/golang.org/x/") }},
 		{mod + "/runner/proxy", func(dep string) bool {
-			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || dep == mod+"/internal/redact" || strings.HasPrefix(dep, "vendor/golang.org/x/")
+			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || dep == mod+"/runner/internal/direct" || dep == mod+"/internal/redact" ||
+				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 		{mod + "/runner/fetch", func(dep string) bool {
-			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
+			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/runner/internal/direct", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/direct"
 )
 
 // defaultMaxRedirects is how many redirects a fetch follows.
@@ -42,6 +43,9 @@ type ClientOptions struct {
 // browser's strict-origin-when-cross-origin policy does: the whole URL to
 // the same origin, only the origin to another one, nothing from https to
 // http. So a secret in a query (api_key=...) never reaches another host.
+// Bodiless requests to plain http:// servers that no proxy stands in front
+// of go on the caller's goroutine (see direct.Transport), with gzip asked
+// for and decompressed as http.Transport does.
 func NewClient(opts ClientOptions) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	conns := max(opts.Conns, 2)
@@ -62,7 +66,7 @@ func NewClient(opts ClientOptions) *http.Client {
 		maxRedirects = defaultMaxRedirects
 	}
 	return &http.Client{
-		Transport: t,
+		Transport: &direct.Transport{Transport: t},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if maxRedirects < 0 {
 				return http.ErrUseLastResponse

@@ -18,16 +18,17 @@ import (
 
 	"github.com/pace-cli/pace/internal/strictserver"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/direct"
 )
 
 func TestNewClientPoolAndProxy(t *testing.T) {
 	c := NewClient(ClientOptions{Conns: 32})
-	tr := c.Transport.(*http.Transport)
+	tr := c.Transport.(*direct.Transport).Transport
 	if tr.MaxIdleConnsPerHost != 32 || tr.Proxy == nil || !tr.ForceAttemptHTTP2 || tr.DisableKeepAlives {
 		t.Errorf("transport: idle per host %d, proxy set %v, h2 %v, keep-alive %v; want 32, true, true, true",
 			tr.MaxIdleConnsPerHost, tr.Proxy != nil, tr.ForceAttemptHTTP2, !tr.DisableKeepAlives)
 	}
-	if tr := NewClient(ClientOptions{}).Transport.(*http.Transport); tr.MaxIdleConnsPerHost != 2 {
+	if tr := NewClient(ClientOptions{}).Transport.(*direct.Transport); tr.MaxIdleConnsPerHost != 2 {
 		t.Errorf("Conns 0: idle per host %d, want 2", tr.MaxIdleConnsPerHost)
 	}
 }
@@ -226,7 +227,7 @@ func TestFetchConnectionCauses(t *testing.T) {
 	// A resolver that cannot reach any name server: lookups fail with a
 	// *net.DNSError and never touch the network.
 	noDNS := NewClient(ClientOptions{})
-	tr := noDNS.Transport.(*http.Transport)
+	tr := noDNS.Transport.(*direct.Transport)
 	tr.Proxy = nil
 	tr.DialContext = (&net.Dialer{Resolver: &net.Resolver{
 		PreferGo: true,

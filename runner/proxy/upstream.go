@@ -6,7 +6,16 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/pace-cli/pace/runner/internal/direct"
 )
+
+// Upstream is the RoundTripper a Proxy sends requests upstream with:
+// bodiless requests that can be sent again, to a plain http:// upstream,
+// go on the handler's goroutine over kept connections of its own; every
+// other request through the embedded http.Transport (see
+// direct.Transport).
+type Upstream = direct.Transport
 
 // NewUpstreamTransport returns the transport a Proxy sends requests
 // upstream with: connections kept alive for jobs requests at once (at

@@ -1,7 +1,11 @@
-package proxy
+// Package direct is an http.RoundTripper for pace's executors that sends
+// bodiless requests to plain http:// servers on the caller's goroutine,
+// and everything else through an http.Transport.
+package direct
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -9,19 +13,29 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Upstream is the RoundTripper a Proxy sends requests upstream with.
-// Requests that can be sent again (GET, HEAD, OPTIONS, TRACE, without a
-// body or an Upgrade) to a plain http:// upstream that no proxy from the
-// environment stands in front of go on the caller's goroutine over
-// connections of its own, kept alive: no goroutines per connection, no
-// hand-offs between them, which is most of what http.Transport costs a
-// request on loopback. Every other request goes through the embedded
-// http.Transport (bodies, upgrades, HTTPS, HTTP/2, proxies).
-type Upstream struct {
+// Transport is an http.RoundTripper. Requests that can be sent again
+// (GET, HEAD, OPTIONS, TRACE, without a body or an Upgrade) to a plain
+// http:// server that no proxy from the environment stands in front of go
+// on the caller's goroutine over connections of its own, kept alive: no
+// goroutines per connection, no hand-offs between them, which is most of
+// what http.Transport costs a request on loopback. Every other request
+// goes through the embedded http.Transport (bodies, upgrades, HTTPS,
+// HTTP/2, proxies).
+//
+// The direct path keeps the embedded Transport's DialContext,
+// MaxIdleConnsPerHost, ResponseHeaderTimeout and DisableCompression:
+// unless that is set, it asks for gzip and decompresses the answer as
+// http.Transport does (Response.Uncompressed). It tells a request's
+// httptrace.ClientTrace GetConn, GotConn, WroteHeaders, WroteRequest,
+// GotFirstResponseByte and Got1xxResponse. The embedded Transport must
+// not change once requests have been sent. It is safe for concurrent use.
+type Transport struct {
 	*http.Transport
 
 	mu    sync.Mutex
@@ -34,6 +48,8 @@ type directPool struct {
 	addr    string
 	timeout time.Duration // for the response's headers; 0: none
 	max     int
+	gzip    bool // ask for gzip and decompress it, as http.Transport does
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	mu      sync.Mutex
 	idle    []*directConn
 	closed  bool
@@ -47,8 +63,8 @@ type directConn struct {
 	reused bool
 }
 
-// RoundTrip sends req upstream and returns its answer.
-func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip sends req and returns its answer.
+func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if pool := u.direct(req); pool != nil {
 		return pool.roundTrip(req)
 	}
@@ -56,7 +72,7 @@ func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections closes the idle connections of both paths.
-func (u *Upstream) CloseIdleConnections() {
+func (u *Transport) CloseIdleConnections() {
 	u.mu.Lock()
 	pools := make([]*directPool, 0, len(u.pools))
 	for _, p := range u.pools {
@@ -73,7 +89,7 @@ func (u *Upstream) CloseIdleConnections() {
 
 // direct returns the pool req goes through, or nil if it takes the
 // http.Transport.
-func (u *Upstream) direct(req *http.Request) *directPool {
+func (u *Transport) direct(req *http.Request) *directPool {
 	if req.URL.Scheme != "http" || (req.Body != nil && req.Body != http.NoBody) || req.ContentLength > 0 ||
 		len(req.TransferEncoding) > 0 || req.Header.Get("Upgrade") != "" || req.Close {
 		return nil
@@ -94,18 +110,31 @@ func (u *Upstream) direct(req *http.Request) *directPool {
 		u.pools = map[string]*directPool{}
 	}
 	if len(u.pools) >= 16 {
-		return nil // one upstream is the proxy's case; others take the Transport
+		return nil // a few servers are the executors' case; others take the Transport
 	}
-	if prx, err := u.Transport.Proxy(&http.Request{URL: req.URL}); (u.Transport.Proxy == nil || err == nil && prx == nil) &&
-		u.Transport.DialContext != nil {
+	t := u.Transport
+	h2c := t.Protocols != nil && t.Protocols.UnencryptedHTTP2()
+	if prx, err := proxyFor(t, req); err == nil && prx == nil && t.DialContext != nil && !h2c {
 		addr := host
 		if req.URL.Port() == "" {
 			addr = net.JoinHostPort(req.URL.Hostname(), "80")
 		}
-		p = &directPool{addr: addr, timeout: u.Transport.ResponseHeaderTimeout, max: u.Transport.MaxIdleConnsPerHost}
+		p = &directPool{addr: addr, timeout: t.ResponseHeaderTimeout, max: t.MaxIdleConnsPerHost,
+			gzip: !t.DisableCompression, dial: t.DialContext}
+		if p.max <= 0 {
+			p.max = http.DefaultMaxIdleConnsPerHost
+		}
 	}
 	u.pools[host] = p
 	return p
+}
+
+// proxyFor returns the proxy from t's Proxy for req; nil without one.
+func proxyFor(t *http.Transport, req *http.Request) (*url.URL, error) {
+	if t.Proxy == nil {
+		return nil, nil
+	}
+	return t.Proxy(&http.Request{URL: req.URL})
 }
 
 func (p *directPool) get() *directConn {
@@ -143,28 +172,47 @@ func (p *directPool) closeIdle() {
 	}
 }
 
-var dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-
 // aLongTimeAgo is a deadline that makes every read and write fail at
 // once: how a cancelled request stops its connection.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// errStale is a kept connection the upstream had closed.
-var errStale = errors.New("proxy: kept connection closed by the upstream")
+// errStale is a kept connection the server had closed.
+var errStale = errors.New("direct: kept connection closed by the server")
 
 func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	gzipped := p.gzip && req.Method != http.MethodHead && req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == ""
+	if gzipped {
+		// As http.Transport asks, without changing the caller's request.
+		r := *req
+		r.Header = req.Header.Clone()
+		if r.Header == nil {
+			r.Header = make(http.Header, 1)
+		}
+		r.Header["Accept-Encoding"] = []string{"gzip"}
+		req = &r
+	}
 	for attempt := 0; ; attempt++ {
+		if trace != nil && trace.GetConn != nil {
+			trace.GetConn(p.addr)
+		}
 		c := p.get()
 		if c == nil {
-			nc, err := dialer.DialContext(ctx, "tcp", p.addr)
+			nc, err := p.dial(ctx, "tcp", p.addr)
 			if err != nil {
 				return nil, err
 			}
 			lc := &limitedConn{Conn: nc, left: -1}
 			c = &directConn{c: nc, lc: lc, br: bufio.NewReaderSize(lc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
 		}
-		resp, err := p.send(ctx, c, req)
+		if trace != nil && trace.GotConn != nil {
+			trace.GotConn(httptrace.GotConnInfo{Conn: c.c, Reused: c.reused, WasIdle: c.reused})
+		}
+		resp, err := p.send(ctx, trace, c, req)
+		if err == nil && gzipped {
+			ungzip(resp)
+		}
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue // once, on a connection of its own
 		}
@@ -175,7 +223,7 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 // send writes req on c and reads the answer's headers; the body is read
 // from c, which goes back to the pool once the body has been read to its
 // end.
-func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request) (*http.Response, error) {
+func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *directConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -185,6 +233,8 @@ func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request)
 		}
 		return nil, err
 	}
+	// Request.Write tells the trace WroteHeaders and WroteRequest, as
+	// http.Transport's writer does: before the flush.
 	if err := req.Write(c.bw); err != nil {
 		return fail(err)
 	}
@@ -194,10 +244,6 @@ func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request)
 		}
 		return fail(err)
 	}
-	trace := httptrace.ContextClientTrace(ctx)
-	if trace != nil && trace.WroteRequest != nil {
-		trace.WroteRequest(httptrace.WroteRequestInfo{})
-	}
 	if p.timeout > 0 {
 		c.c.SetReadDeadline(time.Now().Add(p.timeout))
 	}
@@ -205,9 +251,12 @@ func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request)
 	if _, err := c.br.Peek(1); err != nil {
 		var ne net.Error
 		if c.reused && !(errors.As(err, &ne) && ne.Timeout()) {
-			err = errStale // closed before it answered: the upstream had dropped it
+			err = errStale // closed before it answered: the server had dropped it
 		}
 		return fail(err)
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
 	}
 	var resp *http.Response
 	for {
@@ -228,7 +277,7 @@ func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request)
 		}
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return fail(errors.New("proxy: 101 Switching Protocols to a request that asked for no upgrade"))
+		return fail(errors.New("direct: 101 Switching Protocols to a request that asked for no upgrade"))
 	}
 	c.lc.left = -1
 	if p.timeout > 0 {
@@ -239,12 +288,53 @@ func (p *directPool) send(ctx context.Context, c *directConn, req *http.Request)
 		p.done(c, stop, keep)
 		return resp, nil
 	}
-	resp.Body = &directBody{rc: resp.Body, p: p, c: c, stop: stop, keep: keep}
+	resp.Body = &directBody{rc: resp.Body, p: p, c: c, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
 }
 
+// ungzip makes resp's body the decompressed one if the server sent it
+// gzipped, as http.Transport does when it asked for gzip itself.
+func ungzip(resp *http.Response) {
+	if resp.Body == http.NoBody || !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		return
+	}
+	resp.Body = &gzipBody{body: resp.Body}
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	resp.Uncompressed = true
+}
+
+// gzipBody decompresses a body, starting at its first Read.
+type gzipBody struct {
+	body io.ReadCloser
+	zr   *gzip.Reader
+	err  error // sticky
+}
+
+func (g *gzipBody) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	if g.zr == nil {
+		if g.zr, g.err = gzip.NewReader(g.body); g.err != nil {
+			if g.err == io.EOF {
+				g.err = io.ErrUnexpectedEOF
+			}
+			return 0, g.err
+		}
+	}
+	n, err := g.zr.Read(p)
+	if err != nil {
+		g.err = err
+	}
+	return n, err
+}
+
+func (g *gzipBody) Close() error { return g.body.Close() }
+
 // done ends a request on c: back to the pool if the answer was read to
-// its end, the upstream keeps it, and the request was not cancelled.
+// its end, the server keeps it, and the request was not cancelled.
 func (p *directPool) done(c *directConn, stop func() bool, keep bool) {
 	if stop() && keep {
 		p.put(c)
@@ -258,6 +348,7 @@ type directBody struct {
 	rc   io.ReadCloser
 	p    *directPool
 	c    *directConn
+	ctx  context.Context
 	stop func() bool
 	keep bool
 	over bool
@@ -271,6 +362,8 @@ func (b *directBody) Read(buf []byte) (int, error) {
 	if err == io.EOF {
 		b.over = true
 		b.p.done(b.c, b.stop, b.keep)
+	} else if err != nil && b.ctx.Err() != nil {
+		err = context.Cause(b.ctx) // the past deadline that stopped the read says nothing
 	}
 	return n, err
 }
@@ -285,11 +378,11 @@ func (b *directBody) Close() error {
 	return nil
 }
 
-// maxResponseHeaderBytes bounds the upstream's response headers (and any
+// maxResponseHeaderBytes bounds the server's response headers (and any
 // 1xx before them), as http.Transport's default does.
 const maxResponseHeaderBytes = 10 << 20
 
-var errHeadersTooLarge = errors.New("proxy: the upstream's response headers exceed 10 MiB")
+var errHeadersTooLarge = errors.New("direct: the server's response headers exceed 10 MiB")
 
 // limitedConn is a connection whose reads stop with errHeadersTooLarge
 // once left bytes have been read; left < 0: no limit.
