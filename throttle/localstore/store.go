@@ -100,6 +100,7 @@ type Store struct {
 
 	txMu   sync.Mutex  // one transaction at a time in this process
 	txLock txLock      // requires txMu
+	kept   *keptDB     // the store file kept open between transactions (keep.go); requires txMu
 	perm   os.FileMode // of the store file, if a transaction creates it
 
 	roundTrips atomic.Int64
@@ -490,6 +491,7 @@ func (s *Store) SetMargin(d time.Duration) { s.core.SetMargin(d) }
 func (s *Store) Close() error {
 	if s.core.Shutdown() {
 		s.txMu.Lock() // a transaction under way ends first
+		s.closeKept()
 		s.txLock.close()
 		s.txMu.Unlock()
 		s.core.ReleaseHeld()

@@ -91,20 +91,12 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 	}()
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	db, err := bbolt.Open(p.db, o.perm, &bbolt.Options{Timeout: o.timeout, ReadOnly: o.readOnly, NoSync: o.noSync, NoStatistics: true})
-	if err == nil && !o.readOnly {
-		sharePerm(p.db, o.perm)
-	}
+	db, err := bbolt.Open(p.db, o.perm, o.bolt())
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return errLockTimeout
-		}
-		if !ioError(err) {
-			// ErrInvalid, ErrChecksum, ErrVersionMismatch, "file size
-			// too small" and the like: what the file holds.
-			return p.damaged(err)
-		}
-		return err
+		return p.openError(err)
+	}
+	if !o.readOnly {
+		sharePerm(p.db, o.perm)
 	}
 	defer func() {
 		if cerr := db.Close(); cerr != nil && err == nil {
@@ -112,6 +104,79 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 		}
 	}()
 	return fn(db)
+}
+
+// bolt returns bbolt's options for o.
+func (o txOptions) bolt() *bbolt.Options {
+	return &bbolt.Options{Timeout: o.timeout, ReadOnly: o.readOnly, NoSync: o.noSync, NoStatistics: true}
+}
+
+// openError returns the error of withDB for err from bbolt.Open.
+func (p paths) openError(err error) error {
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return errLockTimeout
+	}
+	if !ioError(err) {
+		// ErrInvalid, ErrChecksum, ErrVersionMismatch, "file size
+		// too small" and the like: what the file holds.
+		return p.damaged(err)
+	}
+	return err
+}
+
+// updateKept runs fn in a write transaction of the store file kept open
+// between transactions (keep.go), as withDB does, opening it if need be.
+// It requires s.txMu.
+func (s *Store) updateKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) error) (err error) {
+	if err := s.txLock.lock(ctx, o.timeout, o.closed); err != nil {
+		return err
+	}
+	defer s.txLock.unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			if s.kept != nil {
+				s.kept.abandon()
+				s.kept = nil
+			}
+			err = s.paths.damaged(v)
+		}
+	}()
+	if k := s.kept; k != nil {
+		ok, err := k.reuse(s.paths.db)
+		if !ok {
+			s.closeKept()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if s.kept == nil {
+		k, err := openKept(s.paths.db, o.bolt(), o.perm)
+		if err != nil {
+			return s.paths.openError(err)
+		}
+		sharePerm(s.paths.db, o.perm)
+		s.kept = k
+	}
+	k := s.kept
+	k.db.NoSync = o.noSync
+	err = k.db.Update(fn)
+	if err != nil && !errors.Is(err, errRefused) || !k.committed() {
+		// bbolt failed in the commit, or what it left cannot be read:
+		// the next transaction opens the file afresh.
+		s.closeKept()
+		return err
+	}
+	k.release()
+	return err
+}
+
+// closeKept closes the store file kept open, if any. It requires s.txMu.
+func (s *Store) closeKept() {
+	if s.kept != nil {
+		_ = s.kept.close()
+		s.kept = nil
+	}
 }
 
 // ioError reports whether err is the operating system's (a failed
@@ -156,13 +221,19 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 	for {
 		s.roundTrips.Add(1)
 		start := time.Now()
-		err := withDB(ctx, s.paths, txOptions{lock: &s.txLock, perm: s.perm, timeout: s.cf.Timeout,
-			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed()}, func(db *bbolt.DB) error {
-			if !write {
-				return db.View(fn)
-			}
-			return db.Update(fn)
-		})
+		o := txOptions{lock: &s.txLock, perm: s.perm, timeout: s.cf.Timeout,
+			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed()}
+		var err error
+		if write && keepOpen {
+			err = s.updateKept(ctx, o, fn)
+		} else {
+			err = withDB(ctx, s.paths, o, func(db *bbolt.DB) error {
+				if !write {
+					return db.View(fn)
+				}
+				return db.Update(fn)
+			})
+		}
 		if err == nil || errors.Is(err, errRefused) || !write && errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package localstore
+
+// keepOpen: see keep_linux.go.
+const keepOpen = false

@@ -1,0 +1,164 @@
+//go:build unix
+
+package localstore_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/localstore"
+)
+
+// Each Store keeps the store file open between its transactions (on
+// Linux). Several Stores of one quota in one process lock and map the
+// file as separate processes do, so these tests play a fleet whose
+// members take turns at random: each must see the others' commits (a
+// stale freelist in memory would hand out pages another member's tree
+// uses), follow the file as it grows past what it mapped, and leave a
+// store that bbolt's own check finds whole, with no rule exceeded.
+func TestKeptOpenTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const spec = "40/100ms,cost:150/100ms,200000/s"
+		dir := t.TempDir()
+		var ss []*localstore.Store
+		for range 3 {
+			ss = append(ss, open(t, dir, "turns", spec, localstore.Options{}))
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		var all []throttle.Call
+		for i := range 1500 {
+			s := ss[rng.IntN(len(ss))]
+			if i >= 500 && i < 520 {
+				s = ss[0] // a run of turns by one
+			}
+			cost := 1 + rng.IntN(4)
+			a, err := s.Admit(context.Background(), cost)
+			if err != nil {
+				t.Fatalf("admission %d: %v", i, err)
+			}
+			all = append(all, throttle.Call{At: a.At, Cost: cost})
+			a.Release()
+			time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+		}
+		for _, s := range ss {
+			_ = s.Close()
+		}
+		checkCalls(t, spec, all)
+		checkStore(t, dir, "turns")
+	})
+}
+
+// TestKeptOpenGrows: a store kept open by one process, after another
+// made the file grow well past what the first mapped, is still read
+// and written correctly.
+func TestKeptOpenGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const spec = "100000/h"
+		dir := t.TempDir()
+		small := open(t, dir, "grow", spec, localstore.Options{})
+		big := open(t, dir, "grow", spec, localstore.Options{})
+		admit := func(s *localstore.Store, n int) {
+			t.Helper()
+			for range n {
+				a, err := s.Admit(context.Background(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Release()
+				time.Sleep(time.Millisecond)
+			}
+		}
+		admit(small, 3)
+		before, _ := os.Stat(small.Path())
+		admit(big, 5000) // 5,000 log entries: some 200 KiB
+		after, _ := os.Stat(small.Path())
+		if after.Size() < 4*before.Size() {
+			t.Fatalf("store grew from %d to %d bytes only, want it to outgrow the first mapping", before.Size(), after.Size())
+		}
+		admit(small, 3)
+		admit(big, 3)
+		admit(small, 3)
+		q, err := localstore.Inspect(dir, "grow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.Rules[0].Used; got != 5012 {
+			t.Errorf("the hourly rule holds %d calls, want 5012", got)
+		}
+		_ = small.Close()
+		_ = big.Close()
+		checkStore(t, dir, "grow")
+	})
+}
+
+// TestKeptOpenMovedAway: a store file moved away (as the message about a
+// damaged store tells the user to do) while a process keeps it open: the
+// process's next admission goes to the new file the others use, not to
+// the one moved away, so the quota is not split.
+func TestKeptOpenMovedAway(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "moved", "5/h", localstore.Options{})
+	other := open(t, dir, "moved", "5/h", localstore.Options{})
+	admit := func(s *localstore.Store) {
+		t.Helper()
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+	}
+	admit(s)
+	admit(s)
+	if err := os.Rename(s.Path(), s.Path()+".old"); err != nil {
+		t.Fatal(err)
+	}
+	admit(other)
+	admit(s)
+	q, err := localstore.Inspect(dir, "moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Rules[0].Used; got != 2 {
+		t.Errorf("the new store holds %d calls, want 2 (one of each process after the move)", got)
+	}
+}
+
+// TestKeptOpenForeignLock: between its transactions a process does not
+// hold bbolt's lock on the file it keeps open (an older pace opens the
+// file afresh under the transaction lock), but takes it for each
+// transaction: a program holding it (here a bbolt reader) keeps the
+// process from writing until it lets go.
+func TestKeptOpenForeignLock(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "foreign", "1000/s", localstore.Options{Timeout: 200 * time.Millisecond})
+	a, err := s.Admit(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	reader, err := bbolt.Open(s.Path(), 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("a reader could not open the store between transactions: %v", err)
+	}
+	a, err = s.Admit(context.Background(), 1)
+	if !errors.Is(err, throttle.ErrBackend) {
+		if err == nil {
+			a.Release()
+		}
+		t.Errorf("Admit while a reader holds bbolt's lock = %v, want an error wrapping throttle.ErrBackend (locked)", err)
+	}
+	_ = reader.Close()
+	if a, err := s.Admit(context.Background(), 1); err != nil {
+		t.Errorf("Admit once the reader closed = %v", err)
+	} else {
+		a.Release()
+	}
+}
