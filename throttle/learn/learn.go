@@ -39,6 +39,10 @@ const recoverWindows = 10
 // are forgotten, which can only make an inferred rule tighter.
 const maxRecent = 1 << 16
 
+// recentCap is the most admissions the history holds at once: the
+// oldest are dropped once they are a quarter of it (insertLocked).
+const recentCap = maxRecent + maxRecent/3 + 1
+
 // MaxPolicyWindow is the longest window of a published rule the learner
 // adopts: a longer one is a garbled or hostile header, and is ignored.
 const MaxPolicyWindow = 31 * 24 * time.Hour
@@ -203,6 +207,16 @@ func (l *Backend) insertLocked(c call) {
 	i := len(l.recent)
 	for i > 0 && l.recent[i-1].at.After(c.at) {
 		i--
+	}
+	if n := len(l.recent); n == cap(l.recent) && n < recentCap {
+		// Doubled, up to the most it ever holds: append's own growth
+		// (a quarter at a time past a few hundred calls) copied the
+		// whole history some twenty times on the way to maxRecent,
+		// each time into fresh memory, a proxy's busiest work after
+		// the network in its first hundred thousand requests.
+		grown := make([]call, n, min(max(2*n, 256), recentCap))
+		copy(grown, l.recent)
+		l.recent = grown
 	}
 	l.recent = slices.Insert(l.recent, i, c)
 	keep := time.Hour

@@ -257,3 +257,58 @@ func BenchmarkAdmitPastMaxRecent(b *testing.B) {
 		a.Release()
 	}
 }
+
+// TestRecentGrowsByDoubling records more calls than the learner keeps: its
+// history is reallocated a few times (doubling), never past the most it
+// holds, and keeps the latest maxRecent calls in order.
+func TestRecentGrowsByDoubling(t *testing.T) {
+	l := New(nil, nil, Options{})
+	t0 := time.Unix(1_000_000, 0)
+	grows, last := 0, -1
+	for k := range 3 * recentCap {
+		l.insertLocked(call{at: t0.Add(time.Duration(k) * time.Millisecond)})
+		if c := cap(l.recent); c != last {
+			grows++
+			last = c
+		}
+		if cap(l.recent) > recentCap {
+			t.Fatalf("after %d calls cap(recent) = %d, want at most %d", k+1, cap(l.recent), recentCap)
+		}
+	}
+	if grows > 12 {
+		t.Errorf("the history was reallocated %d times, want at most 12 (doubling)", grows)
+	}
+	if len(l.recent) < maxRecent {
+		t.Errorf("len(recent) = %d, want at least %d", len(l.recent), maxRecent)
+	}
+	for i := 1; i < len(l.recent); i++ {
+		if l.recent[i].at.Before(l.recent[i-1].at) {
+			t.Fatalf("recent[%d] before recent[%d]", i, i-1)
+		}
+	}
+	if got, want := l.recent[len(l.recent)-1].at, t0.Add(time.Duration(3*recentCap-1)*time.Millisecond); !got.Equal(want) {
+		t.Errorf("latest call at %v, want %v", got, want)
+	}
+}
+
+// BenchmarkAdmitFromFresh admits maxRecent+maxRecent/2 calls through a
+// fresh learner, as a proxy does in its first hundred thousand requests,
+// while the history grows to the most it holds.
+func BenchmarkAdmitFromFresh(b *testing.B) {
+	lim, err := throttle.New(throttle.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l := New(lim, nil, Options{})
+		for range maxRecent + maxRecent/2 {
+			a, err := l.Admit(ctx, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a.Release()
+		}
+	}
+}
