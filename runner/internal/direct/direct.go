@@ -5,6 +5,7 @@ package direct
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -60,6 +61,7 @@ type directConn struct {
 	lc     *limitedConn // c, as br reads it
 	br     *bufio.Reader
 	bw     *bufio.Writer
+	head   bytes.Buffer // a request's head, when it is given a header to send
 	reused bool
 }
 
@@ -183,16 +185,6 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	gzipped := p.gzip && req.Method != http.MethodHead && req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == ""
-	if gzipped {
-		// As http.Transport asks, without changing the caller's request.
-		r := *req
-		r.Header = req.Header.Clone()
-		if r.Header == nil {
-			r.Header = make(http.Header, 1)
-		}
-		r.Header["Accept-Encoding"] = []string{"gzip"}
-		req = &r
-	}
 	for attempt := 0; ; attempt++ {
 		if trace != nil && trace.GetConn != nil {
 			trace.GetConn(p.addr)
@@ -209,7 +201,7 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 		if trace != nil && trace.GotConn != nil {
 			trace.GotConn(httptrace.GotConnInfo{Conn: c.c, Reused: c.reused, WasIdle: c.reused})
 		}
-		resp, err := p.send(ctx, trace, c, req)
+		resp, err := p.send(ctx, trace, c, req, gzipped)
 		if err == nil && gzipped {
 			ungzip(resp)
 		}
@@ -223,7 +215,7 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 // send writes req on c and reads the answer's headers; the body is read
 // from c, which goes back to the pool once the body has been read to its
 // end.
-func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *directConn, req *http.Request) (*http.Response, error) {
+func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *directConn, req *http.Request, gzipped bool) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -235,7 +227,7 @@ func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *
 	}
 	// Request.Write tells the trace WroteHeaders and WroteRequest, as
 	// http.Transport's writer does: before the flush.
-	if err := req.Write(c.bw); err != nil {
+	if err := c.write(req, gzipped); err != nil {
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -290,6 +282,30 @@ func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *
 	}
 	resp.Body = &directBody{rc: resp.Body, p: p, c: c, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
+}
+
+// acceptGzip ends a request's headers that asks for gzip, as
+// http.Transport writes it: after the request's own headers.
+var acceptGzip = []byte("Accept-Encoding: gzip\r\n\r\n")
+
+// write writes req, bodiless, to c's buffer; with gzipped, with an
+// Accept-Encoding: gzip header that the caller's request does not hold
+// (its header may be shared with other requests).
+func (c *directConn) write(req *http.Request, gzipped bool) error {
+	if !gzipped {
+		return req.Write(c.bw)
+	}
+	c.head.Reset()
+	if err := req.Write(&c.head); err != nil {
+		return err
+	}
+	b := c.head.Bytes()
+	if !bytes.HasSuffix(b, []byte("\r\n\r\n")) { // a bodiless request's headers end it
+		return errors.New("direct: request does not end with its headers")
+	}
+	c.bw.Write(b[:len(b)-2])
+	_, err := c.bw.Write(acceptGzip)
+	return err
 }
 
 // ungzip makes resp's body the decompressed one if the server sent it

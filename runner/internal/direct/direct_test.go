@@ -1,10 +1,12 @@
 package direct
 
 import (
+	"bufio"
 	"compress/gzip"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -256,5 +258,54 @@ func BenchmarkRoundTrip(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// The direct path sends the very bytes http.Transport sends for a GET
+// that asks for gzip: Accept-Encoding after the request's own headers.
+func TestSameBytesAsHTTPTransport(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	heads := make(chan string, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				var head strings.Builder
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					head.WriteString(line)
+					if line == "\r\n" {
+						break
+					}
+				}
+				heads <- head.String()
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/x?q=1"
+	h := http.Header{"User-Agent": {"pace/test"}, "X-Token": {"a", "b"}, "Accept-Language": {"en"}}
+	var got []string
+	for _, rt := range []http.RoundTripper{newTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
+		get(t, rt, context.Background(), url, h)
+		got = append(got, <-heads)
+	}
+	if got[0] != got[1] {
+		t.Errorf("direct path sent\n%q\nhttp.Transport sent\n%q", got[0], got[1])
+	}
+	if !strings.HasSuffix(got[0], "Accept-Encoding: gzip\r\n\r\n") {
+		t.Errorf("sent %q: want Accept-Encoding: gzip last", got[0])
 	}
 }
