@@ -22,14 +22,20 @@
 //
 // Each admission is one transaction: take NAME.lock (the kernel queues
 // the waiters and wakes one when it is released: no polling; a process
-// keeps the file open, and opens it again if it was removed), open
-// NAME.db, check every rule at one instant and, only if all of them allow
-// the call, record it in all of them, commit, close the store and let go
-// of the lock. bbolt keeps an exclusive lock on its file for as long as
-// it is open, so no process may keep the store open between
-// transactions. A refused call records nothing (its transaction rolls
-// back, which writes nothing) and sleeps for the wait the transaction
-// computed, plus a small random jitter, before asking again.
+// keeps the file open, and opens it again if it was removed), check every
+// rule at one instant in NAME.db and, only if all of them allow the call,
+// record it in all of them, commit, and let go of the lock. On Linux a
+// process keeps NAME.db open and mapped between its transactions, and
+// before each one makes what bbolt keeps in memory true again (keep.go):
+// it takes bbolt's flock on the file again (let go between transactions,
+// so that other processes, and older pace versions that open the file
+// for each transaction, can use it), checks that the file at the path is
+// still the one it keeps, and whole, and reloads bbolt's freelist if
+// another process committed since; a file that grew past its mapping is
+// opened afresh. Elsewhere each transaction opens the file and closes it.
+// A refused call records nothing (its transaction rolls back, which
+// writes nothing) and sleeps for the wait the transaction computed, plus
+// a small random jitter, before asking again.
 //
 // Opening the store only reads it (the check of the stored rules), so a
 // process that admits one call, such as pace exec, pays for one write
@@ -75,9 +81,8 @@
 // still; no test produces that.
 //
 // Options.Sync waits for the disk at every admission, so that nothing
-// Admit returned can be lost, at about a fifth of the speed: on a 2-CPU
-// Linux VM about 0.6 to 0.9ms per admission against about 0.14ms, most of
-// which is opening and closing the store (mmap, munmap). See
+// Admit returned can be lost, at about a tenth of the speed: on a 2-CPU
+// Linux VM about 0.5 to 2ms per admission against about 0.1ms. See
 // BenchmarkAdmit, whose "processes" cases run 4 real processes sharing
 // one quota. (macOS makes each fsync a full flush of the disk's cache,
 // F_FULLFSYNC, which costs much more.)
