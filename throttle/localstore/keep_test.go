@@ -3,10 +3,13 @@
 package localstore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -161,4 +164,67 @@ func TestKeptOpenForeignLock(t *testing.T) {
 	} else {
 		a.Release()
 	}
+}
+
+// TestKeptOpenTornCommit: another process was killed in its commit after
+// writing its pages and part of its meta page (here: the meta page it
+// would have written holds a newer transaction id and a wrong checksum,
+// and the pages past the file's end garbage). A process that kept the
+// file open takes the store as the last whole commit left it, as bbolt
+// does at an open, admits on from there, and leaves a whole store.
+func TestKeptOpenTornCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "torn", "5/h", localstore.Options{})
+	admit := func(s *localstore.Store) {
+		t.Helper()
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+	}
+	admit(s)
+	admit(s)
+	f, err := os.OpenFile(s.Path(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	metas := make([][]byte, 2)
+	for i := range metas {
+		metas[i] = make([]byte, 64)
+		if _, err := f.ReadAt(metas[i], int64(i*page+16)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txid := func(m []byte) uint64 { return binary.NativeEndian.Uint64(m[48:]) }
+	newer, older := 0, 1
+	if txid(metas[1]) > txid(metas[0]) {
+		newer, older = 1, 0
+	}
+	torn := slices.Clone(metas[newer])
+	binary.NativeEndian.PutUint64(torn[48:], txid(torn)+1)
+	torn[60] ^= 0xff // the checksum does not match
+	if _, err := f.WriteAt(torn, int64(older*page+16)); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, 4*page), fi.Size()); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	admit(s)
+	other := open(t, dir, "torn", "5/h", localstore.Options{})
+	admit(other)
+	admit(s)
+	q, err := localstore.Inspect(dir, "torn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Rules[0].Used; got != 5 {
+		t.Errorf("the rule holds %d calls, want 5", got)
+	}
+	_ = s.Close()
+	_ = other.Close()
+	checkStore(t, dir, "torn")
 }
