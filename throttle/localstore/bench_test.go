@@ -17,8 +17,8 @@ import (
 
 // BenchmarkAdmit measures the admission hot path through the store file:
 // rules that never make a caller wait, so every admission is one
-// transaction (open the store under its lock, check and record every
-// rule, commit, close). "processes" runs real child processes sharing
+// transaction (under the store's lock, check that the file kept open is
+// current, check and record every rule, commit). "processes" runs real child processes sharing
 // the quota; "goroutines" callers of one Store. It reports transactions
 // per admission (1 in steady state) and admissions per second.
 func BenchmarkAdmit(b *testing.B) {
