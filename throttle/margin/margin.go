@@ -5,7 +5,8 @@
 //
 // A caller tells a Tracker when a call was admitted (Started), when it
 // never left (Forget), and, once it has ended, when it left and how long
-// it ran (Observe); the Tracker sets the backend's margin.
+// it ran (Observe), or when it left and when its answer came
+// (ObserveAnswered); the Tracker sets the backend's margin.
 package margin
 
 import (
@@ -82,6 +83,25 @@ func (m *Tracker) ObserveLoad(at time.Time, lag, runtime time.Duration, load Loa
 	after = m.t.observeLoad(time.Now(), at, lag, runtime, load)
 	if after != before {
 		m.b.SetMargin(after) // under the lock: margins reach b in order
+	}
+	return before, after
+}
+
+// ObserveAnswered records the lags of the call admitted at at whose answer
+// came: it left lag after its admission and its answer came answered
+// after it (both counting the admission's Latency, as Observe's lag), on
+// a connection opened for it if newConn. The answer bounds when the call
+// reached the server better than a floor can: a busy server may read a
+// request late, and a new connection waits, unseen, until the server
+// accepts it. It sets the backend's margin and returns the margin before
+// and after.
+func (m *Tracker) ObserveAnswered(at time.Time, lag, answered time.Duration, newConn bool) (before, after time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before = m.t.current
+	after = m.t.observeAnswered(time.Now(), at, lag, answered, newConn)
+	if after != before {
+		m.b.SetMargin(after)
 	}
 	return before, after
 }

@@ -23,25 +23,31 @@ type refTracker struct {
 	underWay     time.Duration   // the latest a call under way is taken to leave
 	idx, dq      []int           // lateLeast's buffers
 	vals         []time.Duration // lateLeast's buffer
+	// minLatency and minGap: as tracker's, sticky, recomputed from the
+	// samples left when old ones are dropped.
+	minLatency, minGap time.Duration
 }
 type refSample struct {
 	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
 	lo, hi  time.Duration
 	pending bool
-	latency time.Duration // of a pending call: its admission's Latency
+	latency time.Duration // its admission's Latency; unknownLag if never started
 	stretch time.Duration // how much longer than the floor its start-up may have taken
+	gap     time.Duration // from leaving to answer; unknownLag if not told
 }
 
 func newRefTracker(floor, least, longest time.Duration, group int) *refTracker {
 	return &refTracker{
-		floor:   floor,
-		least:   min(least, floor),
-		ceiling: max(floor, min(longest/2, time.Minute)),
-		span:    min(max(longest, 10*time.Second), 10*time.Minute),
-		window:  longest,
-		group:   max(group, 1),
-		seen:    min(least, floor),
-		current: floor,
+		floor:      floor,
+		least:      min(least, floor),
+		ceiling:    max(floor, min(longest/2, time.Minute)),
+		span:       min(max(longest, 10*time.Second), 10*time.Minute),
+		window:     longest,
+		group:      max(group, 1),
+		seen:       min(least, floor),
+		current:    floor,
+		minLatency: unknownLag,
+		minGap:     unknownLag,
 	}
 }
 func (m *refTracker) started(at time.Time, latency time.Duration) {
@@ -50,7 +56,7 @@ func (m *refTracker) started(at time.Time, latency time.Duration) {
 	for i > 0 && m.samples[i-1].at > ns {
 		i--
 	}
-	m.samples = slices.Insert(m.samples, i, refSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency})
+	m.samples = slices.Insert(m.samples, i, refSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency, gap: unknownLag})
 }
 func (m *refTracker) forget(at time.Time) {
 	if i := m.pendingAt(at); i >= 0 {
@@ -70,17 +76,46 @@ func (m *refTracker) observe(now, at time.Time, lag, runtime time.Duration) time
 }
 func (m *refTracker) observeLoad(now, at time.Time, lag, runtime time.Duration, load Load) time.Duration {
 	i := m.pendingAt(at)
+	lat, d, kept := time.Duration(0), time.Duration(0), unknownLag
 	if i < 0 {
 		m.started(at, 0)
 		i = m.pendingAt(at)
+	} else {
+		lat = m.samples[i].latency
+		m.minLatency = min(m.minLatency, lat)
+		d, kept = lat-m.minLatency, lat
 	}
-	lo := max(lag, 0)
 	stretch := load.stretch(m.floor, m.ceiling)
-	hi := lo + m.floor + stretch
+	lo := max(lag-d, 0)
+	hi := max(lag, 0) + d + m.floor + stretch
 	if runtime >= 0 {
-		hi = max(lo, min(hi, m.samples[i].latency+runtime))
+		hi = max(lo, min(hi, lat+d+runtime))
 	}
-	m.samples[i] = refSample{at: at.UnixNano(), lo: lo, hi: hi, stretch: stretch}
+	return m.record(now, i, refSample{at: at.UnixNano(), lo: lo, hi: hi, latency: kept, stretch: stretch, gap: unknownLag})
+}
+func (m *refTracker) observeAnswered(now, at time.Time, lag, answered time.Duration, newConn bool) time.Duration {
+	i := m.pendingAt(at)
+	d, kept := time.Duration(0), unknownLag
+	if i < 0 {
+		m.started(at, 0)
+		i = m.pendingAt(at)
+	} else {
+		lat := m.samples[i].latency
+		m.minLatency = min(m.minLatency, lat)
+		d, kept = lat-m.minLatency, lat
+	}
+	lag = max(lag, 0)
+	gap := max(answered-lag, 0)
+	m.minGap = min(m.minGap, gap)
+	stretch := min(gap-m.minGap, m.ceiling)
+	hi := lag + d + min(gap, m.floor+stretch)
+	if newConn {
+		hi = lag + d + gap
+	}
+	return m.record(now, i, refSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: hi, latency: kept, stretch: stretch, gap: gap})
+}
+func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
+	m.samples[i] = s
 	m.sortTie(i)
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
@@ -93,6 +128,12 @@ func (m *refTracker) observeLoad(now, at time.Time, lag, runtime time.Duration, 
 	if old > 0 && old >= len(m.samples)/4 {
 		m.samples = slices.Delete(m.samples, 0, old)
 		old = 0
+		m.minLatency, m.minGap = unknownLag, unknownLag
+		for _, s := range m.samples {
+			if !s.pending {
+				m.minLatency, m.minGap = min(m.minLatency, s.latency), min(m.minGap, s.gap)
+			}
+		}
 	}
 	live := m.samples[old:]
 	least, latest, stretched := unknownLag, time.Duration(0), time.Duration(0)

@@ -57,6 +57,11 @@ type tracker struct {
 	underWay     time.Duration   // the latest a call under way is taken to leave
 	dq           []int           // lateLeast's buffer
 	vals, ats    []time.Duration // lateLeast's buffers
+	// The least latency of an admission and the least gap from a call's
+	// leaving to its answer, over the calls ended and not yet dropped
+	// (unknownLag until one is seen): what a call's own, if longer, is
+	// compared with.
+	minLatency, minGap time.Duration
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -66,8 +71,9 @@ type lagSample struct {
 	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
 	lo, hi  time.Duration
 	pending bool
-	latency time.Duration // of a pending call: its admission's Latency
+	latency time.Duration // its admission's Latency
 	stretch time.Duration // how much longer than the floor its start-up may have taken
+	gap     time.Duration // from its leaving to its answer; unknownLag if not told
 }
 
 // unknownLag stands for a bound not known: a call still under way may yet
@@ -86,14 +92,16 @@ const maxLagSamples = 1024
 // (nor a minute), or the floor if that is more.
 func newTracker(floor, least, longest time.Duration, group int) *tracker {
 	return &tracker{
-		floor:   floor,
-		least:   min(least, floor),
-		ceiling: max(floor, min(longest/2, time.Minute)),
-		span:    min(max(longest, 10*time.Second), 10*time.Minute),
-		window:  longest,
-		group:   max(group, 1),
-		seen:    min(least, floor),
-		current: floor,
+		floor:      floor,
+		least:      min(least, floor),
+		ceiling:    max(floor, min(longest/2, time.Minute)),
+		span:       min(max(longest, 10*time.Second), 10*time.Minute),
+		window:     longest,
+		group:      max(group, 1),
+		seen:       min(least, floor),
+		current:    floor,
+		minLatency: unknownLag,
+		minGap:     unknownLag,
 	}
 }
 
@@ -123,7 +131,7 @@ func (m *tracker) started(at time.Time, latency time.Duration) {
 	for i > 0 && m.samples[i-1].at > ns {
 		i--
 	}
-	m.samples = slices.Insert(m.samples, i, lagSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency})
+	m.samples = slices.Insert(m.samples, i, lagSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency, gap: unknownLag})
 }
 
 // forget drops the pending call admitted at at: it never left.
@@ -155,18 +163,66 @@ func (m *tracker) observe(now, at time.Time, lag, runtime time.Duration) time.Du
 
 // observeLoad is observe for a call whose process saw load.
 func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, load Load) time.Duration {
-	i := m.pendingAt(at)
+	i, lat, d, kept := m.ended(at)
+	lo := max(lag-d, 0)
+	stretch := load.stretch(m.floor, m.ceiling)
+	hi := max(lag, 0) + d + m.floor + stretch
+	if runtime >= 0 {
+		hi = max(lo, min(hi, lat+d+runtime))
+	}
+	return m.record(now, i, lagSample{at: at.UnixNano(), lo: lo, hi: hi, latency: kept, stretch: stretch, gap: unknownLag})
+}
+
+// observeAnswered records, at now, the lags of a call admitted at at
+// whose answer came: it left lag after its admission and was answered
+// answered after it (both counting the admission's latency), on a
+// connection opened for it if newConn. It returns the margin from now on,
+// as observe.
+//
+// The call reached the server between its leaving and its answer. Within
+// that gap it is trusted to arrive within the floor, stretched by how much
+// longer the gap was than the shortest seen: a server slow to answer
+// every call says nothing, one that answered this call late may have read
+// it late (a busy server reads what waits in its socket late). A call on
+// a new connection is trusted with nothing but its answer: a server
+// accepts a connection when it gets to it, and the client cannot see it
+// wait in the queue.
+func (m *tracker) observeAnswered(now, at time.Time, lag, answered time.Duration, newConn bool) time.Duration {
+	i, _, d, kept := m.ended(at)
+	lag = max(lag, 0)
+	gap := max(answered-lag, 0)
+	m.minGap = min(m.minGap, gap)
+	stretch := min(gap-m.minGap, m.ceiling)
+	reach := min(gap, m.floor+stretch)
+	if newConn {
+		reach = gap
+	}
+	return m.record(now, i, lagSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: lag + d + reach, latency: kept, stretch: stretch, gap: gap})
+}
+
+// ended returns the index of the pending call admitted at at, adding one
+// if it never started, its admission's latency, and how much longer that
+// latency was than the least seen: a remote admission's Latency is half
+// its round trip, and a round trip longer than the least may have been
+// long on its way back as well as out, so the call's true lag is the
+// measured one give or take that excess. kept is the latency the ended
+// sample keeps: unknownLag for a call that never started, whose latency
+// no one told.
+func (m *tracker) ended(at time.Time) (i int, lat, d, kept time.Duration) {
+	i = m.pendingAt(at)
 	if i < 0 {
 		m.started(at, 0)
-		i = m.pendingAt(at)
+		return m.pendingAt(at), 0, 0, unknownLag
 	}
-	lo := max(lag, 0)
-	stretch := load.stretch(m.floor, m.ceiling)
-	hi := lo + m.floor + stretch
-	if runtime >= 0 {
-		hi = max(lo, min(hi, m.samples[i].latency+runtime))
-	}
-	m.samples[i] = lagSample{at: at.UnixNano(), lo: lo, hi: hi, stretch: stretch}
+	lat = m.samples[i].latency
+	m.minLatency = min(m.minLatency, lat)
+	return i, lat, lat - m.minLatency, lat
+}
+
+// record replaces the pending sample i with s, a call ended, and returns
+// the margin from now on.
+func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
+	m.samples[i] = s
 	m.sortTie(i)
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
@@ -179,6 +235,7 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 	if old > 0 && old >= len(m.samples)/4 {
 		m.samples = slices.Delete(m.samples, 0, old)
 		old = 0
+		m.minLatency, m.minGap = leastOf(m.samples)
 	}
 	live := m.samples[old:]
 	// What pace saw counts the calls it saw leave, over the whole span,
@@ -205,6 +262,18 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 	}
 	m.current = min(max(m.seen, bound-least), m.ceiling)
 	return m.current
+}
+
+// leastOf returns the least latency and the least gap of the calls in
+// samples that have ended (unknownLag for none).
+func leastOf(samples []lagSample) (latency, gap time.Duration) {
+	latency, gap = unknownLag, unknownLag
+	for i := range samples {
+		if s := &samples[i]; !s.pending {
+			latency, gap = min(latency, s.latency), min(gap, s.gap)
+		}
+	}
+	return latency, gap
 }
 
 // oneWindow returns what lateLeast returns for live (most, least) and

@@ -181,6 +181,70 @@ func TestMarginTrackerLoad(t *testing.T) {
 	}
 }
 
+// An answer bounds when a call reached the server: between its leaving
+// and its answer. A call answered late may have been read late (a busy
+// server reads what waits in its socket when it runs again), so the floor
+// it is trusted to arrive within stretches by how much longer than the
+// shortest its gap was; a server slow to answer every call says nothing;
+// a call on a new connection, which the server accepts when it gets to
+// it, is trusted with nothing but its answer. (A Redis fleet under load:
+// requests read by the server 17 to 48ms after they were written, refused
+// while the margin was capped at the floor.)
+func TestMarginTrackerAnswered(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		first, second  float64 // each call's gap from leaving to answer
+		newConn        bool
+		want, previous float64 // the margin now, and with Observe's floor alone
+	}{
+		{"answered at once", 0.5, 0.5, false, 10, 10},
+		{"read 19ms late", 0.5, 19, false, 19, 10}, // answered 20ms after its admission; the next leaves 1ms after its own
+		{"a slow server, every call", 200, 200, false, 10, 10},
+		{"a slow server, one call slower", 30, 45, false, 25, 10},
+		{"a slow server, a new connection", 30, 45, true, 45, 10},
+	} {
+		m, old := newTracker(ms(10), ms(10), time.Second, 1), newTracker(ms(10), ms(10), time.Second, 1)
+		for i, gap := range []float64{tt.first, tt.second} {
+			m.started(call(i), 0)
+			m.observeAnswered(call(i), call(i), ms(1), ms(1+gap), tt.newConn && i == 1)
+			old.started(call(i), 0)
+			old.observe(call(i), call(i), ms(1), ms(1+gap))
+		}
+		if m.current != ms(tt.want) || old.current != ms(tt.previous) {
+			t.Errorf("%s: margin %v (with Observe %v), want %vms (%vms)", tt.name, m.current, old.current, tt.want, tt.previous)
+		}
+	}
+}
+
+// A remote admission's latency is half its round trip. A round trip far
+// longer than the least seen (a Redis reply that took 66ms of a usual
+// 0.2ms) may have been slow on its way back: the call's lag, counted with
+// half, is only known give or take the excess, and the margin covers both
+// ends.
+func TestMarginTrackerLatencyExcess(t *testing.T) {
+	m := newTracker(ms(10), ms(10), time.Second, 1)
+	m.started(call(0), ms(0.1))
+	m.observeAnswered(call(0), call(0), ms(0.2), ms(0.7), false)
+	m.started(call(1), ms(33))
+	got := m.observeAnswered(call(1), call(1), ms(33.1), ms(33.6), false)
+	// Left between 0.2ms and 66ms after its admission, answered 0.5ms
+	// after: arrived by 66.5ms; the next may leave 0.2ms after its own.
+	if want := ms(66.5 - 0.2); got != want {
+		t.Errorf("after a round trip of 66ms: margin %v, want %v", got, want)
+	}
+	// The same for pace run's bound from a job's end.
+	m = newTracker(ms(10), ms(10), time.Second, 1)
+	m.started(call(0), ms(0.1))
+	m.observe(call(0), call(0), ms(0.2), ms(5))
+	m.started(call(1), ms(33))
+	got = m.observe(call(1), call(1), ms(33.1), ms(1))
+	// Ended 1ms after its admission returned, itself up to 66ms after
+	// the call was recorded: arrived by 33 + 32.9 + 1ms.
+	if want := ms(33+32.9+1) - ms(0.2); got != want {
+		t.Errorf("pace run after a round trip of 66ms: margin %v, want %v", got, want)
+	}
+}
+
 // Late calls leave the span they count for, and the margin narrows by an
 // eighth of the difference per call (at least 1ms), never below the floor.
 func TestMarginTrackerNarrows(t *testing.T) {
@@ -297,6 +361,9 @@ func TestTrackerMatchesReference(t *testing.T) {
 					at = pending[len(pending)-1] // a burst: the same instant
 				}
 				lat := time.Duration(rng.IntN(3)) * time.Millisecond
+				if rng.IntN(10) == 0 {
+					lat += time.Duration(rng.IntN(60)) * time.Millisecond // a slow round trip
+				}
 				m.started(at, lat)
 				ref.started(at, lat)
 				pending = append(pending, at)
@@ -321,7 +388,14 @@ func TestTrackerMatchesReference(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					load = Load{CPU: time.Duration(rng.IntN(5000)) * time.Microsecond, Queued: time.Duration(rng.IntN(20_000)) * time.Microsecond}
 				}
-				got, want := m.observeLoad(now, at, lag, runtime, load), ref.observeLoad(now, at, lag, runtime, load)
+				var got, want time.Duration
+				if rng.IntN(3) == 0 {
+					answered := lag + time.Duration(rng.ExpFloat64()*float64(2*time.Millisecond))
+					newConn := rng.IntN(6) == 0
+					got, want = m.observeAnswered(now, at, lag, answered, newConn), ref.observeAnswered(now, at, lag, answered, newConn)
+				} else {
+					got, want = m.observeLoad(now, at, lag, runtime, load), ref.observeLoad(now, at, lag, runtime, load)
+				}
 				maxLen = max(maxLen, len(m.samples))
 				if got != want {
 					t.Fatalf("run %d (floor %v, least %v, window %v, group %d), step %d: margin %v, want %v",
