@@ -202,6 +202,11 @@ type Result struct {
 	// return to Sent: how long after the limiter recorded the call it
 	// really left. Zero when Sent is.
 	Lag time.Duration
+	// Answered is when the call's answer came (a response's headers),
+	// which bounds when the call arrived; zero when unknown. NewConn says
+	// that the call went on a connection opened for it.
+	Answered time.Time
+	NewConn  bool
 	// CPU and Queued are how long the child process's main thread ran on
 	// a CPU and waited for one while runnable (Linux's
 	// /proc/PID/schedstat, read as it exited): how much a busy machine
@@ -229,6 +234,16 @@ type Result struct {
 	// HTTP is set by the fetch executor: the response's status, size and
 	// any pause it caused.
 	HTTP *HTTPInfo
+}
+
+// AnswerLag returns how long after the limiter recorded the call its
+// answer came, counted as Lag is, and whether it is known (Sent and
+// Answered are set).
+func (r *Result) AnswerLag() (time.Duration, bool) {
+	if r.Sent.IsZero() || r.Answered.IsZero() {
+		return 0, false
+	}
+	return r.Lag + r.Answered.Sub(r.Sent), true
 }
 
 // HTTPInfo is what a fetch attempt adds to its Result.

@@ -25,7 +25,7 @@ func New(b throttle.Backend, floor, least time.Duration, rules []throttle.Rule) 
 // Observe takes one event of the pool: an admitted job counts as one that
 // may arrive late until it ends; one that could not start, or ended
 // without having sent anything, is forgotten; one that sent its call
-// gives its lag and its load. When the margin moved notably (up by 1ms or
+// gives its lag and its answer's, or its load. When the margin moved notably (up by 1ms or
 // more, down by 10ms or more) it returns the new margin, the lag that
 // moved it, and true.
 func (m *Margin) Observe(ev runner.Event) (now, lag time.Duration, moved bool) {
@@ -40,7 +40,12 @@ func (m *Margin) Observe(ev runner.Event) (now, lag time.Duration, moved bool) {
 			m.t.Forget(res.Start)
 			return 0, 0, false
 		}
-		before, after := m.t.ObserveLoad(res.Start, res.Lag, res.Runtime, margin.Load{CPU: res.CPU, Queued: res.Queued})
+		var before, after time.Duration
+		if answered, ok := res.AnswerLag(); ok {
+			before, after = m.t.ObserveAnswered(res.Start, res.Lag, answered, res.NewConn)
+		} else {
+			before, after = m.t.ObserveLoad(res.Start, res.Lag, res.Runtime, margin.Load{CPU: res.CPU, Queued: res.Queued})
+		}
 		return after, res.Lag, after-before >= time.Millisecond || before-after >= 10*time.Millisecond
 	}
 	return 0, 0, false

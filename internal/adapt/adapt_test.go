@@ -51,3 +51,28 @@ func TestObserve(t *testing.T) {
 		}
 	})
 }
+
+// A fetch's answer bounds its arrival: one answered 40ms after it was
+// written, on a kept connection, may have been read that late by a busy
+// server, and the margin covers it; the load of a process counts for
+// nothing there.
+func TestObserveAnswered(t *testing.T) {
+	rules := []throttle.Rule{{N: 1, Window: time.Minute}}
+	b, err := throttle.New(throttle.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(b, 10*time.Millisecond, 10*time.Millisecond, rules)
+	at := time.Now() // the tracker counts the calls of the last window before now
+	for i, gap := range []time.Duration{0, 40 * time.Millisecond} {
+		at := at.Add(time.Duration(i) * time.Millisecond)
+		m.Observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: int64(i)}, Admission: throttle.Admission{At: at}})
+		sent := at.Add(time.Millisecond)
+		res := &runner.Result{Job: runner.Job{Seq: int64(i)}, Start: at, Sent: sent, Lag: time.Millisecond, Answered: sent.Add(gap),
+			Runtime: 2*time.Millisecond + gap}
+		m.Observe(runner.Event{Kind: runner.JobFinished, Result: res})
+	}
+	if got := b.Stats().Margin; got != 40*time.Millisecond {
+		t.Errorf("after a fetch answered 40ms late: margin %v, want 40ms", got)
+	}
+}

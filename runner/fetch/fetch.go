@@ -556,7 +556,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	resp, err := e.client.Do(req)
-	res.Sent = info.Sent
+	res.Sent, res.Answered, res.NewConn = info.Sent, info.Answered, info.NewConn
 	if err != nil {
 		if errors.Is(context.Cause(jctx), errTimeout) {
 			res.TimedOut = true

@@ -228,9 +228,17 @@ func TestFetchSent(t *testing.T) {
 	if !res.OK() || res.Sent.IsZero() || res.Sent.Before(before) || res.Sent.After(after) {
 		t.Errorf("Execute: %s, Sent %v; want ok, sent between %v and %v", res.Status(), res.Sent, before, after)
 	}
+	// The answer came after the request left, on the connection opened
+	// for it; the next goes on the same one, kept alive.
+	if res.Answered.Before(res.Sent) || res.Answered.After(after) || !res.NewConn {
+		t.Errorf("Execute: Answered %v (Sent %v), NewConn %v; want answered after it was sent, on a new connection", res.Answered, res.Sent, res.NewConn)
+	}
+	if res = fetchOne(t, e, srv.URL+"/y"); res.Answered.IsZero() || res.NewConn {
+		t.Errorf("the second fetch: Answered %v, NewConn %v; want answered, on the kept connection", res.Answered, res.NewConn)
+	}
 	res = fetchOne(t, e, "http://"+closedPort(t)+"/x")
-	if res.OK() || !res.Sent.IsZero() {
-		t.Errorf("connection refused: %s, Sent %v; want a failure, Sent zero", res.Status(), res.Sent)
+	if res.OK() || !res.Sent.IsZero() || !res.Answered.IsZero() {
+		t.Errorf("connection refused: %s, Sent %v, Answered %v; want a failure, both zero", res.Status(), res.Sent, res.Answered)
 	}
 }
 

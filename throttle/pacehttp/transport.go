@@ -185,6 +185,13 @@ type Info struct {
 	Admission throttle.Admission
 	// Sent is when the request had been written; zero if it never was.
 	Sent time.Time
+	// Answered is when the response's headers came; zero if none did.
+	// The request had reached the server by then.
+	Answered time.Time
+	// NewConn says that the request went on a connection opened for it
+	// (not one kept alive): a server may accept a new connection late,
+	// which the client cannot see.
+	NewConn bool
 	// RetryAfter is the wait a 429 or 503 asked for; 0 if none.
 	RetryAfter time.Duration
 	// PauseUntil and PauseReason: the pause the response started, if any.
@@ -230,6 +237,8 @@ type reqState struct {
 	trace    httptrace.ClientTrace
 	mu       sync.Mutex
 	sent     time.Time // the first write's end; the hook runs on the transport's writer
+	conns    int       // connections got
+	newConn  bool      // the first connection was opened for the request
 }
 
 // wrote is the trace's WroteRequest hook.
@@ -242,12 +251,22 @@ func (st *reqState) wrote(httptrace.WroteRequestInfo) {
 	st.mu.Unlock()
 }
 
+// gotConn is the trace's GotConn hook.
+func (st *reqState) gotConn(c httptrace.GotConnInfo) {
+	st.mu.Lock()
+	if st.conns == 0 {
+		st.newConn = !c.Reused
+	}
+	st.conns++
+	st.mu.Unlock()
+}
+
 // WithInfo returns a context whose requests report to info, and, if
 // info.Admission is set, were admitted already (see Info.Admission). Use
 // one context, and one Info, per request (its redirects included).
 func WithInfo(ctx context.Context, info *Info) context.Context {
 	st := &reqState{info: info, admitted: !info.Admission.At.IsZero()}
-	st.trace.WroteRequest = st.wrote
+	st.trace.WroteRequest, st.trace.GotConn = st.wrote, st.gotConn
 	return context.WithValue(httptrace.WithClientTrace(ctx, &st.trace), infoKey{}, st)
 }
 
@@ -297,7 +316,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var hop *reqState
 	if own && t.margin != nil {
 		hop = &reqState{}
-		hop.trace.WroteRequest = hop.wrote
+		hop.trace.WroteRequest, hop.trace.GotConn = hop.wrote, hop.gotConn
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &hop.trace))
 	}
 	resp, err := t.base.RoundTrip(req)
@@ -305,22 +324,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st != nil {
 		st.mu.Lock()
 		if info.Sent.IsZero() {
-			info.Sent = st.sent
+			info.Sent, info.NewConn = st.sent, st.newConn
 		}
 		st.mu.Unlock()
 	}
+	if err == nil && info.Answered.IsZero() {
+		info.Answered = arrived
+	}
 	if hop != nil {
 		hop.mu.Lock()
-		sent := hop.sent
+		sent, newConn := hop.sent, hop.newConn
 		hop.mu.Unlock()
 		if info.Sent.IsZero() {
-			info.Sent = sent
+			info.Sent, info.NewConn = sent, newConn
 		}
-		if sent.IsZero() {
+		switch {
+		case sent.IsZero():
 			t.margin.Forget(a.At)
-		} else {
+		case err != nil:
+			// No answer: the call may have reached the server, when is
+			// not known.
+			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), -1)
+		default:
 			// The answer came by arrived: the call had reached the server.
-			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), arrived.Sub(returned))
+			t.margin.ObserveAnswered(a.At, a.Latency+sent.Sub(returned), a.Latency+arrived.Sub(returned), newConn)
 		}
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -215,4 +216,53 @@ func TestTransportPauseBounds(t *testing.T) {
 			t.Errorf("200 quota spent for an hour: PauseErr %v, pause %v; want none and the 1m cap", info.PauseErr, time.Until(info.PauseUntil))
 		}
 	})
+}
+
+// The margin learns from when the answers came: a request answered late
+// may have been read late by a busy server, and one on a new connection
+// accepted late, which the client cannot see; the margin covers both (a
+// Redis fleet and pace proxy's clients under load were refused while it
+// trusted a request to arrive within 10ms of its write).
+func TestTransportMarginFromAnswers(t *testing.T) {
+	// answer is how one call was answered: gap after it was written, on
+	// a connection opened for it if newConn.
+	type answer struct {
+		gap     time.Duration
+		newConn bool
+	}
+	for _, tt := range []struct {
+		name  string
+		calls []answer
+		want  time.Duration
+	}{
+		{"answered at once", []answer{{0, true}, {0, false}}, DefaultMargin},
+		{"one answer 40ms late", []answer{{0, true}, {40 * time.Millisecond, false}}, 40 * time.Millisecond},
+		{"a slow server", []answer{{30 * time.Millisecond, false}, {30 * time.Millisecond, false}}, DefaultMargin},
+		{"a slow server, a new connection", []answer{{30 * time.Millisecond, false}, {45 * time.Millisecond, true}}, 45 * time.Millisecond},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			lim := newLimiter(t, []throttle.Rule{{N: 1, Window: 100 * time.Millisecond}}, 0)
+			i := 0
+			base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				call := tt.calls[i]
+				i++
+				trace := httptrace.ContextClientTrace(req.Context())
+				trace.GotConn(httptrace.GotConnInfo{Reused: !call.newConn})
+				trace.WroteRequest(httptrace.WroteRequestInfo{})
+				time.Sleep(call.gap)
+				return response(req, 200), nil
+			})
+			c := &http.Client{Transport: New(lim, Options{Base: base})}
+			for range tt.calls {
+				resp, err := c.Get("http://api.example/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if got := lim.Stats().Margin; got != tt.want {
+				t.Errorf("%s: margin %v, want %v", tt.name, got, tt.want)
+			}
+		})
+	}
 }
