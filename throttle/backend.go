@@ -105,9 +105,11 @@ type Admission struct {
 	Waited time.Duration
 	// Latency is how long before Admit returned the backend recorded the
 	// call, as well as the backend can tell: half the round trip that
-	// carried the admission for a remote store, 0 in memory. A caller
-	// measuring when its call really left after At adds it to what its
-	// own clock shows.
+	// carried the admission for a remote store; on this machine's clock
+	// (in memory, the local store), the time from the record to the
+	// return, which a busy machine can stretch (the goroutine that was
+	// admitted waits to run). A caller measuring when its call really
+	// left after At adds it to what its own clock shows.
 	Latency time.Duration
 
 	owner  link.Owner

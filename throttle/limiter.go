@@ -378,7 +378,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 				serial := l.admitLocked(now, now, cost)
 				at := l.toTime(now)
 				l.mu.Unlock()
-				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial}, nil
+				return Admission{At: at, Cost: cost, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial}, nil
 			}
 		}
 		l.mu.Unlock()
@@ -395,7 +395,9 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		l.mu.Unlock()
 		return Admission{}, err
 	}
-	return Admission{At: at, Cost: cost, Waited: slotWait + waited, owner: (*owner)(l), handle: h, id: serial}, nil
+	// A waiter admitted by another goroutine runs when the scheduler
+	// lets it: Latency counts that too.
+	return Admission{At: at, Cost: cost, Waited: slotWait + waited, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial}, nil
 }
 
 // owner is a Limiter as the owner of its admissions.

@@ -19,7 +19,8 @@ type Margin struct{ t *margin.Tracker }
 // is measured, never below least (see margin.Config). A backend with a
 // store (shared with other processes) is adapted as shared.
 func New(b throttle.Backend, floor, least time.Duration, rules []throttle.Rule) *Margin {
-	return &Margin{margin.New(b, margin.Config{Floor: floor, Least: least, Rules: rules, Shared: b.Stats().Store.Name != ""})}
+	store := b.Stats().Store.Name
+	return &Margin{margin.New(b, margin.Config{Floor: floor, Least: least, Rules: rules, Shared: store != "", RoundTrip: store == "redis"})}
 }
 
 // Observe takes one event of the pool: an admitted job counts as one that

@@ -29,6 +29,12 @@ type Config struct {
 	// their calls are not seen here, so one late call can be enough for
 	// a refusal.
 	Shared bool
+	// RoundTrip says that an Admission's Latency is half the round trip
+	// to a remote store (Redis), an estimate: a round trip longer than
+	// the least seen may have been slow on its way back as well as out,
+	// so a call's lag is known only give or take the excess. Otherwise
+	// Latency is measured on this machine's clock, and exact.
+	RoundTrip bool
 }
 
 // Tracker adapts a backend's margin. It is safe for concurrent use.
@@ -45,6 +51,7 @@ func New(b throttle.Backend, c Config) *Tracker {
 		longest = max(longest, r.Window)
 	}
 	m := &Tracker{b: b, t: newTracker(c.Floor, c.Least, longest, group(c.Rules, c.Shared))}
+	m.t.roundTrip = c.RoundTrip
 	b.SetMargin(m.t.current)
 	return m
 }

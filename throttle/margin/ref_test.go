@@ -26,6 +26,7 @@ type refTracker struct {
 	// minLatency and minGap: as tracker's, sticky, recomputed from the
 	// samples left when old ones are dropped.
 	minLatency, minGap time.Duration
+	roundTrip          bool
 }
 type refSample struct {
 	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
@@ -84,6 +85,9 @@ func (m *refTracker) observeLoad(now, at time.Time, lag, runtime time.Duration, 
 		lat = m.samples[i].latency
 		m.minLatency = min(m.minLatency, lat)
 		d, kept = lat-m.minLatency, lat
+		if !m.roundTrip {
+			d = 0
+		}
 	}
 	stretch := load.stretch(m.floor, m.ceiling)
 	lo := max(lag-d, 0)
@@ -103,6 +107,9 @@ func (m *refTracker) observeAnswered(now, at time.Time, lag, answered time.Durat
 		lat := m.samples[i].latency
 		m.minLatency = min(m.minLatency, lat)
 		d, kept = lat-m.minLatency, lat
+		if !m.roundTrip {
+			d = 0
+		}
 	}
 	lag = max(lag, 0)
 	gap := max(answered-lag, 0)
@@ -206,6 +213,9 @@ func (m *refTracker) lateLeast(samples []refSample, from int64, upper bool) time
 	}
 	m.vals = vals
 	k := min(m.group, len(idx))
+	if upper {
+		k = m.group // only complete windows here; the others below
+	}
 	var most time.Duration
 	dq := slices.Grow(m.dq[:0], len(idx))[:len(idx)]
 	m.dq = dq
@@ -227,6 +237,20 @@ func (m *refTracker) lateLeast(samples []refSample, from int64, upper bool) time
 				late -= time.Duration(samples[idx[x]].at - base)
 			}
 			most = max(most, late)
+		}
+	}
+	if upper {
+		// Windows not complete: the calls not yet admitted are taken as
+		// arriving too late to keep them.
+		for x := len(idx) - 1; x >= 0 && x > len(idx)-k; x-- {
+			least := unknownLag
+			for _, v := range vals[x:] {
+				least = min(least, v)
+			}
+			if least != unknownLag {
+				least -= time.Duration(samples[idx[x]].at - base)
+			}
+			most = max(most, least)
 		}
 	}
 	if !upper {

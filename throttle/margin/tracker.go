@@ -62,6 +62,7 @@ type tracker struct {
 	// (unknownLag until one is seen): what a call's own, if longer, is
 	// compared with.
 	minLatency, minGap time.Duration
+	roundTrip          bool // latencies are half round trips (Config.RoundTrip)
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -201,13 +202,12 @@ func (m *tracker) observeAnswered(now, at time.Time, lag, answered time.Duration
 }
 
 // ended returns the index of the pending call admitted at at, adding one
-// if it never started, its admission's latency, and how much longer that
-// latency was than the least seen: a remote admission's Latency is half
-// its round trip, and a round trip longer than the least may have been
-// long on its way back as well as out, so the call's true lag is the
-// measured one give or take that excess. kept is the latency the ended
-// sample keeps: unknownLag for a call that never started, whose latency
-// no one told.
+// if it never started, its admission's latency, and, if latencies are half
+// round trips, how much longer that latency was than the least seen: a
+// round trip longer than the least may have been long on its way back as
+// well as out, so the call's true lag is the measured one give or take
+// that excess. kept is the latency the ended sample keeps: unknownLag for
+// a call that never started, whose latency no one told.
 func (m *tracker) ended(at time.Time) (i int, lat, d, kept time.Duration) {
 	i = m.pendingAt(at)
 	if i < 0 {
@@ -216,6 +216,9 @@ func (m *tracker) ended(at time.Time) (i int, lat, d, kept time.Duration) {
 	}
 	lat = m.samples[i].latency
 	m.minLatency = min(m.minLatency, lat)
+	if !m.roundTrip {
+		return i, lat, 0, lat
+	}
 	return i, lat, lat - m.minLatency, lat
 }
 
@@ -278,25 +281,31 @@ func leastOf(samples []lagSample) (latency, gap time.Duration) {
 
 // oneWindow returns what lateLeast returns for live (most, least) and
 // for the calls of live admitted from from on with upper set (bound),
-// where a group holds every sample: each pass has one window, the first
-// call's, so one pass from the newest call back does both. The suffix's
-// least, lag plus admission from a call on, is the same from whichever
-// base it is counted, so it needs no base; nor does the upper pass's
-// least for the calls under way, whose lags all add m.underWay, known at
-// the end.
+// where a group holds every sample: no window is complete (but perhaps
+// the first call's), so the lower pass has one window, the first call's,
+// and the upper pass counts, for each call, the calls after it (see
+// trailing). One pass from the newest call back does both, after one that
+// finds the least lag and m.underWay. The suffixes' least, lag plus
+// admission from a call on, is the same from whichever base it is
+// counted, so it needs no base.
 func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
 	least = unknownLag
 	var latest, stretched time.Duration
+	for i := range live {
+		if s := &live[i]; !s.pending {
+			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+		}
+	}
+	m.underWay = latest + m.floor + stretched
 	const none = math.MaxInt64
 	var (
-		minSeen      int64 = none // the least lo + at over the calls seen
-		firstSeen    int64        // the admission of the first call seen
-		under        int          // calls under way
-		suffix       int64 = none // the least lag + at from j on, a call under way's lag 0
-		run                = time.Duration(math.MinInt64)
-		minHi, minUW int64 = none, none // from from on: the least hi + at of the calls seen, latency + at of those under way
-		firstUp      int64
-		up           int
+		minSeen   int64 = none // the least lo + at over the calls seen
+		firstSeen int64        // the admission of the first call seen
+		under     int          // calls under way
+		suffix    int64 = none // the least lag + at from j on, a call under way's lag 0
+		run             = time.Duration(math.MinInt64)
+		upper     int64 = none // from from on: the least arrival (hi + at) from j on
+		up        bool
 	)
 	// runs[j] is the most, over the calls from j on, of suffix - at.
 	runs := slices.Grow(m.vals[:0], len(live))[:len(live)]
@@ -305,7 +314,6 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		s := &live[j]
 		b := s.at
 		if !s.pending {
-			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
 			b += int64(s.lo)
 			minSeen, firstSeen = min(minSeen, b), s.at
 		} else {
@@ -315,30 +323,27 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		run = max(run, time.Duration(suffix-s.at))
 		runs[j] = run
 		if s.at >= from {
-			up, firstUp = up+1, s.at
 			switch {
 			case s.pending:
-				minUW = min(minUW, int64(s.latency)+s.at)
+				upper = min(upper, int64(s.latency+m.underWay)+s.at)
 			case s.hi != unknownLag:
-				minHi = min(minHi, int64(s.hi)+s.at)
+				upper = min(upper, int64(s.hi)+s.at)
 			}
+			if upper != none {
+				bound = max(bound, time.Duration(upper-s.at))
+			} else {
+				bound = unknownLag
+			}
+			up = true
 		}
 	}
-	m.underWay = latest + m.floor + stretched
 	if n := len(live) - under; n > 0 {
 		// As lateLeastOne: the window's least, then the last n calls'
 		// suffixes, those under way included.
 		most = max(0, time.Duration(minSeen-firstSeen), runs[len(live)-n])
 	}
-	if up > 0 {
-		first := unknownLag
-		if minHi != none {
-			first = time.Duration(minHi - firstUp)
-		}
-		if minUW != none {
-			first = min(first, time.Duration(minUW-firstUp)+m.underWay)
-		}
-		bound = max(0, first)
+	if !up {
+		bound = 0
 	}
 	return most, least, bound
 }
@@ -437,22 +442,42 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 	if n == 0 {
 		return 0, least
 	}
+	if upper {
+		most = max(most, trailing(vals[:n], ats[:n], k))
+		return most, least
+	}
 	if n < k {
 		// Fewer calls than a group: the one window is the first call's.
 		most = max(most, lateFrom(vals[dq[head]], 0))
 		k = n
 	}
-	if !upper {
-		// The last calls open windows that calls not yet admitted will
-		// complete; those will be admitted later than now, after every
-		// call seen had left, so they cannot be early enough to keep such
-		// a window: it counts with the calls it has. A call under way
-		// counts as one that left at once (the least it can have done).
-		// Without this, a burst's latest call was covered only once N
-		// more calls had come, too late for the burst a window later.
-		most = max(most, lastLate(samples, k, base))
-	}
+	// The last calls open windows that calls not yet admitted will
+	// complete; those will be admitted later than now, after every
+	// call seen had left, so they cannot be early enough to keep such
+	// a window: it counts with the calls it has. A call under way
+	// counts as one that left at once (the least it can have done).
+	// Without this, a burst's latest call was covered only once N
+	// more calls had come, too late for the burst a window later.
+	most = max(most, lastLate(samples, k, base))
 	return most, least
+}
+
+// trailing returns, for the upper pass, the most over the last k-1 calls
+// (all, if fewer) of the least arrival of a call and those after it, from
+// the call's admission. Their windows are not complete: as in the lower
+// pass (lastLate), the calls that will complete them, not yet admitted,
+// are taken as arriving too late to keep such a window. Without it a call
+// that arrived late among the last counted only once N more calls had
+// come, too late for them: they had been admitted a window after the
+// calls before it. vals and ats are lateLeast's, from base.
+func trailing(vals, ats []time.Duration, k int) time.Duration {
+	var most time.Duration
+	suffix := unknownLag
+	for j := len(vals) - 1; j >= 0 && j > len(vals)-k; j-- {
+		suffix = min(suffix, vals[j])
+		most = max(most, lateFrom(suffix, ats[j]))
+	}
+	return most
 }
 
 // lagOf returns the lag that sample s counts with in lateLeast: the
@@ -502,12 +527,22 @@ func (m *tracker) lateLeastOne(samples []lagSample, upper bool) (most, least tim
 	if n == 0 {
 		return 0, least
 	}
-	most = max(0, first)
-	if !upper {
-		// As in lateLeast: the last n calls, those under way included.
-		most = max(most, lastLate(samples, n, base))
+	if upper {
+		// No window is complete but perhaps the first call's: each
+		// call's counts the calls after it (see trailing).
+		suffix := unknownLag
+		for j := len(samples) - 1; j >= 0; j-- {
+			l, _ := m.lagOf(&samples[j], true)
+			at := time.Duration(samples[j].at - base)
+			if l != unknownLag {
+				suffix = min(suffix, l+at)
+			}
+			most = max(most, lateFrom(suffix, at))
+		}
+		return most, least
 	}
-	return most, least
+	// As in lateLeast: the last n calls, those under way included.
+	return max(0, first, lastLate(samples, n, base)), least
 }
 
 // lastLate returns, over the last k samples (those under way counting as

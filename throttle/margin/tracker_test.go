@@ -216,6 +216,30 @@ func TestMarginTrackerAnswered(t *testing.T) {
 	}
 }
 
+// A late call among the last ones opens a window that calls not yet
+// admitted will complete, and they may all be late too: the margin covers
+// it at once, not once N more calls have come (too late: they have been
+// admitted). pace proxy's clients on a loaded
+// machine, 5/s AND 12/3s: one request read by the server 995ms after its
+// admission, the next four admitted 1.4s after it, the sixth refused.
+func TestMarginTrackerLateLastCall(t *testing.T) {
+	for _, group := range []int{5, 50} {
+		m := newTracker(ms(10), ms(10), 3*time.Second, group)
+		at := func(v float64) time.Time { return t0.Add(ms(v)) }
+		for _, c := range []struct{ at, lag, answered float64 }{
+			{0, 1.6, 3.2}, {1090.2, 64.9, 215}, {1445.1, 75.6, 1028.1},
+		} {
+			m.started(at(c.at), 0)
+			m.observeAnswered(at(c.at+c.answered), at(c.at), ms(c.lag), ms(c.answered), false)
+		}
+		// The late call arrived by 1028.1ms after its admission; a call
+		// admitted from now on may leave 1.6ms after its own.
+		if got, want := m.current, ms(1028.1)-ms(1.6); got != want {
+			t.Errorf("group %d: margin %v after a call answered 1028ms late, want %v", group, got, want)
+		}
+	}
+}
+
 // A remote admission's latency is half its round trip. A round trip far
 // longer than the least seen (a Redis reply that took 66ms of a usual
 // 0.2ms) may have been slow on its way back: the call's lag, counted with
@@ -223,6 +247,7 @@ func TestMarginTrackerAnswered(t *testing.T) {
 // ends.
 func TestMarginTrackerLatencyExcess(t *testing.T) {
 	m := newTracker(ms(10), ms(10), time.Second, 1)
+	m.roundTrip = true
 	m.started(call(0), ms(0.1))
 	m.observeAnswered(call(0), call(0), ms(0.2), ms(0.7), false)
 	m.started(call(1), ms(33))
@@ -234,6 +259,7 @@ func TestMarginTrackerLatencyExcess(t *testing.T) {
 	}
 	// The same for pace run's bound from a job's end.
 	m = newTracker(ms(10), ms(10), time.Second, 1)
+	m.roundTrip = true
 	m.started(call(0), ms(0.1))
 	m.observe(call(0), call(0), ms(0.2), ms(5))
 	m.started(call(1), ms(33))
@@ -242,6 +268,16 @@ func TestMarginTrackerLatencyExcess(t *testing.T) {
 	// the call was recorded: arrived by 33 + 32.9 + 1ms.
 	if want := ms(33+32.9+1) - ms(0.2); got != want {
 		t.Errorf("pace run after a round trip of 66ms: margin %v, want %v", got, want)
+	}
+	// A latency on this machine's clock is exact: no excess, the call
+	// left 33.1ms after its record, and the margin covers the spread of
+	// the lags over the floor.
+	m = newTracker(ms(10), ms(10), time.Second, 1)
+	m.started(call(0), ms(0.1))
+	m.observeAnswered(call(0), call(0), ms(0.2), ms(0.7), false)
+	m.started(call(1), ms(33))
+	if got, want := m.observeAnswered(call(1), call(1), ms(33.1), ms(33.6), false), ms(10)+ms(33.1)-ms(0.2); got != want {
+		t.Errorf("after an admission that returned 33ms after its record: margin %v, want %v", got, want)
 	}
 }
 
@@ -347,6 +383,8 @@ func TestTrackerMatchesReference(t *testing.T) {
 		longest := []time.Duration{ms(50), time.Second, time.Minute}[rng.IntN(3)]
 		group := []int{1, 2, 5, 50, 100000}[rng.IntN(5)]
 		m, ref := newTracker(floor, least, longest, group), newRefTracker(floor, least, longest, group)
+		m.roundTrip = rng.IntN(2) == 0
+		ref.roundTrip = m.roundTrip
 		now := t0
 		var pending []time.Time
 		for step := range 3000 {

@@ -135,7 +135,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 	}
 	if !opts.FixedMargin && len(rules) > 0 {
 		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin,
-			Rules: rules, Shared: st.Store.Name != ""})
+			Rules: rules, Shared: st.Store.Name != "", RoundTrip: st.Store.Name == "redis"})
 	}
 	return t
 }
