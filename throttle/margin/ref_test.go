@@ -27,6 +27,7 @@ type refTracker struct {
 	// samples left when old ones are dropped.
 	minLatency, minGap time.Duration
 	roundTrip          bool
+	cut                time.Duration
 }
 type refSample struct {
 	at      int64 // Unix ns: cheaper to compare and subtract than a time.Time
@@ -35,6 +36,7 @@ type refSample struct {
 	latency time.Duration // its admission's Latency; unknownLag if never started
 	stretch time.Duration // how much longer than the floor its start-up may have taken
 	gap     time.Duration // from leaving to answer; unknownLag if not told
+	cut     bool
 }
 
 func newRefTracker(floor, least, longest time.Duration, group int) *refTracker {
@@ -115,11 +117,7 @@ func (m *refTracker) observeAnswered(now, at time.Time, lag, answered time.Durat
 	gap := max(answered-lag, 0)
 	m.minGap = min(m.minGap, gap)
 	stretch := min(gap-m.minGap, m.ceiling)
-	hi := lag + d + min(gap, m.floor+stretch)
-	if newConn {
-		hi = lag + d + gap
-	}
-	return m.record(now, i, refSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: hi, latency: kept, stretch: stretch, gap: gap})
+	return m.record(now, i, refSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: lag + d + gap, latency: kept, stretch: stretch, gap: gap, cut: !newConn})
 }
 func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 	m.samples[i] = s
@@ -141,6 +139,10 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 				m.minLatency, m.minGap = min(m.minLatency, s.latency), min(m.minGap, s.gap)
 			}
 		}
+	}
+	m.cut = 0
+	if m.minGap != unknownLag {
+		m.cut = max(m.minGap-m.floor, 0)
 	}
 	live := m.samples[old:]
 	least, latest, stretched := unknownLag, time.Duration(0), time.Duration(0)
@@ -202,6 +204,9 @@ func (m *refTracker) lateLeast(samples []refSample, from int64, upper bool) time
 		l := s.lo
 		if upper {
 			l = s.hi
+			if s.cut {
+				l -= m.cut
+			}
 			if s.pending {
 				l = s.latency + m.underWay
 			}

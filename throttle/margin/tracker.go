@@ -62,7 +62,8 @@ type tracker struct {
 	// (unknownLag until one is seen): what a call's own, if longer, is
 	// compared with.
 	minLatency, minGap time.Duration
-	roundTrip          bool // latencies are half round trips (Config.RoundTrip)
+	roundTrip          bool          // latencies are half round trips (Config.RoundTrip)
+	cut                time.Duration // how much sooner than their answers calls arrived at the latest (observeAnswered)
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -75,6 +76,7 @@ type lagSample struct {
 	latency time.Duration // its admission's Latency
 	stretch time.Duration // how much longer than the floor its start-up may have taken
 	gap     time.Duration // from its leaving to its answer; unknownLag if not told
+	cut     bool          // hi is the answer's bound, less the tracker's cut (observeAnswered)
 }
 
 // unknownLag stands for a bound not known: a call still under way may yet
@@ -180,25 +182,26 @@ func (m *tracker) observeLoad(now, at time.Time, lag, runtime time.Duration, loa
 // connection opened for it if newConn. It returns the margin from now on,
 // as observe.
 //
-// The call reached the server between its leaving and its answer. Within
-// that gap it is trusted to arrive within the floor, stretched by how much
-// longer the gap was than the shortest seen: a server slow to answer
-// every call says nothing, one that answered this call late may have read
-// it late (a busy server reads what waits in its socket late). A call on
-// a new connection is trusted with nothing but its answer: a server
-// accepts a connection when it gets to it, and the client cannot see it
-// wait in the queue.
+// The call reached the server between its leaving and its answer. The
+// quickest answer seen, gap from leaving to answer, says how long a server
+// takes at the least to answer once it has read a call: all of it, but
+// the floor the call is trusted to take to arrive. So every call arrived
+// by its answer less that (the cut, minGap - floor): a server slow to
+// answer every call widens nothing, and one that answered a call late may
+// have read it late (a busy server reads what waits in its socket when it
+// runs again). The cut is the least gap's of now, applied to every call
+// when the margin is computed: a run that starts on a busy machine sees
+// slow answers only, and the quick ones that come later show that those
+// were read late. A call on a new connection is trusted with nothing but
+// its answer: a server accepts a connection when it gets to it, and the
+// client cannot see it wait in the queue.
 func (m *tracker) observeAnswered(now, at time.Time, lag, answered time.Duration, newConn bool) time.Duration {
 	i, _, d, kept := m.ended(at)
 	lag = max(lag, 0)
 	gap := max(answered-lag, 0)
 	m.minGap = min(m.minGap, gap)
 	stretch := min(gap-m.minGap, m.ceiling)
-	reach := min(gap, m.floor+stretch)
-	if newConn {
-		reach = gap
-	}
-	return m.record(now, i, lagSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: lag + d + reach, latency: kept, stretch: stretch, gap: gap})
+	return m.record(now, i, lagSample{at: at.UnixNano(), lo: max(lag-d, 0), hi: lag + d + gap, latency: kept, stretch: stretch, gap: gap, cut: !newConn})
 }
 
 // ended returns the index of the pending call admitted at at, adding one
@@ -239,6 +242,10 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 		m.samples = slices.Delete(m.samples, 0, old)
 		old = 0
 		m.minLatency, m.minGap = leastOf(m.samples)
+	}
+	m.cut = 0
+	if m.minGap != unknownLag {
+		m.cut = max(m.minGap-m.floor, 0)
 	}
 	live := m.samples[old:]
 	// What pace saw counts the calls it saw leave, over the whole span,
@@ -327,7 +334,7 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 			case s.pending:
 				upper = min(upper, int64(s.latency+m.underWay)+s.at)
 			case s.hi != unknownLag:
-				upper = min(upper, int64(s.hi)+s.at)
+				upper = min(upper, int64(m.hiOf(s))+s.at)
 			}
 			if upper != none {
 				bound = max(bound, time.Duration(upper-s.at))
@@ -493,7 +500,16 @@ func (m *tracker) lagOf(s *lagSample, upper bool) (l time.Duration, ok bool) {
 	case s.pending:
 		return s.latency + m.underWay, true
 	}
-	return s.hi, true
+	return m.hiOf(s), true
+}
+
+// hiOf returns when the call of sample s, ended, had arrived at the
+// latest, from its admission.
+func (m *tracker) hiOf(s *lagSample) time.Duration {
+	if s.cut {
+		return s.hi - m.cut
+	}
+	return s.hi
 }
 
 // lateLeastOne is lateLeast where a group holds every sample: the one

@@ -240,6 +240,28 @@ func TestMarginTrackerLateLastCall(t *testing.T) {
 	}
 }
 
+// The quickest answer says how long the server takes at the least once it
+// has read a call; a run that starts on a busy machine sees slow answers
+// only, and the quick ones that come later show that all were read late:
+// the calls seen before count again with the least gap of now. (pace
+// proxy's clients under load: every answer in the first second took 14ms
+// or more, and a call read 153ms after it left was taken to have arrived
+// 4ms sooner; the twelfth call after it was refused.)
+func TestMarginTrackerCutFollowsQuickest(t *testing.T) {
+	m := newTracker(ms(10), ms(10), 3*time.Second, 1)
+	at := func(v float64) time.Time { return t0.Add(ms(v)) }
+	for _, c := range []struct{ at, lag, answered, want float64 }{
+		{0, 0.2, 14.6, 10},            // the quickest so far: 14.4ms
+		{1, 17.8, 172.6, 168},         // arrived by its answer less 4.4ms: 172.6 - 4.4 - 0.2
+		{1000, 0.2, 0.3, 172.6 - 0.2}, // the quickest now 0.1ms: no cut
+	} {
+		m.started(at(c.at), 0)
+		if got := m.observeAnswered(at(c.at+c.answered), at(c.at), ms(c.lag), ms(c.answered), false); got != ms(c.want) {
+			t.Errorf("call at %vms answered %vms after: margin %v, want %vms", c.at, c.answered, got, c.want)
+		}
+	}
+}
+
 // A remote admission's latency is half its round trip. A round trip far
 // longer than the least seen (a Redis reply that took 66ms of a usual
 // 0.2ms) may have been slow on its way back: the call's lag, counted with
