@@ -207,6 +207,10 @@ type Result struct {
 	// that the call went on a connection opened for it.
 	Answered time.Time
 	NewConn  bool
+	// Local says that the call went to a server on this machine
+	// (pacehttp.Info.Local): only then does its answer bound when it was
+	// read.
+	Local bool
 	// CPU and Queued are how long the child process's main thread ran on
 	// a CPU and waited for one while runnable (Linux's
 	// /proc/PID/schedstat, read as it exited): how much a busy machine

@@ -42,7 +42,7 @@ func (m *Margin) Observe(ev runner.Event) (now, lag time.Duration, moved bool) {
 			return 0, 0, false
 		}
 		var before, after time.Duration
-		if answered, ok := res.AnswerLag(); ok {
+		if answered, ok := res.AnswerLag(); ok && res.Local {
 			before, after = m.t.ObserveAnswered(res.Start, res.Lag, answered, res.NewConn)
 		} else {
 			before, after = m.t.ObserveLoad(res.Start, res.Lag, res.Runtime, margin.Load{CPU: res.CPU, Queued: res.Queued})

@@ -52,10 +52,9 @@ func TestObserve(t *testing.T) {
 	})
 }
 
-// A fetch's answer bounds its arrival: one answered 40ms after it was
-// written, on a kept connection, may have been read that late by a busy
-// server, and the margin covers it; the load of a process counts for
-// nothing there.
+// A fetch's answer from a server on this machine bounds when it was read:
+// one answered 40ms after it was written, on a kept connection, may have
+// been read that late by a busy server, and the margin covers it.
 func TestObserveAnswered(t *testing.T) {
 	rules := []throttle.Rule{{N: 1, Window: time.Minute}}
 	b, err := throttle.New(throttle.Options{Rules: rules})
@@ -69,7 +68,7 @@ func TestObserveAnswered(t *testing.T) {
 		m.Observe(runner.Event{Kind: runner.JobStarted, Job: runner.Job{Seq: int64(i)}, Admission: throttle.Admission{At: at}})
 		sent := at.Add(time.Millisecond)
 		res := &runner.Result{Job: runner.Job{Seq: int64(i)}, Start: at, Sent: sent, Lag: time.Millisecond, Answered: sent.Add(gap),
-			Runtime: 2*time.Millisecond + gap}
+			Runtime: 2*time.Millisecond + gap, Local: true}
 		m.Observe(runner.Event{Kind: runner.JobFinished, Result: res})
 	}
 	if got := b.Stats().Margin; got != 40*time.Millisecond {

@@ -556,7 +556,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	resp, err := e.client.Do(req)
-	res.Sent, res.Answered, res.NewConn = info.Sent, info.Answered, info.NewConn
+	res.Sent, res.Answered, res.NewConn, res.Local = info.Sent, info.Answered, info.NewConn, info.Local
 	if err != nil {
 		if errors.Is(context.Cause(jctx), errTimeout) {
 			res.TimedOut = true

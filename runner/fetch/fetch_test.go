@@ -230,8 +230,9 @@ func TestFetchSent(t *testing.T) {
 	}
 	// The answer came after the request left, on the connection opened
 	// for it; the next goes on the same one, kept alive.
-	if res.Answered.Before(res.Sent) || res.Answered.After(after) || !res.NewConn {
-		t.Errorf("Execute: Answered %v (Sent %v), NewConn %v; want answered after it was sent, on a new connection", res.Answered, res.Sent, res.NewConn)
+	if res.Answered.Before(res.Sent) || res.Answered.After(after) || !res.NewConn || !res.Local {
+		t.Errorf("Execute: Answered %v (Sent %v), NewConn %v, Local %v; want answered after it was sent, on a new connection to this machine",
+			res.Answered, res.Sent, res.NewConn, res.Local)
 	}
 	if res = fetchOne(t, e, srv.URL+"/y"); res.Answered.IsZero() || res.NewConn {
 		t.Errorf("the second fetch: Answered %v, NewConn %v; want answered, on the kept connection", res.Answered, res.NewConn)

@@ -49,7 +49,7 @@ func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
 	now := time.Now()
 	a := rq.info.Admission
 	rq.res = runner.Result{Job: rq.job, Start: a.At, Waited: a.Waited, Runtime: now.Sub(a.At), Sent: rq.info.Sent,
-		Answered: rq.info.Answered, NewConn: rq.info.NewConn, Cost: rq.info.Cost, ExitCode: -1}
+		Answered: rq.info.Answered, NewConn: rq.info.NewConn, Local: rq.info.Local, Cost: rq.info.Cost, ExitCode: -1}
 	rq.http = runner.HTTPInfo{Method: rq.job.Argv[0], URL: rq.job.Argv[1], Bytes: n,
 		PauseUntil: rq.info.PauseUntil, PauseReason: rq.info.PauseReason,
 		Policy: rq.info.Policy, PolicyHeader: rq.info.PolicyHeader, RetryAfter: rq.info.RetryAfter}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -192,6 +193,12 @@ type Info struct {
 	// (not one kept alive): a server may accept a new connection late,
 	// which the client cannot see.
 	NewConn bool
+	// Local says that the server is on this machine (a loopback or unix
+	// socket connection): it shares this machine's CPUs, so when the
+	// machine is busy it reads requests late, and its answers bound when
+	// it read them. A server elsewhere reads on its own CPUs; how long it
+	// took to answer is its work, which says nothing of when it read.
+	Local bool
 	// RetryAfter is the wait a 429 or 503 asked for; 0 if none.
 	RetryAfter time.Duration
 	// PauseUntil and PauseReason: the pause the response started, if any.
@@ -237,8 +244,8 @@ type reqState struct {
 	trace    httptrace.ClientTrace
 	mu       sync.Mutex
 	sent     time.Time // the first write's end; the hook runs on the transport's writer
-	conns    int       // connections got
 	newConn  bool      // the first connection was opened for the request
+	local    bool      // and leads to this machine
 }
 
 // wrote is the trace's WroteRequest hook.
@@ -253,12 +260,27 @@ func (st *reqState) wrote(httptrace.WroteRequestInfo) {
 
 // gotConn is the trace's GotConn hook.
 func (st *reqState) gotConn(c httptrace.GotConnInfo) {
+	local := isLocal(c.Conn)
 	st.mu.Lock()
-	if st.conns == 0 {
-		st.newConn = !c.Reused
+	if st.sent.IsZero() { // the connection the request is first written on
+		st.newConn, st.local = !c.Reused, local
 	}
-	st.conns++
 	st.mu.Unlock()
+}
+
+// isLocal reports whether c leads to this machine: a loopback address or
+// a unix socket.
+func isLocal(c net.Conn) bool {
+	if c == nil {
+		return false
+	}
+	switch a := c.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
 }
 
 // WithInfo returns a context whose requests report to info, and, if
@@ -324,7 +346,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st != nil {
 		st.mu.Lock()
 		if info.Sent.IsZero() {
-			info.Sent, info.NewConn = st.sent, st.newConn
+			info.Sent, info.NewConn, info.Local = st.sent, st.newConn, st.local
 		}
 		st.mu.Unlock()
 	}
@@ -333,10 +355,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if hop != nil {
 		hop.mu.Lock()
-		sent, newConn := hop.sent, hop.newConn
+		sent, newConn, local := hop.sent, hop.newConn, hop.local
 		hop.mu.Unlock()
 		if info.Sent.IsZero() {
-			info.Sent, info.NewConn = sent, newConn
+			info.Sent, info.NewConn, info.Local = sent, newConn, local
 		}
 		switch {
 		case sent.IsZero():
@@ -345,9 +367,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// No answer: the call may have reached the server, when is
 			// not known.
 			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), -1)
-		default:
-			// The answer came by arrived: the call had reached the server.
+		case local:
+			// The answer came by arrived: the call had been read by then.
 			t.margin.ObserveAnswered(a.At, a.Latency+sent.Sub(returned), a.Latency+arrived.Sub(returned), newConn)
+		default:
+			// Arrived within the floor, and by the answer.
+			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), arrived.Sub(returned))
 		}
 	}
 	if err != nil {
