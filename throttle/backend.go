@@ -107,8 +107,9 @@ type Admission struct {
 	// call, as well as the backend can tell: half the round trip that
 	// carried the admission for a remote store; on this machine's clock
 	// (in memory, the local store), the time from the record to the
-	// return, which a busy machine can stretch (the goroutine that was
-	// admitted waits to run). A caller measuring when its call really
+	// return, which a busy machine can stretch (a waiter admitted by
+	// another goroutine waits to run; in memory, a call admitted at once
+	// on the caller's goroutine has 0). A caller measuring when its call really
 	// left after At adds it to what its own clock shows.
 	Latency time.Duration
 
