@@ -87,9 +87,15 @@ func (m *Tracker) ObserveLoad(at time.Time, lag, runtime time.Duration, load Loa
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before = m.t.current
-	after = m.t.observeLoad(time.Now(), at, lag, runtime, load)
+	return m.set(before, m.t.observeLoad(time.Now(), at, lag, runtime, load))
+}
+
+// set gives the backend the margin after, if it moved from before, and
+// returns both. It runs under m.mu, so that margins reach the backend in
+// order.
+func (m *Tracker) set(before, after time.Duration) (time.Duration, time.Duration) {
 	if after != before {
-		m.b.SetMargin(after) // under the lock: margins reach b in order
+		m.b.SetMargin(after)
 	}
 	return before, after
 }
@@ -106,11 +112,7 @@ func (m *Tracker) ObserveAnswered(at time.Time, lag, answered time.Duration, new
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before = m.t.current
-	after = m.t.observeAnswered(time.Now(), at, lag, answered, newConn)
-	if after != before {
-		m.b.SetMargin(after)
-	}
-	return before, after
+	return m.set(before, m.t.observeAnswered(time.Now(), at, lag, answered, newConn))
 }
 
 // Load is what a busy machine did to the process that made a call: it ran
