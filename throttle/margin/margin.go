@@ -103,11 +103,13 @@ func (m *Tracker) set(before, after time.Duration) (time.Duration, time.Duration
 // ObserveAnswered records the lags of the call admitted at at whose answer
 // came: it left lag after its admission and its answer came answered
 // after it (both counting the admission's Latency, as Observe's lag), on
-// a connection opened for it if newConn. The answer bounds when the call
-// reached the server better than a floor can: a busy server may read a
-// request late, and a new connection waits, unseen, until the server
-// accepts it. It sets the backend's margin and returns the margin before
-// and after.
+// a connection opened for it if newConn. For a server on this machine
+// the answer bounds when the call was read better than a floor can: it
+// shares the machine's CPUs, so a busy machine makes it read requests
+// late, and a new connection waits, unseen, until it accepts it. For a
+// server elsewhere, whose answer time is its own work, use Observe with
+// the answer as the runtime. It sets the backend's margin and returns the
+// margin before and after.
 func (m *Tracker) ObserveAnswered(at time.Time, lag, answered time.Duration, newConn bool) (before, after time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

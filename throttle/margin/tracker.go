@@ -312,7 +312,6 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		suffix    int64 = none // the least lag + at from j on, a call under way's lag 0
 		run             = time.Duration(math.MinInt64)
 		upper     int64 = none // from from on: the least arrival (hi + at) from j on
-		up        bool
 	)
 	// runs[j] is the most, over the calls from j on, of suffix - at.
 	runs := slices.Grow(m.vals[:0], len(live))[:len(live)]
@@ -341,16 +340,12 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 			} else {
 				bound = unknownLag
 			}
-			up = true
 		}
 	}
 	if n := len(live) - under; n > 0 {
 		// As lateLeastOne: the window's least, then the last n calls'
 		// suffixes, those under way included.
 		most = max(0, time.Duration(minSeen-firstSeen), runs[len(live)-n])
-	}
-	if !up {
-		bound = 0
 	}
 	return most, least, bound
 }
