@@ -19,8 +19,7 @@ type Margin struct{ t *margin.Tracker }
 // is measured, never below least (see margin.Config). A backend with a
 // store (shared with other processes) is adapted as shared.
 func New(b throttle.Backend, floor, least time.Duration, rules []throttle.Rule) *Margin {
-	store := b.Stats().Store.Name
-	return &Margin{margin.New(b, margin.Config{Floor: floor, Least: least, Rules: rules, Shared: store != "", RoundTrip: store == "redis"})}
+	return &Margin{margin.New(b, margin.Config{Floor: floor, Least: least, Rules: rules}.ForStore(b.Stats().Store.Name))}
 }
 
 // Observe takes one event of the pool: an admitted job counts as one that

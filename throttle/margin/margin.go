@@ -37,6 +37,14 @@ type Config struct {
 	RoundTrip bool
 }
 
+// ForStore returns c with Shared and RoundTrip set for a backend whose
+// Stats name store (throttle.StoreStats.Name): a store is shared with
+// other processes, and Redis's admissions carry half a round trip.
+func (c Config) ForStore(store string) Config {
+	c.Shared, c.RoundTrip = store != "", store == "redis"
+	return c
+}
+
 // Tracker adapts a backend's margin. It is safe for concurrent use.
 type Tracker struct {
 	b  throttle.Backend

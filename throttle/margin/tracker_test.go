@@ -516,3 +516,15 @@ func BenchmarkRefTrackerFull(b *testing.B) {
 		m.observe(at, at, ms(float64(1+i%7)), ms(float64(20+i%13)))
 	}
 }
+
+// A store is shared; only Redis's latencies are half round trips.
+func TestConfigForStore(t *testing.T) {
+	for _, tt := range []struct {
+		store             string
+		shared, roundTrip bool
+	}{{"", false, false}, {"local", true, false}, {"redis", true, true}} {
+		if c := (Config{Floor: ms(10)}).ForStore(tt.store); c.Shared != tt.shared || c.RoundTrip != tt.roundTrip || c.Floor != ms(10) {
+			t.Errorf("ForStore(%q) = %+v, want Shared %v, RoundTrip %v, the rest kept", tt.store, c, tt.shared, tt.roundTrip)
+		}
+	}
+}

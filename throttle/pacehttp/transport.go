@@ -135,8 +135,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 		t.backend = t.learner
 	}
 	if !opts.FixedMargin && len(rules) > 0 {
-		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin,
-			Rules: rules, Shared: st.Store.Name != "", RoundTrip: st.Store.Name == "redis"})
+		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin, Rules: rules}.ForStore(st.Store.Name))
 	}
 	return t
 }
