@@ -105,6 +105,26 @@ func (tp *testProxy) stillServes(t *testing.T) {
 	}
 }
 
+// doneWhen waits up to 10s for the JobDone events to satisfy ok, then
+// returns them. The proxy gives a request's slot back before it reports
+// how the request ended, so a request served after it on that slot can
+// finish first: a test reads the reports only once they are all there.
+func (tp *testProxy) doneWhen(t *testing.T, what string, ok func([]runner.Event) bool) []runner.Event {
+	t.Helper()
+	var evs []runner.Event
+	eventually(t, what, func() bool {
+		evs = tp.done()
+		return ok(evs)
+	})
+	return evs
+}
+
+// doneN waits for at least n JobDone events and returns them all.
+func (tp *testProxy) doneN(t *testing.T, n int) []runner.Event {
+	t.Helper()
+	return tp.doneWhen(t, fmt.Sprintf("%d requests reported", n), func(evs []runner.Event) bool { return len(evs) >= n })
+}
+
 // done returns the JobDone events so far.
 func (tp *testProxy) done() []runner.Event {
 	tp.mu.Lock()
@@ -167,7 +187,7 @@ func TestUpstreamDownIs502WithAShortBodyAndNoSecret(t *testing.T) {
 			t.Errorf("the 502's body shows %q: %q", s, body)
 		}
 	}
-	evs := tp.done()
+	evs := tp.doneN(t, 1)
 	if len(evs) != 1 || evs[0].Result.OK() || evs[0].Result.HTTP.Conn != "refused" || evs[0].Result.HTTP.StatusCode != 0 {
 		t.Fatalf("events %+v, want one failed request, refused", evs)
 	}
@@ -195,7 +215,7 @@ func TestSlowUpstreamIs504(t *testing.T) {
 	if code != http.StatusGatewayTimeout || len(body) > 200 || !strings.Contains(body, "did not answer in time") {
 		t.Errorf("slow upstream: %d %q, want 504 with a short body", code, body)
 	}
-	if evs := tp.done(); len(evs) != 1 || evs[0].Result.HTTP.Conn != "timeout" {
+	if evs := tp.doneN(t, 1); len(evs) != 1 || evs[0].Result.HTTP.Conn != "timeout" {
 		t.Errorf("events %+v, want one request timed out", evs)
 	}
 	tp.stillServes(t)
@@ -284,11 +304,14 @@ func TestEndlessBodyStreamsAndAClientGoneFreesItsSlot(t *testing.T) {
 		t.Error("the upstream still writes 10s after the client left")
 	}
 	var endless *runner.Result
-	for _, ev := range tp.done() {
-		if ev.Job.Argv[1] == up.URL+"/endless" {
-			endless = ev.Result
+	tp.doneWhen(t, "the endless request reported", func(evs []runner.Event) bool {
+		for _, ev := range evs {
+			if ev.Job.Argv[1] == up.URL+"/endless" {
+				endless = ev.Result
+			}
 		}
-	}
+		return endless != nil
+	})
 	if endless == nil || endless.OK() || endless.HTTP.StatusCode != 200 || endless.HTTP.Bytes < more {
 		t.Errorf("the endless request's result: %+v, want failed (client gone) after more than %d bytes", endless, more)
 	}
@@ -338,7 +361,7 @@ func TestMalformedRequestsAre400(t *testing.T) {
 		}
 	}
 	tp.stillServes(t)
-	if evs := tp.done(); len(evs) != 1 {
+	if evs := tp.doneN(t, 1); len(evs) != 1 {
 		t.Errorf("%d requests went upstream, want 1 (/ok)", len(evs))
 	}
 }

@@ -148,11 +148,15 @@ func TestUpgradeHoldsItsSlotUntilTheClientCloses(t *testing.T) {
 		t.Error("the upstream's connection is still open 10s after the client closed")
 	}
 	var ws []*runner.Result
-	for _, ev := range tp.done() {
-		if ev.Job.Argv[1] == url+"/ws" {
-			ws = append(ws, ev.Result)
+	tp.doneWhen(t, "the upgrade reported", func(evs []runner.Event) bool {
+		ws = ws[:0]
+		for _, ev := range evs {
+			if ev.Job.Argv[1] == url+"/ws" {
+				ws = append(ws, ev.Result)
+			}
 		}
-	}
+		return len(ws) > 0
+	})
 	if len(ws) != 1 || !ws[0].OK() || ws[0].HTTP.StatusCode != 101 || ws[0].Job.Cost != 1 {
 		t.Fatalf("the upgrade's results: %+v, want one, ok, 101, cost 1", ws)
 	}
@@ -197,7 +201,7 @@ func TestCloseUpgradedEndsOpenConnections(t *testing.T) {
 	if b, err := io.ReadAll(br); err != nil || len(b) != 0 {
 		t.Errorf("the client's connection after CloseUpgraded: read %q, %v; want EOF", b, err)
 	}
-	eventually(t, "the upgrade reported", func() bool { return len(tp.done()) == 1 })
+	tp.doneN(t, 1)
 	if st := tp.p.Stats(); st.InFlight != 0 {
 		t.Errorf("in flight after CloseUpgraded: %d", st.InFlight)
 	}
@@ -222,7 +226,7 @@ func TestUpgradeToAnotherProtocolIs502(t *testing.T) {
 		t.Errorf("an upgrade to another protocol: %q, %v; want 502", status, err)
 	}
 	tp.stillServes(t) // -j 1: the slot came back
-	if evs := tp.done(); len(evs) != 2 || evs[0].Result.OK() {
+	if evs := tp.doneN(t, 2); len(evs) != 2 || evs[0].Result.OK() {
 		t.Errorf("events: %+v, want the upgrade failed, then /ok", evs)
 	}
 }
