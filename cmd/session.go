@@ -35,7 +35,7 @@ type session struct {
 	// through its Backend, which keeps the rules learned from the server.
 	// hint says a thing on stderr.
 	executor   runner.Executor
-	useBackend func(b throttle.Backend, hint func(string)) *pacehttp.Transport
+	useBackend func(b throttle.Backend, hint func(string), remaining func() int64) *pacehttp.Transport
 	// input and readOpts say where the items come from.
 	input    *items.Input
 	readOpts items.ReadOptions
@@ -269,12 +269,24 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(func() { pool.Stop(); cancelRead() }) }
 
+	// total is the number of items the run will start, once known: at
+	// the input's end, or sooner from counting a regular file.
+	total := newTotal()
+	var rec *recorder
 	var tr *pacehttp.Transport
 	if s.useBackend != nil {
-		tr = s.useBackend(backend, func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) })
+		// The learner probes the server's limit only when the items
+		// left could repay a refusal.
+		remaining := func() int64 {
+			if n := total.get(); n >= 0 {
+				return max(n-rec.tally.ItemsStarted(), 0)
+			}
+			return -1
+		}
+		tr = s.useBackend(backend, func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) }, remaining)
 		backend = tr.Backend()
 	}
-	rec := newRecorder(s, backend, jl, disp, errOut, stop)
+	rec = newRecorder(s, backend, jl, disp, errOut, stop)
 	rec.tally.Seed(jl.EarlierCalls()) // the ETA counts what earlier runs spent
 	s.metrics.Set(func() metrics.Snapshot { return metrics.Of(rec.tally.Snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
@@ -305,7 +317,6 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.
-	total := newTotal()
 	feed := items.NewFeed(readCtx, func(ctx context.Context, out chan<- runner.Item) error {
 		return jl.ReadItems(ctx, s.input.R, s.readOpts, out)
 	}, total.setOnce)
@@ -315,8 +326,8 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 
 	var wg sync.WaitGroup
 	runDone := make(chan struct{})
-	if disp.shows() && s.input.Countable() {
-		wg.Go(func() { // count a regular file's or ::: items for the total and the ETA
+	if (disp.shows() || tr != nil) && s.input.Countable() {
+		wg.Go(func() { // count a regular file's or ::: items for the total, the ETA and the learner
 			if n := jl.ToRun(s.input.Count(readCtx, s.readOpts)); n >= 0 {
 				total.setOnce(n)
 			}

@@ -100,6 +100,14 @@ func (t *Tally) Done(r *runner.Result, show func(*runner.Result) FailedItem) {
 	}
 }
 
+// ItemsStarted returns the number of items whose first attempt started,
+// or that failed before.
+func (t *Tally) ItemsStarted() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.itemsStarted
+}
+
 // InFlight returns the number of jobs running.
 func (t *Tally) InFlight() int {
 	t.mu.Lock()

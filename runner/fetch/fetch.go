@@ -220,7 +220,7 @@ func New(opts Options) (*Executor, error) {
 	if b == nil {
 		b, _ = throttle.New(throttle.Options{})
 	}
-	e.Use(b, nil)
+	e.Use(b, nil, nil)
 	e.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	varies := false
 	if opts.URL != "" {
@@ -307,14 +307,16 @@ func checkURLTemplate(t string, red *redact.Redactor) error {
 // Use makes b the backend behind the executor's transport, and returns
 // the transport: its Backend is what the pool should admit through (b,
 // with the rules learned from the server in front). hint, if set, is told
-// what is worth saying once. Call it before the first Execute.
-func (e *Executor) Use(b throttle.Backend, hint func(string)) *pacehttp.Transport {
+// what is worth saying once; remaining, if set, how many requests are
+// still to come, or -1 if that is not known (pacehttp.Options.Remaining).
+// Call it before the first Execute.
+func (e *Executor) Use(b throttle.Backend, hint func(string), remaining func() int64) *pacehttp.Transport {
 	base := e.opts.Client.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	e.tr = pacehttp.New(b, pacehttp.Options{
-		Base: base, CostFrom: e.opts.CostFrom, Learn: e.opts.Learn, Adopt: e.opts.Adopt, Hint: hint,
+		Base: base, CostFrom: e.opts.CostFrom, Learn: e.opts.Learn, Adopt: e.opts.Adopt, Hint: hint, Remaining: remaining,
 		IgnoreServerLimits: e.opts.IgnoreServerLimits, MaxServerPause: e.opts.MaxServerPause,
 		Backoff: e.opts.Backoff, OnPause: e.opts.OnPause, FixedMargin: true,
 	})

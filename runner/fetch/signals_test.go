@@ -242,7 +242,7 @@ func TestFetch429PausesAllAdmissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newFetch(t, Options{})
-	e.Use(lim, nil)
+	e.Use(lim, nil, nil)
 	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e, Retries: 2}, nItemsURL(srv.URL, 12)...)
 	ok := 0
 	for _, r := range done {

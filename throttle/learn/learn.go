@@ -10,7 +10,11 @@
 // inferred rule holds lowers it by a quarter (multiplicative decrease);
 // every quiet stretch of ten windows raises it by one call (additive
 // recovery) until it is no tighter than the caller's rules, when it is
-// dropped.
+// dropped. A raise is a probe the server may refuse, and a refusal costs
+// a pause as long as its Retry-After: each refused probe doubles the
+// quiet stretch before the next (up to 64 times), and a caller that says
+// how many calls are left (Options.Remaining) is not probed for when they
+// are too few to repay a refused probe.
 //
 // A Backend is used like any other throttle.Backend; after each call the
 // caller tells it what the server answered with Observe. Package pacehttp
@@ -34,6 +38,10 @@ var windows = []time.Duration{time.Second, time.Minute, time.Hour}
 
 // recoverWindows is how many quiet windows raise an inferred rule by one.
 const recoverWindows = 10
+
+// maxProbeBackoff bounds how many times longer than recoverWindows the
+// quiet stretch before a probe grows after probes the server refused.
+const maxProbeBackoff = 64
 
 // maxRecent bounds the admissions a learner remembers. Past it the oldest
 // are forgotten, which can only make an inferred rule tighter.
@@ -72,6 +80,14 @@ type Options struct {
 	// Hint, if set, is told things worth saying once, such as a policy
 	// the server publishes that Adopt would keep.
 	Hint func(string)
+	// Remaining, if set, returns how many calls are still to be admitted,
+	// or -1 if that is not known (input still being read, a proxy). The
+	// learner then raises an inferred rule N per W only when the calls
+	// left could repay a refused raise: R calls go about R·W/(N(N+1))
+	// sooner at N+1 per W, and a refusal pauses for its Retry-After (at
+	// least W), so it raises only when R·W ≥ N(N+1)·max(W, Retry-After).
+	// It is called with the learner locked: it must not call the learner.
+	Remaining func() int64
 }
 
 // Backend is a throttle.Backend that keeps, in front of another, the
@@ -95,6 +111,9 @@ type Backend struct {
 	firstRule   throttle.Rule // the first rule inferred, for the report
 	quietFrom   time.Time     // since when no refusal came
 	lastRefusal time.Time     // when the latest refusal came
+	retryAfter  time.Duration // the latest refusal's Retry-After
+	raised      bool          // the inferred rule was raised, and no refusal came since
+	backoff     int           // the quiet stretch before a raise, in recoverWindows windows
 	hinted      map[string]bool
 	ruleSince   time.Time     // when the learned rules last changed
 	waits       int64         // admissions that waited on the learned rules
@@ -117,7 +136,7 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 			count = append(count, r)
 		}
 	}
-	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}}
+	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1}
 }
 
 // Admit waits until the learned rules allow one more call, then admits it
@@ -331,12 +350,14 @@ func (l *Backend) refusedLocked(now time.Time, a throttle.Admission, retryAfter 
 	l.quietFrom = now
 	prev := l.lastRefusal
 	l.lastRefusal = now
+	l.retryAfter = retryAfter
 	i := slices.IndexFunc(l.recent, func(c call) bool { return same(c.adm, a) })
 	if i < 0 || a.At.IsZero() {
 		return // admitted too long ago to say anything
 	}
 	l.recent[i].refused = true
 	if l.inferred != nil && l.recent[i].at.After(l.ruleSince) {
+		l.probeRefusedLocked()
 		// Refused under the learned rule: lower it by a quarter.
 		n := max(1, l.inferred.N-max(1, l.inferred.N/4))
 		l.inferred = &throttle.Rule{N: n, Window: l.inferred.Window}
@@ -401,11 +422,24 @@ func (l *Backend) refusedLocked(now time.Time, a throttle.Admission, retryAfter 
 	}
 	if l.inferred == nil {
 		l.firstRule = rule
-	} else if l.firstRule.Window == rule.Window {
-		l.firstRule = rule // the same burst, counted better
+	} else {
+		l.probeRefusedLocked()
+		if l.firstRule.Window == rule.Window {
+			l.firstRule = rule // the same burst, counted better
+		}
 	}
 	l.inferred = &rule
 	l.rebuildLocked(now)
+}
+
+// probeRefusedLocked notes that the server refused a call under the
+// inferred rule: if it had been raised since the last refusal, the raise
+// was refused, and the next waits twice as long. Requires l.mu held.
+func (l *Backend) probeRefusedLocked() {
+	if l.raised {
+		l.backoff = min(2*l.backoff, maxProbeBackoff)
+		l.raised = false
+	}
 }
 
 // same reports whether a and b are copies of one admission: equal but
@@ -457,17 +491,33 @@ func (l *Backend) quietLocked(now time.Time) {
 	if l.quietFrom.IsZero() {
 		l.quietFrom = now
 	}
-	if now.Sub(l.quietFrom) < recoverWindows*l.inferred.Window {
+	if now.Sub(l.quietFrom) < time.Duration(l.backoff)*recoverWindows*l.inferred.Window || !l.repaysLocked() {
 		return
 	}
 	l.quietFrom = now
 	next := throttle.Rule{N: l.inferred.N + 1, Window: l.inferred.Window}
 	if l.tighter(next) {
 		l.inferred = &next
+		l.raised = true
 	} else {
 		l.inferred = nil
 	}
 	l.rebuildLocked(now)
+}
+
+// repaysLocked reports whether the calls left could repay raising the
+// inferred rule by one, should the server refuse it (Options.Remaining);
+// true when the caller does not say. Requires l.mu held.
+func (l *Backend) repaysLocked() bool {
+	if l.opts.Remaining == nil {
+		return true
+	}
+	r := l.opts.Remaining()
+	if r < 0 {
+		return true
+	}
+	n, w := float64(l.inferred.N), l.inferred.Window
+	return float64(r)*w.Seconds() >= n*(n+1)*max(w, l.retryAfter).Seconds()
 }
 
 // tighter reports whether rule allows less than the caller's rules do

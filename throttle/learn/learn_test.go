@@ -2,6 +2,7 @@ package learn
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -310,5 +311,72 @@ func BenchmarkAdmitFromFresh(b *testing.B) {
 			}
 			a.Release()
 		}
+	}
+}
+
+// serve admits calls through l, one after another, for d, each answered
+// by a server that accepts at most limit calls in any second and refuses
+// the rest with 429 and Retry-After: 1. It returns how many were refused.
+func serve(t *testing.T, l *Backend, limit int, d time.Duration) (refused int) {
+	t.Helper()
+	var accepted []time.Time
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		now, in := time.Now(), 0
+		for _, at := range accepted {
+			if at.After(now.Add(-time.Second)) {
+				in++
+			}
+		}
+		o := Outcome{Status: 200}
+		if in >= limit {
+			o = Outcome{Status: 429, RetryAfter: time.Second}
+			refused++
+		} else {
+			accepted = append(accepted, now)
+		}
+		l.Observe(a, o)
+	}
+	return refused
+}
+
+// After ten quiet windows the learner raises its rule by one: a probe,
+// which a server that keeps its limit refuses. Each refused probe doubles
+// the quiet stretch before the next; and a caller with too few calls left
+// to repay a refused probe is not probed for at all.
+func TestLearnerProbes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		remaining func() int64
+		probes    int // refused in 75s after the rule is learned
+	}{
+		// Raised at 10s and refused, then at 10+20s, then at 30+40s.
+		{"remaining unknown", nil, 3},
+		{"input still being read", func() int64 { return -1 }, 3},
+		// 5/s to 6/s repays a refused probe (a 1s pause) over 30 calls
+		// or more: 5·6·1s ≤ R·1s.
+		{"30 left", func() int64 { return 30 }, 3},
+		{"29 left", func() int64 { return 29 }, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(mem(t, twentyPerSecond), []throttle.Rule{twentyPerSecond}, Options{Remaining: c.remaining})
+				serve(t, l, 5, time.Second)
+				want := []throttle.Rule{{N: 5, Window: time.Second}}
+				if got := l.Rules(); !slices.Equal(got, want) {
+					t.Fatalf("learned %v after a second, want %v", got, want)
+				}
+				if got := serve(t, l, 5, 75*time.Second); got != c.probes {
+					t.Errorf("%d calls refused in the next 75s, want %d (probes)", got, c.probes)
+				}
+				if got := l.Rules(); !slices.Equal(got, want) {
+					t.Errorf("learned %v at the end, want %v", got, want)
+				}
+			})
+		})
 	}
 }

@@ -73,6 +73,11 @@ type Options struct {
 	// tell.
 	Learn, Adopt bool
 	Hint         func(string)
+	// Remaining, if set, returns how many requests are still to come, or
+	// -1 if that is not known: the learner raises a rule it inferred (a
+	// probe the server may refuse) only when they could repay a refusal
+	// (learn.Options.Remaining). It must not call the Transport.
+	Remaining func() int64
 	// IgnoreServerLimits ignores rate-limit headers (RateLimit*,
 	// X-RateLimit-*) and learns nothing from them. Retry-After on a 429
 	// or 503 is always honoured.
@@ -131,7 +136,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 		rules = append(rules, r.Rule)
 	}
 	if opts.Learn && !opts.IgnoreServerLimits {
-		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint})
+		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint, Remaining: opts.Remaining})
 		t.backend = t.learner
 	}
 	if !opts.FixedMargin && len(rules) > 0 {
