@@ -89,8 +89,9 @@ type Core struct {
 	fleet      time.Duration // the widest margin in force, at the last decision
 	publishing bool
 	tally      *tally.Tally
-	used       []int // per rule in given order: weight in the window at the last decision
-	sleeps     int64 // times the head of the admission queue slept
+	used       []int         // per rule in given order: weight in the window at the last decision
+	sleeps     int64         // times the head of the admission queue slept
+	trip       time.Duration // the quickest the store answered an admission attempt; -1 before one
 	pause      Pause
 	held       map[uint64]any // admission id -> the slot it holds (nil for none)
 	inFlight   int
@@ -110,6 +111,7 @@ func NewCore(cf Config, store Store) *Core {
 		tally:  tally.New(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
 		held:   make(map[uint64]any),
+		trip:   -1,
 	}
 }
 
@@ -203,11 +205,16 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 		if err := c.sleepPause(ctx); err != nil {
 			return Decision{}, err
 		}
+		asked := time.Now()
 		d, err := c.store.Admit(ctx, cost, c.Margin())
 		if err != nil {
 			return Decision{}, err
 		}
+		took := time.Since(asked)
 		c.mu.Lock()
+		if c.trip < 0 || took < c.trip {
+			c.trip = took
+		}
 		copy(c.used, d.Used)
 		c.fleet = d.Fleet
 		if d.Admitted {
@@ -224,8 +231,16 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 		}
 		c.sleeps++
 		c.tally.BlockedOnRule(d.Rule)
+		// The store's wait runs from its decision; the answer took a
+		// while to come back and the next attempt takes a while to get
+		// there. Asking again the quickest round trip early gets there
+		// about when the call fits, not a round trip after (over a slow
+		// link, a round trip lost at every wait). The store decides on
+		// its own clock: an attempt that comes early is told to wait the
+		// rest, and nothing is recorded early.
+		sleep := max(d.Wait-c.trip, 0)
 		c.mu.Unlock()
-		if err := Sleep(ctx, c.closed, d.Wait+Jitter(d.Wait, c.cf.Jitter)); err != nil {
+		if err := Sleep(ctx, c.closed, sleep+Jitter(sleep, c.cf.Jitter)); err != nil {
 			return Decision{}, err
 		}
 	}

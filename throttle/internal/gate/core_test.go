@@ -95,3 +95,70 @@ func TestCore(t *testing.T) {
 		}
 	})
 }
+
+// farStore is a store a one-way trip away: it decides trip after it is
+// asked and answers trip after that; it admits no call before open, and
+// tells one that comes earlier to wait until then.
+type farStore struct {
+	fakeStore
+	trip time.Duration
+	open time.Time
+	asks []time.Time // when each attempt was decided
+}
+
+func (f *farStore) Admit(_ context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+	time.Sleep(f.trip)
+	now := time.Now()
+	f.asks = append(f.asks, now)
+	defer time.Sleep(f.trip)
+	if now.Before(f.open) {
+		return gate.Decision{Wait: f.open.Sub(now), Used: []int{10, 0}}, nil
+	}
+	return gate.Decision{Admitted: true, At: now, ID: uint64(len(f.asks)), Used: []int{10, cost}}, nil
+}
+
+// A wait over a slow link asks again the quickest round trip early: the
+// attempt reaches the store when the call fits, not a round trip later;
+// and one that comes early is only told to wait the rest.
+func TestCoreAsksARoundTripEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 10, Window: time.Second}, {N: 100, Window: time.Minute, Cost: true}}
+		start := time.Now()
+		f := &farStore{trip: 20 * time.Millisecond, open: start.Add(time.Second)}
+		c := gate.NewCore(gate.Config{Name: "far", Rules: rules, Jitter: -1}, f)
+		a, err := c.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.At.Equal(f.open) || len(f.asks) != 2 {
+			t.Errorf("decided at %v after %d attempts, want at the opening (%v) after 2",
+				a.At.Sub(start), len(f.asks), f.open.Sub(start))
+		}
+		a.Release()
+
+		// The link slows down: the quickest trip seen (40ms) is now
+		// quicker than the link's (100ms), so the attempt comes a little
+		// late, never early.
+		f.trip, f.asks, f.open = 50*time.Millisecond, nil, time.Now().Add(time.Second)
+		b, err := c.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if late := b.At.Sub(f.open); late < 0 || late > 60*time.Millisecond || len(f.asks) != 2 {
+			t.Errorf("decided %v after the opening after %d attempts, want within 60ms after 2", late, len(f.asks))
+		}
+		b.Release()
+
+		// The link speeds up: an attempt that comes early is told to
+		// wait the rest, and the call is decided at the opening.
+		f.trip, f.asks, f.open = 5*time.Millisecond, nil, time.Now().Add(time.Second)
+		x, err := c.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.At.Before(f.open) || x.At.Sub(f.open) > 10*time.Millisecond {
+			t.Errorf("decided %v after the opening, want at it (%d attempts)", x.At.Sub(f.open), len(f.asks))
+		}
+		x.Release()
+	})
+}
