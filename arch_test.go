@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,6 +170,93 @@ func TestNoBackendSpecialCases(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBudgets keeps issue #20's numbers: package throttle exports at most
+// 40 names (as go doc -all lists them: functions, types, methods of
+// exported types, and each constant and variable), and cmd, which only
+// wires flags and renders, has at most 6,000 lines of non-test Go.
+func TestBudgets(t *testing.T) {
+	files, err := filepath.Glob("throttle/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv == nil {
+					names = append(names, d.Name.Name)
+					continue
+				}
+				typ := d.Recv.List[0].Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
+					names = append(names, id.Name+"."+d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch spec := spec.(type) {
+					case *ast.TypeSpec:
+						if spec.Name.IsExported() {
+							names = append(names, spec.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range spec.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(names) > 40 {
+		slices.Sort(names)
+		t.Errorf("package throttle exports %d names, want at most 40: %s", len(names), strings.Join(names, " "))
+	}
+
+	files, err = filepath.Glob("cmd/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			lines++
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lines > 6000 {
+		t.Errorf("cmd has %d lines of non-test Go, want at most 6,000: what is not flags, wiring or rendering belongs below it", lines)
+	}
+	t.Logf("throttle exports %d names; cmd has %d lines", len(names), lines)
 }
 
 // goList runs go list with args and returns its words.
