@@ -462,7 +462,10 @@ func TestKillSlotHolder(t *testing.T) {
 		held = append(held, a)
 		all = append(all, throttle.Call{At: a.At, Cost: 1})
 	}
-	if d := time.Since(killed); d > 500*time.Millisecond {
+	// At once: no lease to wait out. The bound is generous (a loaded
+	// machine under -race took a second once); a slot freed by a lease
+	// or never would take far longer, or hang.
+	if d := time.Since(killed); d > 5*time.Second {
 		t.Errorf("both slots taken %v after their holder died, want at once", d)
 	}
 	for _, a := range held {
