@@ -116,3 +116,24 @@ func benchmarkProcesses(b *testing.B, rules string, procs int, syncEach bool) {
 	b.ReportMetric(float64(trips)/float64(admitted), "tx/admission")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
+
+// BenchmarkOpenAdmitClose measures what pace exec asks of the store once
+// its process has started: open an existing quota (the check of its
+// rules, which keeps the file open on Linux), admit one call, close.
+func BenchmarkOpenAdmitClose(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	o := localstore.Options{Dir: dir, Key: "exec", Rules: mustRules(b, "100000/ms"), Jitter: -1}
+	for b.Loop() {
+		s, err := localstore.Open(ctx, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := s.Admit(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.Release()
+		_ = s.Close()
+	}
+}

@@ -39,7 +39,8 @@
 //
 // Opening the store only reads it (the check of the stored rules), so a
 // process that admits one call, such as pace exec, pays for one write
-// transaction.
+// transaction; on Linux that check opens the file to keep it, so such a
+// process opens and maps the store once.
 //
 // # Durability
 //

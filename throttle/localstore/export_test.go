@@ -42,3 +42,14 @@ func WithBoot(o Options, boot string) Options {
 // SyncEvery is how old the last admission that waited for the disk may be
 // before the next one waits too.
 const SyncEvery = syncEvery
+
+// KeepOpen says whether a Store keeps the store file open between its
+// transactions on this system.
+const KeepOpen = keepOpen
+
+// Kept reports whether s keeps the store file open now.
+func Kept(s *Store) bool {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	return s.kept != nil
+}

@@ -59,6 +59,71 @@ func TestKeptOpenTurns(t *testing.T) {
 	})
 }
 
+// TestKeptFromOpen: Open's check of a store that exists keeps the file
+// open for the first admission, so that a process admitting once (pace
+// exec) opens and maps it once; a new quota's Open keeps nothing (it
+// creates no file). Stores whose file was kept from Open while another
+// wrote to it, made it grow past their mapping and reused its pages,
+// must still see it as it is at their first admission: every rule kept,
+// and the store whole by bbolt's check.
+func TestKeptFromOpen(t *testing.T) {
+	if !localstore.KeepOpen {
+		t.Skip("the store file is not kept open on this system")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		const spec = "40/100ms,cost:150/100ms,100000/h"
+		dir := t.TempDir()
+		first := open(t, dir, "fromopen", spec, localstore.Options{})
+		if localstore.Kept(first) {
+			t.Error("Open of a new quota keeps a store file open")
+		}
+		var all []throttle.Call
+		admit := func(s *localstore.Store, n int) {
+			t.Helper()
+			for i := range n {
+				cost := 1 + i%4
+				a, err := s.Admit(context.Background(), cost)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, throttle.Call{At: a.At, Cost: cost})
+				a.Release()
+				time.Sleep(time.Millisecond)
+			}
+		}
+		admit(first, 10)
+		var late []*localstore.Store
+		for range 3 {
+			s := open(t, dir, "fromopen", spec, localstore.Options{})
+			if !localstore.Kept(s) {
+				t.Fatal("Open of an existing store keeps no file open")
+			}
+			late = append(late, s)
+		}
+		before, _ := os.Stat(first.Path())
+		admit(first, 3000)
+		if after, _ := os.Stat(first.Path()); after.Size() < 4*before.Size() {
+			t.Fatalf("store grew from %d to %d bytes only, want it to outgrow what Open mapped", before.Size(), after.Size())
+		}
+		for _, s := range late {
+			admit(s, 5)
+			admit(first, 50)
+		}
+		for _, s := range append(late, first) {
+			_ = s.Close()
+		}
+		checkCalls(t, spec, all)
+		checkStore(t, dir, "fromopen")
+		q, err := localstore.Inspect(dir, "fromopen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := q.Rules[2].Used, len(all); got != want {
+			t.Errorf("the hourly rule holds %d calls, want %d", got, want)
+		}
+	})
+}
+
 // TestKeptOpenGrows: a store kept open by one process, after another
 // made the file grow well past what the first mapped, is still read
 // and written correctly.

@@ -3,10 +3,10 @@ package localstore
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -166,7 +166,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opened: time.Now(),
 		perm:   perm,
 		boot:   cmp.Or(cf.boot, bootID()),
-		id:     []byte(rand.Text()[:16]),
+		id:     newID(),
 	}
 	s.core = gate.NewCore(gate.Config{Name: "localstore", Rules: s.rules, GlobalJobs: cf.GlobalJobs,
 		Margin: cf.Margin, Jitter: cf.Jitter, Timeout: cf.Timeout}, (*storeSide)(s))
@@ -200,6 +200,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// newID returns a new store's id among the processes sharing its quota
+// (the key of its margin): 64 random bits in hex. The runtime's
+// generator, seeded from the kernel at each process's start, makes ids
+// that differ between processes, which is all they need; crypto/rand
+// costs a process that admits one call (pace exec) more to set up.
+func newID() []byte { return fmt.Appendf(nil, "%016x", mrand.Uint64()) }
 
 // unusableDir is the error of Open when the state directory dir cannot
 // hold the store (a file in its place, no permission to write, a

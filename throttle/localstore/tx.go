@@ -124,10 +124,22 @@ func (p paths) openError(err error) error {
 	return err
 }
 
-// updateKept runs fn in a write transaction of the store file kept open
-// between transactions (keep.go), as withDB does, opening it if need be.
-// It requires s.txMu.
-func (s *Store) updateKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) error) (err error) {
+// errNotKept says that txKept did not run a read-only transaction
+// because there is no store file to keep open (none yet, or an empty
+// one) or it could not be opened for writing: the caller reads it with
+// withDB, as a process that keeps nothing open does, and gets the same
+// answer or error.
+var errNotKept = errors.New("not kept")
+
+// txKept runs fn in a transaction of the store file kept open between
+// transactions (keep.go), as withDB does, opening it if need be: a write
+// transaction, or with o.readOnly a read-only one, which opens the file
+// only if it is a store already (else errNotKept). It requires s.txMu.
+//
+// The read-only transaction is Open's check of the stored rules: done
+// through the file kept open, the first admission reuses it, so that a
+// process admitting one call (pace exec) opens and maps the store once.
+func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) error) (err error) {
 	if err := s.txLock.lock(ctx, o.timeout, o.closed); err != nil {
 		return err
 	}
@@ -151,8 +163,20 @@ func (s *Store) updateKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) 
 		}
 	}
 	if s.kept == nil {
-		k, err := openKept(s.paths.db, o.bolt(), o.perm)
+		bo := o.bolt()
+		if o.readOnly {
+			// Creating the store, or writing the meta pages of an empty
+			// file, is the first admission's business.
+			if fi, err := os.Stat(s.paths.db); err != nil || fi.Size() == 0 {
+				return errNotKept
+			}
+			bo.ReadOnly = false
+		}
+		k, err := openKept(s.paths.db, bo, o.perm)
 		if err != nil {
+			if o.readOnly {
+				return errNotKept
+			}
 			return s.paths.openError(err)
 		}
 		sharePerm(s.paths.db, o.perm)
@@ -160,7 +184,11 @@ func (s *Store) updateKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) 
 	}
 	k := s.kept
 	k.db.NoSync = o.noSync
-	err = k.db.Update(fn)
+	if o.readOnly {
+		err = k.db.View(fn)
+	} else {
+		err = k.db.Update(fn)
+	}
 	if err != nil && !errors.Is(err, errRefused) || !k.committed() {
 		// bbolt failed in the commit, or what it left cannot be read:
 		// the next transaction opens the file afresh.
@@ -223,10 +251,11 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 		start := time.Now()
 		o := txOptions{lock: &s.txLock, perm: s.perm, timeout: s.cf.Timeout,
 			readOnly: !write, noSync: !s.cf.Sync, closed: s.core.Closed()}
-		var err error
-		if write && keepOpen {
-			err = s.updateKept(ctx, o, fn)
-		} else {
+		err := errNotKept
+		if keepOpen {
+			err = s.txKept(ctx, o, fn)
+		}
+		if errors.Is(err, errNotKept) {
 			err = withDB(ctx, s.paths, o, func(db *bbolt.DB) error {
 				if !write {
 					return db.View(fn)
