@@ -281,13 +281,18 @@ func startError(name string, err error) error {
 // runForeground runs argv (path found) with pace's standard streams,
 // sending it the signals pace receives meanwhile (SIGINT and SIGTERM from
 // f, and those notifyForwarded names), and returns its exit status as a
-// shell gives it.
+// shell gives it. It is pace exec's: where the process exits after it
+// (f.exits), the signals caught for the command stay caught.
 func runForeground(f *Factory, path string, argv []string) int {
-	return runForegroundEnv(f, path, argv, nil)
+	return runForegroundEnv(f, path, argv, nil, f.exits)
 }
 
-// runForegroundEnv is runForeground with the environment env (nil: pace's).
-func runForegroundEnv(f *Factory, path string, argv, env []string) int {
+// runForegroundEnv is runForeground with the environment env (nil:
+// pace's). Unless last, it gives the signals it caught for the command
+// back to their default action before it returns; a process that exits
+// right after (last) need not pay the round trip to the runtime's signal
+// thread that each signal.Stop costs.
+func runForegroundEnv(f *Factory, path string, argv, env []string, last bool) int {
 	ios := f.IOStreams
 	c := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
 	// The thread that starts the command lives until it has exited (see
@@ -300,7 +305,9 @@ func runForegroundEnv(f *Factory, path string, argv, env []string) int {
 	// the command, without its traps) or is lost.
 	more := make(chan os.Signal, 8)
 	notifyForwarded(more)
-	defer signal.Stop(more)
+	if !last {
+		defer signal.Stop(more)
+	}
 	if err := c.Start(); err != nil {
 		fmt.Fprintf(ios.ErrOut, "pace: %v\n", startError(argv[0], err))
 		return startExitCode(err)

@@ -20,6 +20,9 @@ type Factory struct {
 	// limiter.Open (tests simulate a failing store with it). Messages
 	// about the backend go to w.
 	OpenBackend func(ctx context.Context, o limiter.Options, w io.Writer) (throttle.Backend, error)
+	// exits says that the process exits once Execute returns (Main):
+	// pace exec leaves the signals it caught for its command caught.
+	exits bool
 }
 
 // openBackend makes the limiter of a run with o.

@@ -414,7 +414,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
 		watching = false
-		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL))
+		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), false)
 		facts.command = &code
 		stop()
 		grace := time.NewTimer(o.Grace)
