@@ -74,7 +74,7 @@ func (c *slidingCounter) delay(now int64, w int) int64 {
 	return 0 // unreachable: left reaches 0 and w <= n
 }
 
-func (c *slidingCounter) record(now int64, w int, _ uint64) {
+func (c *slidingCounter) record(now int64, w int, _ uint64) int {
 	c.evict(now)
 	k := floorDiv(now, c.g)
 	if c.size > 0 {
@@ -82,7 +82,7 @@ func (c *slidingCounter) record(now int64, w int, _ uint64) {
 		if c.idx[last] == k {
 			c.cnt[last] += int64(w)
 			c.total += int64(w)
-			return
+			return int(c.total)
 		}
 	}
 	// evict(now) left only buckets overlapping the window, fewer than
@@ -91,6 +91,7 @@ func (c *slidingCounter) record(now int64, w int, _ uint64) {
 	c.idx[j], c.cnt[j] = k, int64(w)
 	c.size++
 	c.total += int64(w)
+	return int(c.total)
 }
 
 func (c *slidingCounter) used(now int64) int {

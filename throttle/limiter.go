@@ -173,7 +173,10 @@ func (l *Limiter) clockLocked() int64 {
 	return l.last
 }
 
-// toTime maps an internal instant back to wall time. Requires l.mu held.
+// toTime maps an internal instant back to wall time. The epoch never
+// changes after New, so it needs no lock: admissions map their instant
+// after unlocking (time.Time.Add is not free, and every nanosecond under
+// the lock holds up contending callers).
 func (l *Limiter) toTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
 // delayLocked returns how long a call of the given cost at now must wait
@@ -199,8 +202,7 @@ func (l *Limiter) admitLocked(now, arrived int64, cost int) uint64 {
 	l.started = true
 	l.serial++
 	for i, w := range l.windows {
-		w.record(now, l.rules[i].weight(cost), l.serial)
-		l.tally.Observe(i, w.used(now))
+		l.tally.Observe(i, w.record(now, l.rules[i].weight(cost), l.serial))
 	}
 	l.tally.Admit(time.Duration(now - arrived))
 	return l.serial
@@ -229,9 +231,8 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 	if len(l.queue) == 0 || l.reorder {
 		if d, _ := l.delayLocked(now, cost); d == 0 {
 			s := l.admitLocked(now, now, cost)
-			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, s, 0, nil
+			return l.toTime(now), s, 0, nil
 		}
 	}
 	w := &waiter{ready: make(chan struct{}), arrived: now, cost: cost}
@@ -258,17 +259,10 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 		admitted, at, serial := w.admitted, w.at, w.serial
 		l.mu.Unlock()
 		if admitted {
-			return l.toTimeSafe(at), serial, time.Duration(at - w.arrived), nil
+			return l.toTime(at), serial, time.Duration(at - w.arrived), nil
 		}
 	}
 	return l.waitAsHead(ctx, w, cost)
-}
-
-// toTimeSafe is toTime taking the lock.
-func (l *Limiter) toTimeSafe(ns int64) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.toTime(ns)
 }
 
 // admitBehindLocked admits, in queue order, the waiters behind the head
@@ -303,9 +297,8 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Tim
 		if d == 0 {
 			s := l.admitLocked(now, w.arrived, cost)
 			l.leaveLocked(w)
-			at := l.toTime(now)
 			l.mu.Unlock()
-			return at, s, time.Duration(now - w.arrived), nil
+			return l.toTime(now), s, time.Duration(now - w.arrived), nil
 		}
 		if why == tally.Pause {
 			l.tally.BlockedOnPause()
@@ -376,8 +369,8 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 			now := l.clockLocked()
 			if d, _ := l.delayLocked(now, cost); d == 0 {
 				serial := l.admitLocked(now, now, cost)
-				at := l.toTime(now)
 				l.mu.Unlock()
+				at := l.toTime(now)
 				// Admitted on the caller's goroutine, which returns at
 				// once: Latency 0 (reading the clock again here cost 50ns
 				// a call under contention, BenchmarkAdmitContended).
@@ -460,9 +453,8 @@ func (l *Limiter) AllowN(t time.Time, cost int) (Admission, bool) {
 		return Admission{}, false
 	}
 	serial := l.admitLocked(now, now, cost)
-	at := l.toTime(now)
 	l.mu.Unlock()
-	return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial}, true
+	return Admission{At: l.toTime(now), Cost: cost, owner: (*owner)(l), handle: h, id: serial}, true
 }
 
 // DelayN returns how long a call of the given cost arriving at t would

@@ -11,9 +11,11 @@ type window interface {
 	// fits now. It requires 1 <= w <= the rule's N.
 	delay(now int64, w int) int64
 	// record adds a call of weight w at now, identified by serial (which
-	// grows with every call recorded). It requires delay(now, w) == 0,
-	// except for calls made before the limiter existed (Seed).
-	record(now int64, w int, serial uint64)
+	// grows with every call recorded), and returns the weight the window
+	// then holds (used(now), without a second pass). It requires
+	// delay(now, w) == 0, except for calls made before the limiter
+	// existed (Seed).
+	record(now int64, w int, serial uint64) int
 	// used returns the weight the window holds at now.
 	used(now int64) int
 	// adjust changes the weight of the call serial, recorded at instant
@@ -113,7 +115,7 @@ func (l *slidingLog) delay(now int64, w int) int64 {
 	return 0 // unreachable after advance
 }
 
-func (l *slidingLog) record(now int64, w int, serial uint64) {
+func (l *slidingLog) record(now int64, w int, serial uint64) int {
 	l.advance(now)
 	if l.size == len(l.buf) {
 		l.grow()
@@ -124,6 +126,7 @@ func (l *slidingLog) record(now int64, w int, serial uint64) {
 	}
 	l.size++
 	*l.at(l.size - 1) = logEntry{t: now, serial: serial, cum: cum}
+	return int(cum - l.base)
 }
 
 // grow makes room for one more call: doubling, and past n only when the

@@ -22,7 +22,10 @@ func runWindowSteps(t *testing.T, name string, win window, steps []step) {
 			t.Fatalf("%s step %d: delay(%v, %d) = %v, want %v", name, i, s.at, w, got, s.wait)
 		}
 		if s.wait == 0 {
-			win.record(now, w, uint64(i+1))
+			held := win.record(now, w, uint64(i+1))
+			if used := win.used(now); held != used {
+				t.Fatalf("%s step %d: record(%v, %d) = %d, want %d (used)", name, i, s.at, w, held, used)
+			}
 		}
 	}
 }
