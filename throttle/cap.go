@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,35 +11,32 @@ import (
 // in FIFO order. max <= 0 means no cap; the slots are then only counted,
 // so that an admission never released shows in Stats.InFlight.
 //
-// Each slot taken gets a handle, an index into gen and that index's
-// generation: releasing a handle bumps the generation, so a second
-// release of the same handle (or of a copy of its Admission) is ignored.
-// Handles are reused, so that admitting allocates nothing once gen has
-// grown to the most calls ever in flight.
+// Each slot taken gets a handle (see handles): a second release of the
+// same handle, or of a copy of its Admission, is ignored.
 //
 // The Limiter's mutex guards it (the methods ending in Locked require it
 // held), so that an admission that finds a slot and room at once takes
-// the lock once.
+// the lock once. Without a cap, a release takes no lock at all (see
+// release): under contention the lock is what callers queue for, and a
+// release that took it as well would make every call queue twice.
 type slots struct {
+	used     atomic.Int64 // slots held; changed without the lock only by release, without a cap
+	handles  handles
 	max      int
-	used     int
 	peak     int
 	waiters  []chan struct{} // FIFO; a closed channel owns a slot
 	waits    int64
 	waitTime time.Duration
-	gen      []uint32 // generation of each handle index
-	free     []uint32 // handle indexes not in use
 }
 
 // takeLocked takes a slot if one is free at once and nobody waits for
 // one, and returns its handle.
 func (s *slots) takeLocked() (uint64, bool) {
-	if s.max > 0 && (s.used >= s.max || len(s.waiters) > 0) {
+	if s.max > 0 && (s.used.Load() >= int64(s.max) || len(s.waiters) > 0) {
 		return 0, false
 	}
-	s.used++
-	s.peak = max(s.peak, s.used)
-	return s.handleLocked(), true
+	s.peak = max(s.peak, int(s.used.Add(1)))
+	return s.handles.takeLocked(), true
 }
 
 // acquireSlow waits, in FIFO order, for a slot that takeLocked could not
@@ -53,12 +51,12 @@ func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.D
 
 	select {
 	case <-ch:
-		// releaseLocked handed its slot straight to us (and counted it).
+		// release handed its slot straight to us (and counted it).
 		waited := max(time.Since(start), 0)
 		mu.Lock()
 		s.waits++
 		s.waitTime += waited
-		h := s.handleLocked()
+		h := s.handles.takeLocked()
 		mu.Unlock()
 		return h, waited, nil
 	case <-ctx.Done():
@@ -76,27 +74,21 @@ func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.D
 	}
 }
 
-// handleLocked returns a free handle.
-func (s *slots) handleLocked() uint64 {
-	if n := len(s.free); n > 0 {
-		i := s.free[n-1]
-		s.free = s.free[:n-1]
-		return uint64(i)<<32 | uint64(s.gen[i])
-	}
-	s.gen = append(s.gen, 0)
-	return uint64(len(s.gen)-1) << 32
-}
-
-// releaseLocked gives back the slot of handle h, handing it to the first
-// waiter if any. A handle already released is ignored.
-func (s *slots) releaseLocked(h uint64) {
-	i := h >> 32
-	if i >= uint64(len(s.gen)) || s.gen[i] != uint32(h) {
+// release gives back the slot of handle h, handing it to the first
+// waiter if any. A handle already released is ignored. Without a cap it
+// takes no lock: nobody can be waiting for a slot, so giving one back is
+// only counting. With one it takes mu, to hand the slot over.
+func (s *slots) release(h uint64, mu *sync.Mutex) {
+	if !s.handles.release(h) {
 		return
 	}
-	s.gen[i]++
-	s.free = append(s.free, uint32(i))
+	if s.max <= 0 {
+		s.used.Add(-1)
+		return
+	}
+	mu.Lock()
 	s.giveLocked()
+	mu.Unlock()
 }
 
 // giveLocked gives a slot back.
@@ -109,5 +101,82 @@ func (s *slots) giveLocked() {
 		close(ch)
 		return
 	}
-	s.used--
+	s.used.Add(-1)
+}
+
+// handleChunk is how many handles a block of the handle table holds.
+const handleChunk = 256
+
+// handles hands out the handles of slots: an index into a table and that
+// index's generation. Releasing a handle bumps its index's generation, so
+// that a second release of the same handle is ignored, and frees the
+// index for reuse: admitting allocates nothing once the table has grown to
+// the most calls ever in flight.
+//
+// takeLocked requires the Limiter's mutex held, so that takes never run
+// concurrently; release needs no lock. The table grows by blocks that
+// never move, and the free indexes form a stack linked through the table
+// that releases push onto with compare-and-swap. With one taker at a
+// time, a pop cannot be fooled by an index that left the stack and came
+// back (ABA): only the taker takes indexes off.
+type handles struct {
+	free   atomic.Uint32                               // top of the free stack: index+1, 0 when empty
+	n      uint32                                      // indexes ever handed out; requires mu
+	blocks atomic.Pointer[[]*[handleChunk]handleEntry] // replaced, never changed, when it grows
+}
+
+type handleEntry struct {
+	gen  atomic.Uint32 // bumped by every release
+	next atomic.Uint32 // the free index below this one on the stack: index+1, 0 for none
+}
+
+// entry returns index i's entry. Requires i < the indexes handed out.
+func (hs *handles) entry(i uint32) *handleEntry {
+	return &(*hs.blocks.Load())[i/handleChunk][i%handleChunk]
+}
+
+// takeLocked returns a free handle.
+func (hs *handles) takeLocked() uint64 {
+	for {
+		top := hs.free.Load()
+		if top == 0 {
+			break
+		}
+		e := hs.entry(top - 1)
+		if hs.free.CompareAndSwap(top, e.next.Load()) {
+			return uint64(top-1)<<32 | uint64(e.gen.Load())
+		}
+	}
+	i := hs.n
+	if i%handleChunk == 0 {
+		var old []*[handleChunk]handleEntry
+		if p := hs.blocks.Load(); p != nil {
+			old = *p
+		}
+		grown := append(old[:len(old):len(old)], new([handleChunk]handleEntry))
+		hs.blocks.Store(&grown)
+	}
+	hs.n++
+	return uint64(i) << 32
+}
+
+// release frees handle h and reports whether it was taken: false for a
+// handle already released (or never handed out).
+func (hs *handles) release(h uint64) bool {
+	p := hs.blocks.Load()
+	i, gen := uint32(h>>32), uint32(h)
+	if p == nil || i/handleChunk >= uint32(len(*p)) {
+		return false
+	}
+	e := &(*p)[i/handleChunk][i%handleChunk]
+	if !e.gen.CompareAndSwap(gen, gen+1) {
+		return false
+	}
+	for {
+		top := hs.free.Load()
+		e.next.Store(top)
+		if hs.free.CompareAndSwap(top, i+1) {
+			return true
+		}
+	}
 }

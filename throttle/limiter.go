@@ -386,9 +386,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	}
 	at, serial, waited, err := l.wait(ctx, cost)
 	if err != nil {
-		l.mu.Lock()
-		l.slots.releaseLocked(h)
-		l.mu.Unlock()
+		l.slots.release(h, &l.mu)
 		return Admission{}, err
 	}
 	// A waiter admitted by another goroutine runs when the scheduler
@@ -400,11 +398,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 type owner Limiter
 
 // Release gives back the in-flight slot of the admission h.
-func (o *owner) Release(h uint64) {
-	o.mu.Lock()
-	o.slots.releaseLocked(h)
-	o.mu.Unlock()
-}
+func (o *owner) Release(h uint64) { o.slots.release(h, &o.mu) }
 
 // Correct changes the cost recorded for the call serial, admitted at at,
 // in every cost rule still holding it.
