@@ -115,8 +115,12 @@ func TestImportBoundaries(t *testing.T) {
 		// The executors' HTTP/1.1 path beside http.Transport: the
 		// standard library only.
 		{mod + "/runner/internal/direct", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "vendor/golang.org/x/") }},
+		// The proxy's HTTP/1.1 loop beside net/http's server: the
+		// standard library only.
+		{mod + "/runner/internal/leanhttp", isStd},
 		{mod + "/runner/proxy", func(dep string) bool {
-			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || dep == mod+"/runner/internal/direct" || dep == mod+"/internal/redact" ||
+			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || dep == mod+"/runner/internal/direct" ||
+				dep == mod+"/runner/internal/leanhttp" || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 		{mod + "/runner/fetch", func(dep string) bool {

@@ -26,7 +26,7 @@ import (
 type testProxy struct {
 	url string
 	p   *Proxy
-	srv *http.Server
+	srv *Server
 
 	mu     sync.Mutex
 	events []runner.Event
@@ -70,7 +70,7 @@ func startProxy(t *testing.T, upstream, rules string, jobs int, tune func(*paceh
 	}
 	tp.srv = NewServer(tp.p)
 	for _, f := range srvTune {
-		f(tp.srv)
+		f(tp.srv.HTTP)
 	}
 	go tp.srv.Serve(ln)
 	t.Cleanup(func() { tp.srv.Close() })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/runner/internal/direct"
+	"github.com/pace-cli/pace/runner/internal/leanhttp"
 )
 
 // Upstream is the RoundTripper a Proxy sends requests upstream with:
@@ -50,10 +51,15 @@ const (
 	IdleTimeout       = 2 * time.Minute
 )
 
-// NewServer returns an http.Server that serves p with the limits above,
-// and logs nothing (the server's own messages about clients, such as bad
-// TLS or broken connections, are not the proxy's to print).
-func NewServer(p *Proxy) *http.Server {
-	return &http.Server{Handler: p, MaxHeaderBytes: MaxHeaderBytes, ReadHeaderTimeout: ReadHeaderTimeout,
-		IdleTimeout: IdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}
+// Server is the server NewServer returns: plain bodiless HTTP/1.1
+// requests (most of a proxy's) are served by a loop of its own, every
+// other connection by Server.HTTP (see leanhttp.Server).
+type Server = leanhttp.Server
+
+// NewServer returns a Server that serves p with the limits above, and
+// logs nothing (the server's own messages about clients, such as bad TLS
+// or broken connections, are not the proxy's to print).
+func NewServer(p *Proxy) *Server {
+	return &Server{HTTP: &http.Server{Handler: p, MaxHeaderBytes: MaxHeaderBytes, ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout: IdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}}
 }
