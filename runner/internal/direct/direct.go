@@ -189,7 +189,10 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 		if trace != nil && trace.GetConn != nil {
 			trace.GetConn(p.addr)
 		}
-		c := p.get()
+		var c *directConn
+		if attempt == 0 {
+			c = p.get() // a retry goes on a connection of its own: another kept one may be stale too
+		}
 		if c == nil {
 			nc, err := p.dial(ctx, "tcp", p.addr)
 			if err != nil {
