@@ -98,6 +98,12 @@ type Proxy struct {
 	rp    *httputil.ReverseProxy
 	slots chan struct{} // nil: no cap
 	red   *redact.Redactor
+	// buffers are the copy buffers of both paths.
+	buffers bufferPool
+	// reencodeQueries: GODEBUG has ReverseProxy re-encode every query,
+	// so every request takes it (see bodiless).
+	reencodeQueries bool
+	noBodiless      bool // tests: every request through ReverseProxy
 
 	stopCtx  context.Context // cancelled by Stop
 	stop     context.CancelFunc
@@ -139,7 +145,7 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Transport == nil {
 		return nil, errors.New("proxy: no transport")
 	}
-	p := &Proxy{opts: opts, red: opts.Redactor, status: map[int]int64{}}
+	p := &Proxy{opts: opts, red: opts.Redactor, status: map[int]int64{}, buffers: newBufferPool(), reencodeQueries: reencodesQueries()}
 	p.stopCtx, p.stop = context.WithCancel(context.Background())
 	if p.red == nil {
 		p.red = redact.New()
@@ -161,7 +167,7 @@ func New(opts Options) (*Proxy, error) {
 		// a length as the server's buffer fills, without a timer per
 		// request.
 		FlushInterval: 0,
-		BufferPool:    newBufferPool(),
+		BufferPool:    p.buffers,
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler:  p.fail,
 		ModifyResponse: func(r *http.Response) error {
@@ -364,7 +370,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq.ctx = requestCtx{Context: ctx, rq: rq}
 	ctx = &rq.ctx
 	ctx = pacehttp.WithInfo(ctx, &rq.info)
-	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	if p.bodiless(r) {
+		p.serveBodiless(w, r, ctx)
+	} else {
+		p.rp.ServeHTTP(w, r.WithContext(ctx))
+	}
 	if rq.state.Load() != stateAdmitted {
 		p.waitingN.Add(-1)
 	}

@@ -33,8 +33,9 @@ type testProxy struct {
 }
 
 // startProxy serves a Proxy in front of upstream under rules, with at
-// most jobs in flight; tune, if set, changes the transport's options.
-func startProxy(t *testing.T, upstream, rules string, jobs int, tune func(*pacehttp.Options), srvTune ...func(*http.Server)) *testProxy {
+// most jobs in flight; tune, if set, changes the transport's options,
+// and each of more changes the proxy or its server before it serves.
+func startProxy(t *testing.T, upstream, rules string, jobs int, tune func(*pacehttp.Options), more ...func(*testProxy)) *testProxy {
 	t.Helper()
 	rs, err := throttle.ParseRules(rules)
 	if err != nil && rules != "" {
@@ -69,8 +70,8 @@ func startProxy(t *testing.T, upstream, rules string, jobs int, tune func(*paceh
 		t.Fatal(err)
 	}
 	tp.srv = NewServer(tp.p)
-	for _, f := range srvTune {
-		f(tp.srv.HTTP)
+	for _, f := range more {
+		f(tp)
 	}
 	go tp.srv.Serve(ln)
 	t.Cleanup(func() { tp.srv.Close() })
@@ -370,7 +371,7 @@ func TestMalformedRequestsAre400(t *testing.T) {
 // ReadHeaderTimeout, and the others are served meanwhile.
 func TestSlowlorisIsCutOff(t *testing.T) {
 	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
-	tp := startProxy(t, up.URL, "", 0, nil, func(s *http.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	tp := startProxy(t, up.URL, "", 0, nil, func(tp *testProxy) { tp.srv.HTTP.ReadHeaderTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
