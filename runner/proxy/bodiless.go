@@ -186,7 +186,11 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 		res.Body.Close()
 		panic(http.ErrAbortHandler) // the answer cut off: the server closes the connection
 	}
-	res.Body.Close() // now, for res.Trailer
+	// The answer is whole: sent before it is reported (slotBody.Close),
+	// rather than once the handler has returned. Its bytes are the same:
+	// a body of unknown length was flushed at each write already.
+	http.NewResponseController(rw).Flush()
+	res.Body.Close()
 	if len(res.Trailer) > 0 {
 		http.NewResponseController(rw).Flush() // chunked, for the trailers
 	}

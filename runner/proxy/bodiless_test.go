@@ -238,3 +238,24 @@ func TestWhichRequestsAreBodiless(t *testing.T) {
 		t.Error("cleanQuery does not stop at ReverseProxy's 10,000 parameters")
 	}
 }
+
+// The redacted URLs a proxy keeps by the client's target are each
+// request's own, secrets hidden.
+func TestReportedURLsAreEachRequestsRedacted(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	tp := startProxy(t, up.URL+"/v1", "", 0, nil)
+	paths := []string{"/a?api_key=s3cret-1", "/b?api_key=s3cret-2", "/a?api_key=s3cret-1", "/a?token=s3cret-3&x=1", "/b?api_key=s3cret-2"}
+	for _, p := range paths {
+		tp.get(t, p)
+	}
+	evs := tp.doneN(t, len(paths))
+	var got []string
+	for _, ev := range evs {
+		got = append(got, strings.TrimPrefix(ev.Job.Argv[1], up.URL))
+	}
+	want := []string{"/v1/a?api_key=REDACTED", "/v1/b?api_key=REDACTED", "/v1/a?api_key=REDACTED", "/v1/a?token=REDACTED&x=1", "/v1/b?api_key=REDACTED"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reported %q, want %q", got, want)
+	}
+	tp.leaks(t, "s3cret")
+}

@@ -124,6 +124,8 @@ type Proxy struct {
 	active   int           // requests being served; guarded by activeMu
 	idle     chan struct{} // closed when active drops to 0; guarded by activeMu
 	evMu     sync.Mutex    // serialises OnEvent
+	urlMu    sync.Mutex
+	urls     map[string]string // redacted upstream URLs by the client's target; guarded by urlMu
 	mu       sync.Mutex
 	status   map[int]int64
 	past     []throttle.Call // recent admissions, for MaxWait's estimates
@@ -302,6 +304,9 @@ type request struct {
 	// upgraded is the connection of a request the upstream switched to
 	// another protocol (101, a websocket), if any.
 	upgraded *upgradeBody
+	// uri is the request's target as the client sent it (see
+	// redactedURL).
+	uri string
 }
 
 const (
@@ -343,7 +348,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
-	rq := &request{p: p, start: time.Now()}
+	rq := &request{p: p, start: time.Now(), uri: r.RequestURI}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	rq.cancel = cancel

@@ -33,10 +33,39 @@ func (p *Proxy) started(rq *request, req *http.Request, inFlight int64) {
 		return
 	}
 	a := rq.info.Admission
-	url := p.red.URL(req.URL)
+	url := p.redactedURL(rq, req)
 	rq.job = runner.Job{Seq: p.seq.Add(1), Item: req.Method + " " + url, Attempt: 1,
 		Argv: []string{req.Method, url}, Cost: max(a.Cost, 1), Admission: a}
 	p.emit(runner.Event{Kind: runner.JobStarted, Job: rq.job, Admission: a, InFlight: int(inFlight)})
+}
+
+// maxURLs bounds the redacted URLs a Proxy keeps: past it they are all
+// forgotten (a few hundred KB at most).
+const maxURLs = 4096
+
+// redactedURL returns the URL req, rq's request as sent upstream, goes
+// to, redacted. Redacting a URL costs a request more than the rest of
+// its report, and clients call few distinct URLs, so the result is kept
+// by the target the client sent (RequestURI), which alone makes the URL
+// upstream (the upstream being fixed).
+func (p *Proxy) redactedURL(rq *request, req *http.Request) string {
+	if rq.uri == "" {
+		return p.red.URL(req.URL)
+	}
+	p.urlMu.Lock()
+	s, ok := p.urls[rq.uri]
+	p.urlMu.Unlock()
+	if ok {
+		return s
+	}
+	s = p.red.URL(req.URL)
+	p.urlMu.Lock()
+	if p.urls == nil || len(p.urls) >= maxURLs {
+		p.urls = make(map[string]string)
+	}
+	p.urls[rq.uri] = s
+	p.urlMu.Unlock()
+	return s
 }
 
 // finished tells OnEvent how an admitted request ended: resp is the
