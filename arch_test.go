@@ -114,17 +114,22 @@ func TestImportBoundaries(t *testing.T) {
 		}},
 		// The executors' HTTP/1.1 path beside http.Transport: the
 		// standard library only.
-		{mod + "/runner/internal/direct", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "vendor/golang.org/x/") }},
+		{mod + "/runner/internal/direct", func(dep string) bool {
+			return isStd(dep) || strings.HasPrefix(dep, "vendor/golang.org/x/") || dep == mod+"/runner/internal/rawconn"
+		}},
+		// Reads and writes the scheduler is not told of: the standard
+		// library only.
+		{mod + "/runner/internal/rawconn", isStd},
 		// The proxy's HTTP/1.1 loop beside net/http's server: the
 		// standard library only.
-		{mod + "/runner/internal/leanhttp", isStd},
+		{mod + "/runner/internal/leanhttp", func(dep string) bool { return isStd(dep) || dep == mod+"/runner/internal/rawconn" }},
 		{mod + "/runner/proxy", func(dep string) bool {
 			return isStd(dep) || isEngine(dep) || dep == mod+"/runner" || dep == mod+"/runner/internal/direct" ||
-				dep == mod+"/runner/internal/leanhttp" || dep == mod+"/internal/redact" ||
+				dep == mod+"/runner/internal/leanhttp" || dep == mod+"/runner/internal/rawconn" || dep == mod+"/internal/redact" ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 		{mod + "/runner/fetch", func(dep string) bool {
-			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/runner/internal/direct", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
+			return isStd(dep) || isEngine(dep) || slices.Contains([]string{mod + "/runner", mod + "/runner/internal/direct", mod + "/runner/internal/rawconn", mod + "/internal/redact", mod + "/internal/tmpl", mod + "/internal/outfile"}, dep) ||
 				strings.HasPrefix(dep, "vendor/golang.org/x/")
 		}},
 	}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pace-cli/pace/runner/internal/rawconn"
 )
 
 // Transport is an http.RoundTripper. Requests that can be sent again
@@ -198,6 +200,7 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil {
 				return nil, err
 			}
+			nc = rawconn.Wrap(nc)
 			lc := &limitedConn{Conn: nc, left: -1}
 			c = &directConn{c: nc, lc: lc, br: bufio.NewReaderSize(lc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
 		}

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/pace-cli/pace/runner/internal/rawconn"
 )
 
 // bufSize is the size of a connection's read and write buffers: a
@@ -95,6 +97,7 @@ func (w connWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) newConn(rwc net.Conn) *conn {
+	rwc = rawconn.Wrap(rwc)
 	c := &conn{s: s, rwc: rwc, remote: rwc.RemoteAddr().String(), accepted: time.Now()}
 	c.r.rwc = rwc
 	c.br = bufio.NewReaderSize(&c.r, bufSize)

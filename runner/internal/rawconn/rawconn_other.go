@@ -1,0 +1,5 @@
+//go:build !linux
+
+package rawconn
+
+const supported = false
