@@ -1,10 +1,13 @@
 // Package backend is what the author of a throttle.Backend needs and a
 // caller of one does not: admissions that call back their backend when
 // they are released or corrected. pace's own backends (throttle.Limiter,
-// redisrate, localstore) use it, and so can a fake in a test.
+// redisrate, localstore) use it, and so can a fake in a test. It also
+// holds the one signal between a backend that queues its callers and a
+// caller that keeps several admissions waiting in order (WithQueued).
 package backend
 
 import (
+	"context"
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
@@ -35,4 +38,26 @@ func NewAdmission(o Owner, h, id uint64, at time.Time, cost int, waited, latency
 		return newAdmission(nil, h, id, at, cost, waited, latency)
 	}
 	return newAdmission(o, h, id, at, cost, waited, latency)
+}
+
+type queuedKey struct{}
+
+// WithQueued returns a context under which an Admit of a backend that
+// queues its callers FIFO calls f once its caller holds its place in the
+// queue, before Admit returns and on the goroutine that called it. A
+// caller that keeps several admissions waiting in order starts the next
+// Admit only after f (or the Admit's return, for a backend that never
+// calls f): the next then queues behind it, and the backend can decide
+// for the calls waiting together (the shared backends ask their store for
+// all of them in one attempt). A backend may call f at most once.
+func WithQueued(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, queuedKey{}, f)
+}
+
+// Queued calls the function WithQueued put in ctx, if any. A backend
+// calls it once the caller holds its place in the queue.
+func Queued(ctx context.Context) {
+	if f, ok := ctx.Value(queuedKey{}).(func()); ok {
+		f()
+	}
 }

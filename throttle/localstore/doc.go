@@ -134,8 +134,8 @@
 //
 // # Fairness
 //
-// Within one process admission is FIFO: one caller at a time asks the
-// store. Across processes whoever gets the lock first once room frees
+// Within one process admission is FIFO: callers queue, and one
+// transaction at a time asks the store for the call at the head. Across processes whoever gets the lock first once room frees
 // wins, as far as the kernel's lock queue goes: a process is not
 // guaranteed a share, only the host as a whole is kept within the rules.
 // The jitter spreads the retries of processes woken by the same expiry.

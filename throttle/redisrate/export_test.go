@@ -1,6 +1,7 @@
 package redisrate
 
 import (
+	"context"
 	"time"
 
 	"github.com/pace-cli/pace/throttle/internal/gate"
@@ -40,4 +41,12 @@ func ScriptLoads(l *Limiter) int64 { return l.scriptLoads.Load() }
 func WithSlotPoll(o Options, d time.Duration) Options {
 	o.slotPoll = d
 	return o
+}
+
+// AdmitBatch runs one admission attempt for calls of the given costs
+// (margin 0), as l's core does, and returns how many were admitted, the
+// wait and rule (given order) of the first refused, and each rule's use.
+func AdmitBatch(l *Limiter, costs []int) (admitted int, wait time.Duration, rule int, used []int, err error) {
+	d, err := (*redisSide)(l).Admit(context.Background(), costs, 0)
+	return d.Admitted, d.Wait, d.Rule, d.Used, err
 }

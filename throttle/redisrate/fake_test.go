@@ -80,14 +80,39 @@ func (c fakeCall) member() any {
 }
 
 // ruleArgs returns the per-rule arguments of an admit or correct call:
-// N, window, mode, weight.
+// N, window, mode, weight (of the first call).
 func (c fakeCall) ruleArgs() [][]any {
 	first := 7
+	k := (len(c.args) - first) / 4
+	if c.op() == "admit" {
+		k = (len(c.keys) - 2) / 2
+	}
 	var rs [][]any
-	for i := first; i+4 <= len(c.args); i += 4 {
-		rs = append(rs, c.args[i:i+4])
+	for i := range k {
+		rs = append(rs, c.args[first+4*i:first+4*i+4])
 	}
 	return rs
+}
+
+// batch returns, for an admit call, each call's member id and its weight
+// in each rule.
+func (c fakeCall) batch() (ids []any, weights [][]int) {
+	rs := c.ruleArgs()
+	ids = append(ids, c.args[1])
+	var w []int
+	for _, r := range rs {
+		w = append(w, r[3].(int))
+	}
+	weights = append(weights, w)
+	for i := 7 + 4*len(rs); i < len(c.args); i += 1 + len(rs) {
+		ids = append(ids, c.args[i])
+		w = nil
+		for _, x := range c.args[i+1 : i+1+len(rs)] {
+			w = append(w, x.(int))
+		}
+		weights = append(weights, w)
+	}
+	return ids, weights
 }
 
 func (f *fakeRedis) setHandle(h func(c fakeCall) (any, error)) {
@@ -206,9 +231,12 @@ func (f *fakeRedis) held() int {
 func (f *fakeRedis) scriptReply(c fakeCall) any {
 	switch c.op() {
 	case "admit":
-		var used []int
-		for _, r := range c.ruleArgs() {
-			used = append(used, r[3].(int))
+		_, weights := c.batch()
+		used := make([]int, len(weights[0]))
+		for _, w := range weights {
+			for i, x := range w {
+				used[i] += x
+			}
 		}
 		return admitted(used...)
 	case "correct":
@@ -272,11 +300,17 @@ func admitted(used ...int) []any {
 }
 
 func refused(wait time.Duration, rule int, used ...int) []any {
+	return partly(0, wait, rule, used...)
+}
+
+// partly is the reply that admits the first n calls of a batch and
+// refuses the next.
+func partly(n int, wait time.Duration, rule int, used ...int) []any {
 	r := []any{int64(0), time.Now().UnixMicro(), int64(1), int64(0), wait.Microseconds(), int64(rule)}
 	for _, u := range used {
 		r = append(r, int64(u))
 	}
-	return r
+	return append(r, int64(n))
 }
 
 func corrected(used ...int) []any {

@@ -4,11 +4,14 @@
 // throttle.Backend, with the same model as throttle.Limiter and the state
 // kept in Redis.
 //
-// Each admission is one Lua script call (one round trip). The script reads
-// the server's clock (TIME), checks every rule, and only if all of them
-// allow the call records it in all of them at that one instant; otherwise
-// it records nothing and tells the caller how long to wait, which the
-// caller sleeps (plus a small random jitter) before asking again. Clients'
+// Each admission attempt is one Lua script call (one round trip), for the
+// calls queued in the process, in order. The script reads the server's
+// clock (TIME), checks every rule for each call, counting the calls of
+// the attempt admitted before it, and only if all of them allow the call
+// records it in all of them at that one instant; at the first call
+// refused it stops, records nothing more and tells the caller how long
+// that call must wait, which the process sleeps (plus a small random
+// jitter) before asking again. Clients'
 // clocks therefore need not agree. A rule N/W is kept exactly (no window
 // (t-W, t] of server time holds more than N admissions, or costs,
 // fleet-wide) in a sorted set, or, for N > Options.CounterAbove (100,000 by default), in a
@@ -30,8 +33,9 @@
 // expires once its window has passed unused, so a new rule set may take
 // the name over after the longest window has passed idle.
 //
-// Fairness: within one process admission is FIFO, one caller at a time
-// talking to Redis. Across processes there is no queue: whoever asks first
+// Fairness: within one process admission is FIFO: callers queue, and
+// one attempt at a time asks Redis for the calls at the head of the
+// queue. Across processes there is no queue: whoever asks first
 // once room frees wins, so a process is not guaranteed a share, only the
 // fleet as a whole is kept within the rules. The jitter spreads the
 // retries of processes woken by the same expiry.
@@ -438,22 +442,27 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	return used, nil
 }
 
-// Admit runs one admission script call for a call of the given cost: it
-// checks every rule at Redis's instant and, only if all allow the call,
-// records it in all of them. It implements gate.Store.
-func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+// Admit runs one admission script call for calls of the given costs, in
+// order: at Redis's instant it admits each call that every rule allows,
+// counting the calls admitted before it, records it in all of them, and
+// stops at the first call refused. It implements gate.Store.
+func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duration) (gate.Decision, error) {
 	l := (*Limiter)(rs)
-	id := l.seq.Add(1)
+	m := uint64(len(costs))
+	id := l.seq.Add(m) - m + 1 // the calls' ids are id, id+1, ...
 	ws, ttl, own, ownTTL := l.windows(margin)
-	args := make([]any, 0, 7+4*len(l.order))
+	k := len(l.order)
+	args := make([]any, 0, 7+4*k+(len(costs)-1)*(1+k))
 	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
 	for j, i := range l.order {
 		r := l.rules[i]
-		w := 1
-		if r.Cost {
-			w = cost
+		args = append(args, r.N, ws[j], l.mode(r), weightOf(r, costs[0]))
+	}
+	for x, cost := range costs[1:] {
+		args = append(args, l.memberID(id+uint64(x)+1))
+		for _, i := range l.order {
+			args = append(args, weightOf(l.rules[i], cost))
 		}
-		args = append(args, r.N, ws[j], l.mode(r), w)
 	}
 	sent := time.Now()
 	reply, err := l.run(ctx, admitScript(), l.admitKeys, args)
@@ -461,7 +470,7 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	if err != nil {
 		return gate.Decision{}, err
 	}
-	r, err := parseAdmitReply(reply, len(l.rules))
+	r, err := parseAdmitReply(reply, len(l.rules), len(costs))
 	if err != nil {
 		return gate.Decision{}, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
 	}
@@ -476,10 +485,18 @@ func (rs *redisSide) Admit(ctx context.Context, cost int, margin time.Duration) 
 	for j, i := range l.order {
 		d.Used[i] = r.used[j]
 	}
-	if !r.admitted {
+	if r.admitted < len(costs) {
 		d.Rule = l.order[r.rule]
 	}
 	return d, nil
+}
+
+// weightOf returns what a call of the given cost weighs in r.
+func weightOf(r throttle.Rule, cost int) int {
+	if r.Cost {
+		return cost
+	}
+	return 1
 }
 
 // PauseUntil makes this process admit nothing before t, whatever Redis
@@ -561,17 +578,19 @@ func (l *Limiter) memberID(id uint64) string {
 // admitReply is a decoded reply of admitLua.
 type admitReply struct {
 	mismatch bool
-	stored   string // the quota's rule spec, on mismatch
-	admitted bool
+	stored   string        // the quota's rule spec, on mismatch
+	admitted int           // how many of the calls asked were admitted
 	now      int64         // server time, microseconds
 	clock    bool          // now came from the server's TIME
 	margin   time.Duration // the fleet's widest margin, which the script applied
-	wait     time.Duration
-	rule     int   // index (Redis order) of the rule that needs the longest wait
-	used     []int // per rule, Redis order
+	wait     time.Duration // for the first call refused
+	rule     int           // index (Redis order) of the rule that needs the longest wait
+	used     []int         // per rule, Redis order
 }
 
-func parseAdmitReply(v any, rules int) (admitReply, error) {
+// parseAdmitReply decodes a reply of admitLua for the given number of
+// rules and of calls asked.
+func parseAdmitReply(v any, rules, calls int) (admitReply, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) < 2 {
 		return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
@@ -588,11 +607,11 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 		}
 		return admitReply{mismatch: true, stored: s}, nil
 	}
-	head := 4
+	head, tail := 4, 0
 	if code == 0 {
-		head = 6
+		head, tail = 6, 1
 	}
-	if len(a) != head+rules {
+	if len(a) != head+rules+tail {
 		return admitReply{}, fmt.Errorf("unexpected script reply %v for %d rules", v, rules)
 	}
 	ints := make([]int64, len(a))
@@ -601,7 +620,7 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
 		}
 	}
-	r.admitted = code == 1
+	r.admitted = calls
 	r.now = ints[1]
 	r.clock = ints[2] == 1
 	r.margin = time.Duration(ints[3]) * time.Microsecond
@@ -610,6 +629,10 @@ func parseAdmitReply(v any, rules int) (admitReply, error) {
 		r.rule = int(ints[5]) - 1
 		if r.rule < 0 || r.rule >= rules {
 			return admitReply{}, fmt.Errorf("unexpected script reply %v: no rule %d", v, r.rule+1)
+		}
+		r.admitted = int(ints[len(ints)-1])
+		if r.admitted < 0 || r.admitted >= calls {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v: %d of %d calls admitted", v, r.admitted, calls)
 		}
 	}
 	r.used = make([]int, rules)

@@ -527,6 +527,9 @@ func (g *gate) next(reply []any) string {
 	return <-g.asked
 }
 
+// Callers that queue while an attempt is under way are asked for in one
+// attempt, in order; those the script refuses stay at the head, in order,
+// and are asked for again after the wait.
 func TestAdmissionIsFIFO(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
@@ -544,19 +547,43 @@ func TestAdmissionIsFIFO(t *testing.T) {
 				t.Fatalf("%d queued after %s came, want %d", q, name, i+1)
 			}
 		}
-		for _, name := range []string{"b", "c", "d"} {
-			if got := g.next(admitted(1)); got != name {
-				t.Fatalf("next to ask Redis: %s, want %s", got, name)
-			}
+		if got := g.next(admitted(1)); got != "b" {
+			t.Fatalf("next to ask Redis: %s, want b for b, c and d", got)
 		}
-		g.answer <- admitted(1)
-		for name, ch := range done {
-			if r := <-ch; r.err != nil {
+		calls := f.Calls()
+		ids, _ := calls[len(calls)-1].batch()
+		if len(ids) != 3 || ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+			t.Fatalf("members asked for %v, want b, c and d's, each its own", ids)
+		}
+		// b is admitted; c and d must wait 100ms, then are asked for
+		// together again.
+		g.answer <- partly(1, 100*time.Millisecond, 1, 10)
+		if r := <-done["b"]; r.err != nil || r.a.Waited != 0 {
+			t.Fatalf("Admit(b) = %+v, want admitted without a wait", r)
+		}
+		start := time.Now()
+		if got := <-g.asked; got != "c" || time.Since(start) != 100*time.Millisecond {
+			t.Fatalf("after b: %s asked after %v, want c after 100ms", got, time.Since(start))
+		}
+		calls = f.Calls()
+		if next, _ := calls[len(calls)-1].batch(); len(next) != 2 || next[0] != ids[1] && next[0] == ids[0] {
+			t.Fatalf("members asked for %v, want c and d's", next)
+		}
+		g.answer <- admitted(10)
+		var at []time.Time
+		for _, name := range []string{"a", "c", "d"} {
+			r := <-done[name]
+			if r.err != nil {
 				t.Errorf("Admit(%s) = %v", name, r.err)
 			}
+			at = append(at, r.a.At)
 		}
-		if s := l.Stats(); s.Admitted != 4 {
-			t.Errorf("Admitted = %d, want 4", s.Admitted)
+		if !at[1].Equal(at[2]) || !at[1].After(at[0]) {
+			t.Errorf("c and d admitted at %v, want one instant, after a's", at)
+		}
+		s := l.Stats()
+		if s.Admitted != 4 || s.Waits != 1 || s.Rules[0].Waits != 1 {
+			t.Errorf("Admitted %d, waits %d (rule %d), want 4 admitted, c and d held back once, on the rule", s.Admitted, s.Waits, s.Rules[0].Waits)
 		}
 	})
 }
@@ -579,6 +606,10 @@ func TestCancelledWaiterDelaysNobody(t *testing.T) {
 		}
 		if got := g.next(admitted(1)); got != "c" {
 			t.Fatalf("after a: %s asked, want c", got)
+		}
+		calls := f.Calls()
+		if ids, _ := calls[len(calls)-1].batch(); len(ids) != 1 {
+			t.Fatalf("asked for %d calls, want c's alone", len(ids))
 		}
 		g.answer <- admitted(2)
 		for _, ch := range []<-chan admitResult{a, c} {
@@ -609,6 +640,34 @@ func TestCancelledWaiterDelaysNobody(t *testing.T) {
 		}
 		if r := <-c; r.err != nil {
 			t.Errorf("Admit(c) = %v", r.err)
+		}
+
+		// A caller whose call is in the attempt under way gives up: it
+		// returns at once; if Redis admits its call, the call is spent
+		// (counted nowhere in this process) and the others of the batch
+		// go ahead.
+		x := goAdmit(as("x"), l, 1)
+		<-g.asked
+		ctxY, cancelY := context.WithCancel(as("y"))
+		y := goAdmit(ctxY, l, 1)
+		synctest.Wait()
+		z := goAdmit(as("z"), l, 1)
+		synctest.Wait()
+		if got := g.next(admitted(4)); got != "y" {
+			t.Fatalf("after x: %s asked, want y (for y and z)", got)
+		}
+		cancelY()
+		if r, ok := returned(y); !ok || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Admit(y) = %v (returned %v), want context.Canceled at once", r.err, ok)
+		}
+		g.answer <- admitted(6)
+		for _, ch := range []<-chan admitResult{x, z} {
+			if r := <-ch; r.err != nil {
+				t.Errorf("Admit = %v", r.err)
+			}
+		}
+		if s := l.Stats(); s.Admitted != 5 || s.InFlight != 5 {
+			t.Errorf("Admitted %d, in flight %d, want 5 and 5 (y's call spent, not handed out)", s.Admitted, s.InFlight)
 		}
 	})
 }

@@ -172,18 +172,21 @@ local function trim(key, aux, mode, base, w, now)
 end
 `
 
-// admitLua decides one admission against every rule of a quota, and
-// records it in all of them at one instant only if all of them allow it.
-// Redis runs a script atomically, so no other admission can slip in between
-// the checks and the records, whatever the number of clients. Every key
-// expires (PEXPIRE) once its window has passed with no admission, and the
-// rules key lives as long as the longest of them.
+// admitLua decides admissions against every rule of a quota: for one
+// call, or for a batch of calls in order. A call is recorded in every rule
+// at one instant only if all of them allow it, counting the calls of the
+// batch admitted before it; the first call refused stops the batch, and
+// nothing is recorded for it or the calls after it. Redis runs a script
+// atomically, so no other admission can slip in between the checks and
+// the records, whatever the number of clients. Every key expires
+// (PEXPIRE) once its window has passed with no admission, and the rules
+// key lives as long as the longest of them.
 //
 // KEYS[1]          pace:{NAME}:rules, the quota's rule spec
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
 // KEYS[#KEYS]      pace:{NAME}:margins, the margins in force (fleet_margin)
 // ARGV[1]    the caller's rule spec
-// ARGV[2]    an id unique to this call
+// ARGV[2]    an id unique to the first call
 // ARGV[3]    the caller's clock in microseconds, used only when TIME fails
 // ARGV[4]    the time to live of the rules key in milliseconds, margin excluded
 // ARGV[5]    the caller's margin in microseconds
@@ -192,16 +195,20 @@ end
 // ARGV[4+4i] .. ARGV[7+4i]
 //
 //	rule i: N, window in microseconds (margin excluded), mode, the
-//	call's weight in it (its cost for a cost rule, else 1)
+//	first call's weight in it (its cost for a cost rule, else 1)
+//
+// then, for each call j after the first (j = 2..m), k+1 arguments: an id
+// unique to the call, and its weight in rules 1..k.
 //
 // Every window is widened by the fleet's widest margin.
 //
 // Replies, with times in microseconds:
 //
-//	{1, now, clock, margin, used_1, ..., used_k}           admitted; used_i counts this call
-//	{0, now, clock, margin, wait, i, used_1, ..., used_k}  refused; nothing recorded; rule i
-//	                                                       needs the longest wait
-//	{-1, spec}                                             the quota holds another rule spec
+//	{1, now, clock, margin, used_1, ..., used_k}              every call admitted; used_i counts them
+//	{0, now, clock, margin, wait, i, used_1, ..., used_k, a}  the first a calls admitted (used_i
+//	                                                          counts them), call a+1 refused: it
+//	                                                          needs wait, rule i the longest
+//	{-1, spec}                                                the quota holds another rule spec
 const admitLua = timeHead + "ARGV[3]" + timeTail + helpersLua + `
 local spec = redis.call('GET', KEYS[1])
 if spec and spec ~= ARGV[1] then
@@ -209,103 +216,121 @@ if spec and spec ~= ARGV[1] then
 end
 
 local k = (#KEYS - 2) / 2
+local more = 8 + 4 * k
+local m = 1 + (#ARGV - more + 1) / (k + 1)
 local margin = fleet_margin(KEYS[#KEYS], ARGV[7], tonumber(ARGV[5]), tonumber(ARGV[6]), now)
 local ttl = tonumber(ARGV[4]) + math.ceil(margin / 1000)
 local used, state = {}, {}
-local wait, binding = 0, 0
+local wait, binding, admitted = 0, 0, 0
 
 for i = 1, k do
-  local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
   local a = 4 + 4 * i
-  local n, base, mode, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
-  local w = base + margin
-  local held, st = trim(key, aux, mode, base, w, now)
-  local need
-  if held + c > n then
-    local excess = held + c - n
-    if mode == '0' then
-      -- The call at index held-n must leave the window before one more fits.
-      local e = redis.call('ZRANGE', key, held - n, held - n, 'WITHSCORES')
-      need = tonumber(e[2]) + w - now
-    elseif mode == '2' then
-      -- The oldest calls whose costs add up to excess must leave.
-      local gone, from = 0, 0
-      while not need do
-        local es = redis.call('ZRANGE', key, from, from + 63, 'WITHSCORES')
-        if #es == 0 then break end
-        for j = 1, #es, 2 do
-          gone = gone + member_cost(es[j])
-          if gone >= excess then
-            need = tonumber(es[j + 1]) + w - now
-            break
-          end
-        end
-        from = from + 64
-      end
-      if not need then need = 1 end
-    else
-      -- Drop buckets oldest first until the call fits; bucket j stops
-      -- overlapping the window at (j+1)*g + w - 1.
-      local lo, hi, g = st[1], st[2], st[4]
-      need = 1
-      if lo then
-        local gone, last = 0, math.min(hi, lo + 2100)
-        need = (hi + 1) * g + w - 1 - now
-        for j = lo, last do
-          local v = redis.call('HGET', key, field(j))
-          if v then gone = gone + tonumber(v) end
-          if gone >= excess then
-            need = (j + 1) * g + w - 1 - now
-            break
-          end
-        end
-      end
-    end
-  end
-  state[i] = st
-  used[i] = held
-  if need then
-    if need < 1 then need = 1 end
-    if need > wait then
-      wait, binding = need, i
-    end
-  end
+  local base = tonumber(ARGV[a + 1])
+  used[i], state[i] = trim(KEYS[2 * i], KEYS[2 * i + 1], ARGV[a + 2], base, base + margin, now)
 end
 
-if binding > 0 then
-  if not spec then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+for j = 1, m do
+  local id, at = ARGV[2], more + (j - 2) * (k + 1)
+  if j > 1 then id = ARGV[at] end
+  local function weight(i)
+    if j == 1 then return tonumber(ARGV[7 + 4 * i]) end
+    return tonumber(ARGV[at + i])
   end
+
+  for i = 1, k do
+    local key = KEYS[2 * i]
+    local a = 4 + 4 * i
+    local n, mode, c = tonumber(ARGV[a]), ARGV[a + 2], weight(i)
+    local w = tonumber(ARGV[a + 1]) + margin
+    local held, st = used[i], state[i]
+    local need
+    if held + c > n then
+      local excess = held + c - n
+      if mode == '0' then
+        -- The call at index held-n must leave the window before one more fits.
+        local e = redis.call('ZRANGE', key, held - n, held - n, 'WITHSCORES')
+        need = tonumber(e[2]) + w - now
+      elseif mode == '2' then
+        -- The oldest calls whose costs add up to excess must leave.
+        local gone, from = 0, 0
+        while not need do
+          local es = redis.call('ZRANGE', key, from, from + 63, 'WITHSCORES')
+          if #es == 0 then break end
+          for x = 1, #es, 2 do
+            gone = gone + member_cost(es[x])
+            if gone >= excess then
+              need = tonumber(es[x + 1]) + w - now
+              break
+            end
+          end
+          from = from + 64
+        end
+        if not need then need = 1 end
+      else
+        -- Drop buckets oldest first until the call fits; bucket x stops
+        -- overlapping the window at (x+1)*g + w - 1.
+        local lo, hi, g = st[1], st[2], st[4]
+        need = 1
+        if lo then
+          local gone, last = 0, math.min(hi, lo + 2100)
+          need = (hi + 1) * g + w - 1 - now
+          for x = lo, last do
+            local v = redis.call('HGET', key, field(x))
+            if v then gone = gone + tonumber(v) end
+            if gone >= excess then
+              need = (x + 1) * g + w - 1 - now
+              break
+            end
+          end
+        end
+      end
+    end
+    if need then
+      if need < 1 then need = 1 end
+      if need > wait then
+        wait, binding = need, i
+      end
+    end
+  end
+  if binding > 0 then break end
+
+  for i = 1, k do
+    local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
+    local a = 4 + 4 * i
+    local w, mode, c = tonumber(ARGV[a + 1]) + margin, ARGV[a + 2], weight(i)
+    if mode == '0' then
+      redis.call('ZADD', key, now, id)
+      redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+    elseif mode == '2' then
+      redis.call('ZADD', key, now, id .. ':' .. c)
+      redis.call('INCRBY', aux, c)
+      redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
+      redis.call('PEXPIRE', aux, math.ceil(w / 1000) + 1)
+    else
+      local s = state[i]
+      local lo, hi, total, g = s[1], s[2], s[3], s[4]
+      local kn = math.floor(now / g)
+      if not lo or kn < lo then lo = kn end
+      if not hi or kn > hi then hi = kn end
+      redis.call('HINCRBY', key, field(kn), c)
+      redis.call('HSET', key, 'lo', field(lo), 'hi', field(hi), 'total', total + c)
+      redis.call('PEXPIRE', key, math.ceil((w + g) / 1000) + 1)
+      state[i] = {lo, hi, total + c, g}
+    end
+    used[i] = used[i] + c
+  end
+  admitted = j
+end
+
+if admitted > 0 or not spec then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+end
+if binding > 0 then
   local r = {0, now, clock, margin, wait, binding}
   for i = 1, k do r[6 + i] = used[i] end
+  r[7 + k] = admitted
   return r
 end
-
-for i = 1, k do
-  local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-  local a = 4 + 4 * i
-  local w, mode, c = tonumber(ARGV[a + 1]) + margin, ARGV[a + 2], tonumber(ARGV[a + 3])
-  if mode == '0' then
-    redis.call('ZADD', key, now, ARGV[2])
-    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
-  elseif mode == '2' then
-    redis.call('ZADD', key, now, ARGV[2] .. ':' .. c)
-    redis.call('INCRBY', aux, c)
-    redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
-    redis.call('PEXPIRE', aux, math.ceil(w / 1000) + 1)
-  else
-    local s = state[i]
-    local lo, hi, total, g = s[1], s[2], s[3], s[4]
-    local kn = math.floor(now / g)
-    if not lo or kn < lo then lo = kn end
-    if not hi or kn > hi then hi = kn end
-    redis.call('HINCRBY', key, field(kn), c)
-    redis.call('HSET', key, 'lo', field(lo), 'hi', field(hi), 'total', total + c)
-    redis.call('PEXPIRE', key, math.ceil((w + g) / 1000) + 1)
-  end
-  used[i] = used[i] + c
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 local r = {1, now, clock, margin}
 for i = 1, k do r[4 + i] = used[i] end
 return r

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,16 +14,27 @@ import (
 	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
+// MaxBatch is the most calls one admission attempt asks the store for.
+const MaxBatch = 64
+
 // Store is what a shared backend brings to its Core: the store's
-// decisions and its slots. Everything between decisions (the FIFO turn,
+// decisions and its slots. Everything between decisions (the FIFO queue,
 // the wait loop, pauses, margins, the tally, calls in flight) is the
 // Core's. Its methods are called by one caller at a time per kind: Admit
-// under the admission turn, TrySlot under the slot turn.
+// by the Core's admitter, TrySlot under the slot turn.
 type Store interface {
-	// Admit runs one admission attempt for a call of the given cost, with
-	// every window widened by the wider of margin (this process's) and the
-	// margins of the other processes sharing the quota.
-	Admit(ctx context.Context, cost int, margin time.Duration) (Decision, error)
+	// Admit runs one admission attempt for calls of the given costs (at
+	// least one, at most MaxBatch), in order, with every window widened
+	// by the wider of margin (this process's) and the margins of the
+	// other processes sharing the quota. It admits the longest prefix of
+	// them that the rules allow at one instant of the store, checking
+	// each call against the rules with the calls before it in the batch
+	// counted, and records each admitted call: a burst, legal because the
+	// rules count calls in half-open windows. It stops at the first call
+	// refused, and records nothing for it or the calls after it. A store
+	// may admit fewer than fit (at least the first, if it fits): one that
+	// asks in one step per call loses nothing by taking one at a time.
+	Admit(ctx context.Context, costs []int, margin time.Duration) (Decision, error)
 	// Correct changes the cost recorded for the call id, admitted at at,
 	// from one cost to another, and returns each rule's use in the given
 	// order after it (-1 where the store did not say).
@@ -41,12 +53,12 @@ type Store interface {
 
 // Decision is the outcome of one admission attempt.
 type Decision struct {
-	Admitted bool
+	Admitted int           // how many of the calls asked were admitted: the first Admitted
 	At       time.Time     // the store's instant
-	ID       uint64        // the call's id in the store, if admitted
-	Wait     time.Duration // how long before the call could fit, if refused
-	Rule     int           // if refused: the rule (given order) needing the longest wait
-	Used     []int         // per rule, given order: the weight in the window
+	ID       uint64        // the first call's id in the store; the k-th admitted has ID+k
+	Wait     time.Duration // how long before the first call refused could fit
+	Rule     int           // if one was refused: the rule (given order) needing the longest wait
+	Used     []int         // per rule, given order: the weight in the window, admitted calls counted
 	Fleet    time.Duration // the widest margin in force, which the decision applied
 	// Latency is how long before Admit returns the store recorded the
 	// call; if Decided is set, the time since then instead.
@@ -65,39 +77,47 @@ type Config struct {
 }
 
 // Core is what both shared backends do alike around their store's
-// decisions: one caller at a time asks the store (FIFO within the
-// process), sleeps what the store says plus jitter, sleeps out a server's
-// pause, widens windows by the margin and publishes a wider one, counts
-// admissions and what they waited on, keeps the calls in flight and the
-// slots they hold, and hands out admissions. It is safe for concurrent
-// use.
+// decisions: it queues the callers waiting for the rates (FIFO within
+// the process) and one admitter asks the store for the calls at the head
+// of the queue, as many as fit, in one attempt; it sleeps what the store
+// says plus jitter, sleeps out a server's pause, widens windows by the
+// margin and publishes a wider one, counts admissions and what they
+// waited on, keeps the calls in flight and the slots they hold, and
+// hands out admissions. It is safe for concurrent use.
 type Core struct {
 	cf    Config
 	store Store
 
-	admitTurn fifo.Lock // one caller at a time asks the store for the rates
-	slotTurn  fifo.Lock // one caller at a time waits for a slot
+	slotTurn fifo.Lock // one caller at a time waits for a slot
 
 	closed     chan struct{}
 	closeOnce  sync.Once
 	publishers sync.WaitGroup
-	seq        atomic.Uint64 // ids of admissions without rules
-	slotSeq    atomic.Uint64 // ids of the callers waiting for slots
+	admitters  sync.WaitGroup // the admitter, while it runs
+	wake       chan struct{}  // (buffered) ends the admitter's sleep: the head of the queue left
+	seq        atomic.Uint64  // ids of admissions without rules
+	slotSeq    atomic.Uint64  // ids of the callers waiting for slots
 
-	mu         sync.Mutex
-	margin     time.Duration
-	fleet      time.Duration // the widest margin in force, at the last decision
-	publishing bool
-	tally      *tally.Tally
-	used       []int         // per rule in given order: weight in the window at the last decision
-	sleeps     int64         // times the head of the admission queue slept
-	trip       time.Duration // the quickest the store answered an admission attempt; -1 before one
-	pause      Pause
-	held       map[uint64]any // admission id -> the slot it holds (nil for none)
-	inFlight   int
-	peak       int
-	slotWaits  int64
-	slotWait   time.Duration
+	mu           sync.Mutex
+	margin       time.Duration
+	fleet        time.Duration // the widest margin in force, at the last decision
+	publishing   bool
+	tally        *tally.Tally
+	used         []int         // per rule in given order: weight in the window at the last decision
+	sleeps       int64         // times the admitter slept (on a rule or a pause)
+	trip         time.Duration // the quickest the store answered an admission attempt; -1 before one
+	pause        Pause
+	queue        []*waiter          // callers waiting for the rates, in arrival order
+	admitting    bool               // the admitter runs
+	cancelAsk    context.CancelFunc // ends the attempt under way; nil if none
+	askers       int                // callers of the attempt under way who have not left
+	handed       time.Time          // when the admitter last admitted a call
+	handedSleeps int64              // sleeps then
+	held         map[uint64]any     // admission id -> the slot it holds (nil for none)
+	inFlight     int
+	peak         int
+	slotWaits    int64
+	slotWait     time.Duration
 }
 
 // NewCore returns the core of a backend keeping cf.Rules in store.
@@ -107,6 +127,7 @@ func NewCore(cf Config, store Store) *Core {
 		cf:     cf,
 		store:  store,
 		closed: make(chan struct{}),
+		wake:   make(chan struct{}, 1),
 		margin: cf.Margin,
 		tally:  tally.New(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
@@ -181,8 +202,24 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	return backend.NewAdmission((*owner)(c), d.ID, d.ID, d.At, cost, time.Since(start), latency), nil
 }
 
+// waiter is a caller waiting in the admission queue. Its fields after
+// done are guarded by the Core's mu.
+type waiter struct {
+	ctx     context.Context
+	cost    int
+	arrived time.Time
+	sleeps  int64         // the Core's sleeps when it came
+	done    chan struct{} // closed once d or err is set
+	d       Decision      // its own decision, if admitted
+	err     error
+	asked   bool // its call is in the attempt under way
+	gone    bool // its caller left before a decision
+}
+
 // wait waits until the store admits a call of the given cost and returns
-// the decision that did.
+// the decision that did. The caller joins the queue and the admitter
+// decides for it; once it holds its place it tells a caller that keeps
+// several admissions waiting in order (backend.WithQueued).
 func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 	if err := Usable(ctx, c.closed); err != nil {
 		return Decision{}, err
@@ -191,43 +228,194 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 		c.mu.Lock()
 		c.tally.Admit(0)
 		c.mu.Unlock()
-		return Decision{Admitted: true, At: time.Now(), ID: c.seq.Add(1)}, nil
+		return Decision{Admitted: 1, At: time.Now(), ID: c.seq.Add(1)}, nil
 	}
-	arrived := time.Now()
+	w := &waiter{ctx: ctx, cost: cost, arrived: time.Now(), done: make(chan struct{})}
 	c.mu.Lock()
-	sleeps := c.sleeps
+	if c.IsClosed() {
+		c.mu.Unlock()
+		return Decision{}, throttle.ErrClosed
+	}
+	w.sleeps = c.sleeps
+	c.queue = append(c.queue, w)
+	start := !c.admitting
+	if start {
+		c.admitting = true
+		c.admitters.Add(1)
+	}
 	c.mu.Unlock()
-	if err := c.admitTurn.Lock(ctx, c.closed); err != nil {
+	if start {
+		go c.admit()
+	}
+	backend.Queued(ctx)
+	var err error
+	select {
+	case <-w.done:
+		return w.d, w.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-c.closed:
+		err = throttle.ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-w.done:
+		// Decided as it left: an admission recorded goes ahead, as one
+		// whose answer came back just before the end always did.
+		return w.d, w.err
+	default:
+	}
+	w.gone = true
+	if w.asked {
+		// The attempt under way carries its call; the admitter drops it
+		// when the answer comes (admitted: spent quota, on the safe
+		// side). If nobody of the attempt is left, it ends at once.
+		c.askers--
+		if c.askers == 0 && c.cancelAsk != nil {
+			c.cancelAsk()
+		}
 		return Decision{}, err
 	}
-	defer c.admitTurn.Unlock()
+	i := slices.Index(c.queue, w)
+	c.queue = slices.Delete(c.queue, i, i+1)
+	if i == 0 {
+		// The admitter may be sleeping on this caller's wait: the next
+		// asks at once (and an empty queue lets the admitter go).
+		c.poke()
+	}
+	return Decision{}, err
+}
+
+// poke ends the admitter's sleep. Requires mu held.
+func (c *Core) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// nap sleeps d, or until poked or the core closes.
+func (c *Core) nap(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.wake:
+	case <-c.closed:
+	}
+}
+
+// admit is the admitter: while callers queue, it asks the store to admit
+// the calls at the head of the queue, up to MaxBatch, in one attempt, at
+// one instant; hands each admitted caller its own decision; and sleeps
+// what the store says the first refused call must wait (a round trip
+// early, see below) before it asks again. The queue keeps its order: the
+// first call refused and those behind it stay at the head.
+func (c *Core) admit() {
+	defer c.admitters.Done()
 	for {
-		if err := c.sleepPause(ctx); err != nil {
-			return Decision{}, err
-		}
-		asked := time.Now()
-		d, err := c.store.Admit(ctx, cost, c.Margin())
-		if err != nil {
-			return Decision{}, err
-		}
-		took := time.Since(asked)
 		c.mu.Lock()
-		if c.trip < 0 || took < c.trip {
-			c.trip = took
-		}
-		copy(c.used, d.Used)
-		c.fleet = d.Fleet
-		if d.Admitted {
-			var waited time.Duration
-			if c.sleeps != sleeps {
-				waited = max(time.Since(arrived), 1)
-			}
-			for i, u := range c.used {
-				c.tally.Observe(i, u)
-			}
-			c.tally.Admit(waited)
+		if len(c.queue) == 0 || c.IsClosed() {
+			c.admitting = false
 			c.mu.Unlock()
-			return d, nil
+			return
+		}
+		if d := time.Until(c.pause.Until); d > 0 {
+			c.sleeps++
+			c.tally.BlockedOnPause()
+			c.mu.Unlock()
+			c.nap(d)
+			continue
+		}
+		batch := slices.Clone(c.queue[:min(len(c.queue), MaxBatch)])
+		costs := make([]int, len(batch))
+		for i, w := range batch {
+			w.asked = true
+			costs[i] = w.cost
+		}
+		// The attempt carries the head's context values, and ends only
+		// when every caller in it has left or the core closes.
+		ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+		c.cancelAsk, c.askers = cancel, len(batch)
+		margin := c.margin
+		c.mu.Unlock()
+
+		asked := time.Now()
+		d, err := c.store.Admit(ctx, costs, margin)
+		took := time.Since(asked)
+		cancel()
+
+		c.mu.Lock()
+		c.cancelAsk = nil
+		n := 0 // the calls decided: admitted, or failed with err
+		if err != nil {
+			if c.IsClosed() {
+				err = throttle.ErrClosed
+			}
+			for _, w := range batch {
+				if !w.gone {
+					w.err = err
+					close(w.done)
+				}
+			}
+			n = len(batch)
+		} else {
+			if c.trip < 0 || took < c.trip {
+				c.trip = took
+			}
+			copy(c.used, d.Used)
+			c.fleet = d.Fleet
+			n = min(max(d.Admitted, 0), len(batch))
+			if n > 0 {
+				for i, u := range c.used {
+					c.tally.Observe(i, u)
+				}
+			}
+			for i, w := range batch[:n] {
+				// A caller's wait runs from when it came or, if later,
+				// from when the caller before it was admitted: it counts
+				// only if the admitter slept while this caller was first
+				// in line. Callers admitted together are one wait, and a
+				// pool that keeps its callers queued here counts as one
+				// that asks once the admission before has come.
+				since, slept := w.arrived, w.sleeps
+				if c.handed.After(since) {
+					since, slept = c.handed, c.handedSleeps
+				}
+				c.handed, c.handedSleeps = time.Now(), c.sleeps
+				if w.gone {
+					continue // recorded, its caller gone: spent quota, on the safe side
+				}
+				var waited time.Duration
+				if c.sleeps != slept {
+					waited = max(time.Since(since), 1)
+				}
+				c.tally.Admit(waited)
+				w.d = d
+				w.d.Admitted = 1
+				w.d.ID = d.ID + uint64(i)
+				close(w.done)
+			}
+		}
+		// The rest of the batch stays at the head, in order; those who
+		// left while it was asked go now.
+		rest := make([]*waiter, 0, len(c.queue)-n)
+		for _, w := range c.queue[n:] {
+			w.asked = false
+			if !w.gone {
+				rest = append(rest, w)
+			}
+		}
+		c.queue = rest
+		if n == len(batch) || batch[n].gone {
+			// All decided, or the call refused left: ask again at once
+			// for the callers still queued.
+			c.mu.Unlock()
+			continue
 		}
 		c.sleeps++
 		c.tally.BlockedOnRule(d.Rule)
@@ -240,28 +428,7 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 		// rest, and nothing is recorded early.
 		sleep := max(d.Wait-c.trip, 0)
 		c.mu.Unlock()
-		if err := Sleep(ctx, c.closed, sleep+Jitter(sleep, c.cf.Jitter)); err != nil {
-			return Decision{}, err
-		}
-	}
-}
-
-// sleepPause sleeps out a pause set by PauseUntil. Requires the admission
-// turn held.
-func (c *Core) sleepPause(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		d := time.Until(c.pause.Until)
-		if d <= 0 {
-			c.mu.Unlock()
-			return nil
-		}
-		c.sleeps++
-		c.tally.BlockedOnPause()
-		c.mu.Unlock()
-		if err := Sleep(ctx, c.closed, d); err != nil {
-			return err
-		}
+		c.nap(sleep + Jitter(sleep, c.cf.Jitter))
 	}
 }
 
@@ -417,8 +584,12 @@ func (c *Core) Shutdown() bool {
 		first = true
 		c.mu.Lock()
 		close(c.closed)
+		if c.cancelAsk != nil {
+			c.cancelAsk()
+		}
 		c.mu.Unlock()
 		c.publishers.Wait()
+		c.admitters.Wait()
 	})
 	return first
 }
@@ -460,5 +631,16 @@ func (c *Core) Stats(st throttle.StoreStats) throttle.Stats {
 	return s
 }
 
-// Queued returns how many callers queue for the admission turn (tests).
-func (c *Core) Queued() int { return c.admitTurn.Queued() }
+// Queued returns how many callers queue for the rates whose calls are not
+// in the attempt under way (tests).
+func (c *Core) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, w := range c.queue {
+		if !w.asked {
+			n++
+		}
+	}
+	return n
+}

@@ -17,12 +17,12 @@ type fakeStore struct {
 	released         []any
 }
 
-func (f *fakeStore) Admit(_ context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+func (f *fakeStore) Admit(_ context.Context, costs []int, margin time.Duration) (gate.Decision, error) {
 	f.asked++
 	if f.asked == 1 {
 		return gate.Decision{Wait: time.Second, Rule: 1, Used: []int{1, 5}}, nil
 	}
-	return gate.Decision{Admitted: true, At: time.Now(), ID: uint64(f.asked), Used: []int{2, 5 + cost}, Fleet: margin}, nil
+	return gate.Decision{Admitted: 1, At: time.Now(), ID: uint64(f.asked), Used: []int{2, 5 + costs[0]}, Fleet: margin}, nil
 }
 
 func (f *fakeStore) Correct(id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
@@ -106,7 +106,7 @@ type farStore struct {
 	asks []time.Time // when each attempt was decided
 }
 
-func (f *farStore) Admit(_ context.Context, cost int, margin time.Duration) (gate.Decision, error) {
+func (f *farStore) Admit(_ context.Context, costs []int, margin time.Duration) (gate.Decision, error) {
 	time.Sleep(f.trip)
 	now := time.Now()
 	f.asks = append(f.asks, now)
@@ -114,7 +114,7 @@ func (f *farStore) Admit(_ context.Context, cost int, margin time.Duration) (gat
 	if now.Before(f.open) {
 		return gate.Decision{Wait: f.open.Sub(now), Used: []int{10, 0}}, nil
 	}
-	return gate.Decision{Admitted: true, At: now, ID: uint64(len(f.asks)), Used: []int{10, cost}}, nil
+	return gate.Decision{Admitted: 1, At: now, ID: uint64(len(f.asks)), Used: []int{10, costs[0]}}, nil
 }
 
 // A wait over a slow link asks again the quickest round trip early: the
