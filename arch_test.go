@@ -25,9 +25,13 @@ import (
 //   - nothing imports cmd.
 func TestImportBoundaries(t *testing.T) {
 	const mod = "github.com/pace-cli/pace"
-	// isThrottle: package throttle, with what it compiles of its own.
+	// isThrottle: package throttle, with what it compiles of its own, and
+	// throttle/backend, the plumbing between a backend and its callers
+	// (admissions a backend hands out, the signal that a caller holds its
+	// place in a backend's queue): standard library and throttle only.
 	isThrottle := func(dep string) bool {
-		return dep == mod+"/throttle" || dep == mod+"/throttle/internal/link" || dep == mod+"/throttle/internal/tally"
+		return dep == mod+"/throttle" || dep == mod+"/throttle/internal/link" || dep == mod+"/throttle/internal/tally" ||
+			dep == mod+"/throttle/backend"
 	}
 	// isEngine: throttle and the library around it, what pace knows about
 	// servers (standard library only, as the rules below check).

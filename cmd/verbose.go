@@ -24,9 +24,12 @@ func newLogger(w io.Writer) *slog.Logger {
 
 // loggingLimiter logs every admission that had to wait: how long and on
 // what. A FIFO pool admits one job at a time, so the change in the
-// backend's statistics across one Admit belongs to that admission; with
-// --allow-reorder admissions overlap, and what each waited on cannot be
-// told apart (reorder set): the log says how long only.
+// backend's statistics across one Admit belongs to that admission (with
+// a shared quota, admissions queued together overlap, but what they
+// waited on is what the head of the queue slept on, and the largest
+// change still names it); with --allow-reorder admissions overlap, and
+// what each waited on cannot be told apart (reorder set): the log says
+// how long only.
 type loggingLimiter struct {
 	throttle.Backend
 	log     *slog.Logger

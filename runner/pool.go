@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 )
 
 // Limiter admits job starts: Admit blocks until a call of the given cost
@@ -120,10 +121,11 @@ var errStopped = errors.New("runner: stopped")
 
 // admission is the admitter's answer for one job.
 type admission struct {
-	job Job
-	a   throttle.Admission
-	err error
-	at  time.Time // when the admitter got the answer
+	job    Job
+	a      throttle.Admission
+	err    error
+	at     time.Time // when the admitter got the answer
+	queued bool      // the backend said it held its place (entered was sent)
 }
 
 // retry is an attempt waiting to be admitted again.
@@ -144,30 +146,52 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 
 	requests := make(chan Job)
 	admissions := make(chan admission)
+	entered := make(chan struct{}, 1) // one per request: it holds its place, or returned
 	results := make(chan *Result)
 	var wg sync.WaitGroup
-	admit := func(job Job) {
+	admit := func(ctx context.Context, job Job, queued *bool) {
 		var ad admission
 		ad.job = job
 		if p.opts.Limiter != nil {
-			ad.a, ad.err = p.opts.Limiter.Admit(admitCtx, max(job.Cost, 1))
+			ad.a, ad.err = p.opts.Limiter.Admit(ctx, max(job.Cost, 1))
 		} else {
 			ad.a = throttle.Admission{At: time.Now(), Cost: max(job.Cost, 1)} // holds nothing
 		}
 		ad.at = time.Now()
+		ad.queued = *queued
 		admissions <- ad
 	}
-	admitApart := func(job Job) { wg.Go(func() { admit(job) }) } // job escapes here only
-	// The admitter: one Admit at a time, in order, unless Reorder.
-	wg.Go(func() {
+	admitApart := func(job Job) { wg.Go(func() { admit(admitCtx, job, new(bool)) }) } // job escapes here only
+	// The admitter: one Admit at a time, in order, unless Reorder. A
+	// backend that queues its callers says when this one holds its place
+	// (backend.WithQueued): the next job may then ask behind it, and the
+	// loop goes on in a new goroutine while this one waits. Otherwise the
+	// next asks once this Admit returns.
+	var admitter func()
+	admitter = func() {
 		for job := range requests {
 			if p.opts.Reorder {
 				admitApart(job)
-			} else {
-				admit(job)
+				continue
+			}
+			queued := false
+			ctx := admitCtx
+			if p.opts.Limiter != nil {
+				ctx = backend.WithQueued(admitCtx, func() {
+					if !queued {
+						queued = true
+						entered <- struct{}{}
+						wg.Go(admitter)
+					}
+				})
+			}
+			admit(ctx, job, &queued)
+			if queued {
+				return
 			}
 		}
-	})
+	}
+	wg.Go(admitter)
 
 	s := &state{
 		pool:    p,
@@ -236,8 +260,16 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			}
 			s.request(requests, retry{job: job})
 		case <-wake:
+		case <-entered:
+			s.entering--
 		case a := <-admissions:
+			if !a.queued && !s.pool.opts.Reorder {
+				s.entering--
+			}
 			s.admitted(a, admitCtx)
+			if s.stopping {
+				cancelAdmit() // the limiter failed: the admissions waiting end too
+			}
 		case r := <-results:
 			s.ended(r)
 		case <-stop:
@@ -271,6 +303,7 @@ type state struct {
 	nextSlot  int             // slots 1..nextSlot-1 have been handed out before
 	inFlight  int             // attempts admitted and not ended
 	pending   map[int64]retry // jobs with the admitter, by Seq
+	entering  int             // jobs given to the admitter not yet holding their place (without Reorder)
 	retries   []retry
 	next      int64 // Seq of the next item
 	nextOut   int64 // Seq of the next JobDone with KeepOrder
@@ -279,6 +312,7 @@ type state struct {
 	inputDone bool
 	stopping  bool
 	err       error // the limiter's failure
+	errSeq    int64 // the job whose admission failed so
 }
 
 // finished reports whether Run may return.
@@ -295,7 +329,7 @@ func (s *state) finished() bool {
 
 // canAdmit reports whether another job may go to the admitter.
 func (s *state) canAdmit() bool {
-	return !s.stopping && (len(s.pending) == 0 || s.pool.opts.Reorder) && s.inFlight+len(s.pending) < s.pool.opts.Jobs
+	return !s.stopping && (s.entering == 0 || s.pool.opts.Reorder) && s.inFlight+len(s.pending) < s.pool.opts.Jobs
 }
 
 // windowOpen reports whether a new item may start under KeepOrder.
@@ -352,6 +386,9 @@ func (s *state) request(requests chan<- Job, r retry) {
 		return
 	}
 	s.pending[job.Seq] = r
+	if !s.pool.opts.Reorder {
+		s.entering++
+	}
 	requests <- job
 }
 
@@ -365,8 +402,15 @@ func (s *state) admitted(a admission, admitCtx context.Context) {
 	}
 	if a.err != nil {
 		s.giveSlot(a.job.Slot)
-		if admitCtx.Err() == nil && a.err != errStopped {
-			s.err = fmt.Errorf("admit job %d: %w", a.job.Seq, a.err)
+		// The limiter failed: stop, and report the failure of the
+		// earliest job (several admissions may fail together, and come
+		// back in any order), not the cancellations that follow it.
+		failed := a.err != errStopped &&
+			(admitCtx.Err() == nil || s.err != nil && !errors.Is(a.err, context.Canceled))
+		if failed && (s.err == nil || a.job.Seq < s.errSeq) {
+			s.err, s.errSeq = fmt.Errorf("admit job %d: %w", a.job.Seq, a.err), a.job.Seq
+		}
+		if failed {
 			s.stopping = true
 		}
 		if r.last != nil {
