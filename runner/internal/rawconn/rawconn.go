@@ -13,11 +13,15 @@
 // connection's RawConn, which waits for readiness and keeps deadlines as
 // net.Conn's own Read and Write do.
 //
-// Elsewhere than Linux, Wrap returns the connection as it is.
+// Under the race detector the calls are package syscall's, which tell it
+// what they read and write and order a write before the read that sees
+// it, as net.Conn's do. Elsewhere than Linux, Wrap returns the connection
+// as it is.
 package rawconn
 
 import (
 	"net"
+	"sync"
 	"syscall"
 )
 
@@ -32,7 +36,9 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &Conn{TCPConn: tc, rc: rc}
+	c2 := &Conn{TCPConn: tc, rc: rc}
+	c2.readFn, c2.writeFn = c2.read, c2.write
+	return c2
 }
 
 // Conn is a *net.TCPConn whose Read and Write are raw system calls (see
@@ -40,6 +46,22 @@ func Wrap(c net.Conn) net.Conn {
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
+
+	// A read's state, given to rc.Read's callback through readFn (a
+	// closure would be allocated at every call); guarded by readMu.
+	readMu sync.Mutex
+	readFn func(fd uintptr) bool
+	rp     []byte
+	rn     int
+	rerr   syscall.Errno
+
+	// A write's, likewise.
+	writeMu  sync.Mutex
+	writeFn  func(fd uintptr) bool
+	wp       []byte
+	wn       int
+	werr     syscall.Errno
+	wstalled bool
 }
 
 // opError wraps err as net.Conn's Read and Write wrap theirs.

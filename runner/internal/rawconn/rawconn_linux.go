@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"unsafe"
 )
 
 const supported = true
@@ -23,21 +22,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until readable
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	c.rp, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.readFn)
+	n, errno := c.rn, c.rerr
+	c.rp = nil
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -49,40 +39,62 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// read is Read's callback: false to wait until the socket is readable.
+func (c *Conn) read(fd uintptr) bool {
+	p := c.rp
+	for {
+		r, e := sysRead(fd, p)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.rn, c.rerr = r, e
+		return true
+	}
+}
+
 // Write writes p whole, waiting for room as net.Conn's Write does (its
 // deadline kept).
 func (c *Conn) Write(p []byte) (int, error) {
-	var nn int
-	var errno syscall.Errno
-	stalled := false
-	err := c.rc.Write(func(fd uintptr) bool {
-		for nn < len(p) {
-			end := min(len(p), nn+maxRW)
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[nn])), uintptr(end-nn))
-			switch e {
-			case 0:
-				if r == 0 {
-					stalled = true // no progress: io.ErrUnexpectedEOF, as net says
-					return true
-				}
-				nn += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // wait until writable
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.wp, c.wn, c.werr, c.wstalled = p, 0, 0, false
+	err := c.rc.Write(c.writeFn)
+	nn, errno, stalled := c.wn, c.werr, c.wstalled
+	c.wp = nil
 	switch {
 	case err != nil:
 		return nn, c.opError("write", err)
 	case stalled:
-		return nn, c.opError("write", io.ErrUnexpectedEOF)
+		return nn, c.opError("write", io.ErrUnexpectedEOF) // no progress, as net says
 	case errno != 0:
 		return nn, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return nn, nil
+}
+
+// write is Write's callback: false to wait until the socket has room.
+func (c *Conn) write(fd uintptr) bool {
+	p := c.wp
+	for c.wn < len(p) {
+		end := min(len(p), c.wn+maxRW)
+		r, e := sysWrite(fd, p[c.wn:end])
+		switch e {
+		case 0:
+			if r == 0 {
+				c.wstalled = true
+				return true
+			}
+			c.wn += r
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
 }
