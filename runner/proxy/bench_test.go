@@ -18,6 +18,7 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Flush()                      {}
 
 // BenchmarkServeHTTP is the proxy's per-request path with no rule: a GET
 // admitted, sent to a loopback upstream over a kept-alive connection, its

@@ -102,28 +102,38 @@ func removeHopByHopHeaders(h http.Header) {
 // rather than Go's (never written to).
 var emptyUserAgent = []string{""}
 
-// serveBodiless is ReverseProxy.ServeHTTP for a request that bodiless
-// accepted, ctx being the request's.
-func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx context.Context) {
-	// 1xx answers go to the client as they come, as ReverseProxy sends
-	// them, but not once RoundTrip has returned.
-	var (
-		mu   sync.Mutex
-		done bool
-	)
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
-			return nil
-		}
-		h := rw.Header()
-		copyHeader(h, http.Header(header))
-		rw.WriteHeader(code)
-		clear(h)
+// bodilessState is what the bodiless path keeps of a request beside its
+// request (allocated with it).
+type bodilessState struct {
+	rw    http.ResponseWriter
+	trace httptrace.ClientTrace
+	mu    sync.Mutex
+	done  bool // RoundTrip has returned: no 1xx answer goes to rw any more
+	url   url.URL
+}
+
+// got1xx sends a 1xx answer to the client as it comes, as ReverseProxy
+// does, but not once RoundTrip has returned.
+func (b *bodilessState) got1xx(code int, header textproto.MIMEHeader) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
 		return nil
-	}}
-	out := req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	}
+	h := b.rw.Header()
+	copyHeader(h, http.Header(header))
+	b.rw.WriteHeader(code)
+	clear(h)
+	return nil
+}
+
+// serveBodiless is ReverseProxy.ServeHTTP for a request that bodiless
+// accepted, ctx being the request's and rq what the proxy knows of it.
+func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx context.Context, rq *request) {
+	b := &rq.bodiless
+	b.rw = rw
+	b.trace.Got1xxResponse = b.got1xx
+	out := req.WithContext(httptrace.WithClientTrace(ctx, &b.trace))
 	out.Body, out.ContentLength, out.Close = nil, 0, false
 	h := req.Header.Clone()
 	if h == nil {
@@ -143,7 +153,8 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 		h["User-Agent"] = emptyUserAgent
 	}
 	out.Header = h
-	u := *req.URL
+	u := &b.url
+	*u = *req.URL
 	up := p.opts.Upstream
 	u.Scheme, u.Host = up.Scheme, up.Host
 	u.Path, u.RawPath = joinURLPath(up, req.URL)
@@ -152,11 +163,11 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	} else {
 		u.RawQuery = up.RawQuery + "&" + u.RawQuery
 	}
-	out.URL, out.Host = &u, ""
+	out.URL, out.Host = u, ""
 	res, err := slotTransport{p}.RoundTrip(out)
-	mu.Lock()
-	done = true
-	mu.Unlock()
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
 	if err != nil {
 		p.fail(rw, out, err)
 		return
@@ -205,9 +216,17 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	}
 }
 
-// copyHeader adds src's fields to dst.
+// copyHeader adds src's fields to dst, as ReverseProxy does, but for a
+// field dst does not have yet: that takes src's values as they are
+// (neither is changed once the answer's head is written, and a value
+// added to dst later goes to a slice of its own: its capacity is its length).
 func copyHeader(dst, src http.Header) {
 	for k, vv := range src {
+		ck := http.CanonicalHeaderKey(k)
+		if _, ok := dst[ck]; !ok && len(vv) > 0 {
+			dst[ck] = vv[:len(vv):len(vv)]
+			continue
+		}
 		for _, v := range vv {
 			dst.Add(k, v)
 		}

@@ -307,6 +307,8 @@ type request struct {
 	// uri is the request's target as the client sent it (see
 	// redactedURL).
 	uri string
+	// bodiless is the bodiless path's state.
+	bodiless bodilessState
 }
 
 const (
@@ -376,7 +378,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = &rq.ctx
 	ctx = pacehttp.WithInfo(ctx, &rq.info)
 	if p.bodiless(r) {
-		p.serveBodiless(w, r, ctx)
+		p.serveBodiless(w, r, ctx, rq)
 	} else {
 		p.rp.ServeHTTP(w, r.WithContext(ctx))
 	}
