@@ -64,6 +64,8 @@ type directConn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	head   bytes.Buffer // a request's head, when it is given a header to send
+	hb     []byte       // a request's head, as appendHead writes it
+	keys   []string     // appendHead's scratch
 	reused bool
 }
 
@@ -298,6 +300,24 @@ var acceptGzip = []byte("Accept-Encoding: gzip\r\n\r\n")
 // Accept-Encoding: gzip header that the caller's request does not hold
 // (its header may be shared with other requests).
 func (c *directConn) write(req *http.Request, gzipped bool) error {
+	trace := httptrace.ContextClientTrace(req.Context())
+	if b, ok := appendHead(c.hb[:0], &c.keys, req, trace); ok {
+		c.hb = b
+		if gzipped {
+			c.bw.Write(b[:len(b)-2])
+			c.bw.Write(acceptGzip)
+		} else {
+			c.bw.Write(b)
+		}
+		// As Request.Write tells them.
+		if trace != nil && trace.WroteHeaders != nil {
+			trace.WroteHeaders()
+		}
+		if trace != nil && trace.WroteRequest != nil {
+			trace.WroteRequest(httptrace.WroteRequestInfo{})
+		}
+		return nil
+	}
 	if !gzipped {
 		return req.Write(c.bw)
 	}
