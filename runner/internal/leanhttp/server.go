@@ -9,7 +9,9 @@
 // may wake another thread. The loop here reads a request's head, checks
 // it, calls the handler and writes the answer on the connection's own
 // goroutine, and moves no deadline and starts no goroutine for a request
-// answered within a few milliseconds (see watch.go for the others).
+// answered within a few milliseconds (see watch.go for the others). On
+// Linux it reads and writes its connections with raw system calls
+// (runner/internal/rawconn).
 //
 // The loop takes a request only if net/http would take it as it is: an
 // HTTP/1.1 request in origin form with one valid Host, valid header
