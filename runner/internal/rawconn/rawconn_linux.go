@@ -24,8 +24,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	c.rp, c.rn, c.rerr = p, 0, 0
+	c.rp, c.rn, c.rerr, c.rspun = p, 0, 0, false
+	readers.Add(1)
 	err := c.rc.Read(c.readFn)
+	readers.Add(-1)
 	n, errno := c.rn, c.rerr
 	c.rp = nil
 	switch {
@@ -40,6 +42,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // read is Read's callback: false to wait until the socket is readable.
+// The first time it finds nothing to read, it may spin (spin.go).
 func (c *Conn) read(fd uintptr) bool {
 	p := c.rp
 	for {
@@ -48,7 +51,11 @@ func (c *Conn) read(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
-			return false
+			if c.rspun {
+				return false
+			}
+			c.rspun = true
+			return c.spin(fd) // false: wait for the poller
 		}
 		c.rn, c.rerr = r, e
 		return true
