@@ -14,7 +14,7 @@
 // net.Conn's own Read and Write do.
 //
 // A read that finds nothing, when it is the only read in progress in the
-// process, tries again for up to 50 µs before it parks (spin_linux.go).
+// process, tries again for up to 100 µs before it parks (spin_linux.go).
 //
 // Under the race detector the calls are package syscall's, which tell it
 // what they read and write and order a write before the read that sees

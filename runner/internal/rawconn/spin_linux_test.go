@@ -95,8 +95,9 @@ func TestSpinStopsAtTheDeadline(t *testing.T) {
 // TestNoSpinWithAnotherReader: while another read waits, a read that
 // finds nothing parks without spinning.
 func TestNoSpinWithAnotherReader(t *testing.T) {
+	was := spinFor.Load()
 	spinFor.Store(0)
-	t.Cleanup(func() { spinFor.Store(int64(50 * time.Microsecond)) })
+	t.Cleanup(func() { spinFor.Store(was) })
 	a0, _ := pair(t)
 	a := Wrap(a0)
 	adone := make(chan error, 1)
@@ -140,8 +141,9 @@ func parkedReads() int {
 
 // long makes reads spin for a minute for the test's length.
 func long(t *testing.T) {
+	was := spinFor.Load()
 	spinFor.Store(int64(time.Minute))
-	t.Cleanup(func() { spinFor.Store(int64(50 * time.Microsecond)) })
+	t.Cleanup(func() { spinFor.Store(was) })
 }
 
 func waitSpinning(t *testing.T) {
