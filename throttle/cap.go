@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,19 +15,27 @@ import (
 // Each slot taken gets a handle (see handles): a second release of the
 // same handle, or of a copy of its Admission, is ignored.
 //
-// The Limiter's mutex guards it (the methods ending in Locked require it
-// held), so that an admission that finds a slot and room at once takes
-// the lock once. Without a cap, a release takes no lock at all (see
-// release): under contention the lock is what callers queue for, and a
-// release that took it as well would make every call queue twice.
+// With a cap, the Limiter's mutex guards it (the methods ending in Locked
+// require it held), so that an admission that finds a slot and room at
+// once takes the lock once. Without a cap, taking a slot (take) and
+// giving it back (release) take no lock at all: under contention the lock
+// is what callers queue for, and counting slots under it would make every
+// call hold it longer, or queue twice.
 type slots struct {
-	used     atomic.Int64 // slots held; changed without the lock only by release, without a cap
+	used     atomic.Int64 // slots held; changed without the lock only without a cap
+	peak     atomic.Int64 // the most slots ever held at once
 	handles  handles
 	max      int
-	peak     int
 	waiters  []chan struct{} // FIFO; a closed channel owns a slot
 	waits    int64
 	waitTime time.Duration
+}
+
+// take takes a slot without a cap, and returns its handle. It takes no
+// lock. Requires s.max <= 0.
+func (s *slots) take() uint64 {
+	s.count()
+	return s.handles.take()
 }
 
 // takeLocked takes a slot if one is free at once and nobody waits for
@@ -35,15 +44,22 @@ func (s *slots) takeLocked() (uint64, bool) {
 	if s.max > 0 && (s.used.Load() >= int64(s.max) || len(s.waiters) > 0) {
 		return 0, false
 	}
-	s.peak = max(s.peak, int(s.used.Add(1)))
-	return s.handles.takeLocked(), true
+	s.count()
+	return s.handles.take(), true
+}
+
+// count counts one more slot held, and the peak.
+func (s *slots) count() {
+	n := s.used.Add(1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
 }
 
 // acquireSlow waits, in FIFO order, for a slot that takeLocked could not
 // take, and returns its handle and how long it waited. It requires mu
 // held, and returns with mu unlocked. If ctx ends first it holds nothing
 // and returns ctx's error.
-func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.Duration, error) {
+func (s *slots) acquireSlow(ctx context.Context, mu *lock) (uint64, time.Duration, error) {
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	start := time.Now()
@@ -56,8 +72,8 @@ func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.D
 		mu.Lock()
 		s.waits++
 		s.waitTime += waited
-		h := s.handles.takeLocked()
 		mu.Unlock()
+		h := s.handles.take()
 		return h, waited, nil
 	case <-ctx.Done():
 		mu.Lock()
@@ -78,7 +94,7 @@ func (s *slots) acquireSlow(ctx context.Context, mu *sync.Mutex) (uint64, time.D
 // waiter if any. A handle already released is ignored. Without a cap it
 // takes no lock: nobody can be waiting for a slot, so giving one back is
 // only counting. With one it takes mu, to hand the slot over.
-func (s *slots) release(h uint64, mu *sync.Mutex) {
+func (s *slots) release(h uint64, mu *lock) {
 	if !s.handles.release(h) {
 		return
 	}
@@ -113,15 +129,17 @@ const handleChunk = 256
 // index for reuse: admitting allocates nothing once the table has grown to
 // the most calls ever in flight.
 //
-// takeLocked requires the Limiter's mutex held, so that takes never run
-// concurrently; release needs no lock. The table grows by blocks that
-// never move, and the free indexes form a stack linked through the table
-// that releases push onto with compare-and-swap. With one taker at a
-// time, a pop cannot be fooled by an index that left the stack and came
-// back (ABA): only the taker takes indexes off.
+// Neither take nor release takes a lock (growing the table does). The
+// table grows by blocks that never move, and the free indexes form a
+// stack linked through the table, pushed and popped with
+// compare-and-swap. The top of the stack carries a tag that every push
+// and pop bumps, so that a pop cannot be fooled by an index that left the
+// stack and came back meanwhile (ABA): that would take 2^32 pushes and
+// pops between the pop's read and its compare-and-swap.
 type handles struct {
-	free   atomic.Uint32                               // top of the free stack: index+1, 0 when empty
-	n      uint32                                      // indexes ever handed out; requires mu
+	free   atomic.Uint64                               // top of the free stack: tag<<32 | index+1, index+1 = 0 when empty
+	n      atomic.Uint32                               // indexes ever handed out
+	grow   sync.Mutex                                  // held to grow blocks
 	blocks atomic.Pointer[[]*[handleChunk]handleEntry] // replaced, never changed, when it grows
 }
 
@@ -135,29 +153,42 @@ func (hs *handles) entry(i uint32) *handleEntry {
 	return &(*hs.blocks.Load())[i/handleChunk][i%handleChunk]
 }
 
-// takeLocked returns a free handle.
-func (hs *handles) takeLocked() uint64 {
+// take returns a free handle.
+func (hs *handles) take() uint64 {
 	for {
 		top := hs.free.Load()
-		if top == 0 {
+		i := uint32(top)
+		if i == 0 {
 			break
 		}
-		e := hs.entry(top - 1)
-		if hs.free.CompareAndSwap(top, e.next.Load()) {
-			return uint64(top-1)<<32 | uint64(e.gen.Load())
+		e := hs.entry(i - 1)
+		if hs.free.CompareAndSwap(top, (top>>32+1)<<32|uint64(e.next.Load())) {
+			return uint64(i-1)<<32 | uint64(e.gen.Load())
 		}
 	}
-	i := hs.n
-	if i%handleChunk == 0 {
-		var old []*[handleChunk]handleEntry
-		if p := hs.blocks.Load(); p != nil {
-			old = *p
-		}
-		grown := append(old[:len(old):len(old)], new([handleChunk]handleEntry))
-		hs.blocks.Store(&grown)
+	i := hs.n.Add(1) - 1
+	if p := hs.blocks.Load(); p == nil || i/handleChunk >= uint32(len(*p)) {
+		hs.growTo(i/handleChunk + 1)
 	}
-	hs.n++
 	return uint64(i) << 32
+}
+
+// growTo makes the table at least n blocks long.
+func (hs *handles) growTo(n uint32) {
+	hs.grow.Lock()
+	defer hs.grow.Unlock()
+	var old []*[handleChunk]handleEntry
+	if p := hs.blocks.Load(); p != nil {
+		old = *p
+	}
+	if uint32(len(old)) >= n {
+		return
+	}
+	grown := slices.Clone(old)
+	for uint32(len(grown)) < n {
+		grown = append(grown, new([handleChunk]handleEntry))
+	}
+	hs.blocks.Store(&grown)
 }
 
 // release frees handle h and reports whether it was taken: false for a
@@ -165,7 +196,7 @@ func (hs *handles) takeLocked() uint64 {
 func (hs *handles) release(h uint64) bool {
 	p := hs.blocks.Load()
 	i, gen := uint32(h>>32), uint32(h)
-	if p == nil || i/handleChunk >= uint32(len(*p)) {
+	if p == nil || i/handleChunk >= uint32(len(*p)) || i >= hs.n.Load() {
 		return false
 	}
 	e := &(*p)[i/handleChunk][i%handleChunk]
@@ -174,8 +205,8 @@ func (hs *handles) release(h uint64) bool {
 	}
 	for {
 		top := hs.free.Load()
-		e.next.Store(top)
-		if hs.free.CompareAndSwap(top, i+1) {
+		e.next.Store(uint32(top))
+		if hs.free.CompareAndSwap(top, (top>>32+1)<<32|uint64(i+1)) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func TestHandles(t *testing.T) {
 	var held, released []uint64
 	for range 20_000 {
 		if len(held) == 0 || rng.IntN(5) < 3 && len(held) < 3*handleChunk {
-			held = append(held, hs.takeLocked())
+			held = append(held, hs.take())
 			continue
 		}
 		i := rng.IntN(len(held))
@@ -46,10 +47,10 @@ func TestHandles(t *testing.T) {
 			t.Fatalf("release(%#x) = true for a stale handle", h)
 		}
 	}
-	if max := uint32(3 * handleChunk); hs.n > max {
-		t.Errorf("%d indexes handed out for at most %d held at once", hs.n, max)
+	if max := uint32(3 * handleChunk); hs.n.Load() > max {
+		t.Errorf("%d indexes handed out for at most %d held at once", hs.n.Load(), max)
 	}
-	if hs.release(uint64(hs.n+5*handleChunk) << 32) {
+	if hs.release(uint64(hs.n.Load()+5*handleChunk) << 32) {
 		t.Error("release of an index never handed out = true")
 	}
 }
@@ -92,4 +93,42 @@ func TestReleaseConcurrent(t *testing.T) {
 				capped, s.InFlight, s.Admitted, s.PeakInFlight, workers*calls, peak)
 		}
 	}
+}
+
+// TestHandlesConcurrent takes and releases handles from several
+// goroutines at once, as admissions without a cap do: no index is ever
+// held by two of them at the same time, and every release is accepted
+// once.
+func TestHandlesConcurrent(t *testing.T) {
+	const workers, rounds = 8, 5000
+	var hs handles
+	var owned [workers * 4]atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var held []uint64
+			for i := range rounds {
+				h := hs.take()
+				if idx := h >> 32; idx >= uint64(len(owned)) || !owned[idx].CompareAndSwap(false, true) {
+					t.Errorf("index %d handed out while held (or beyond %d held at once)", idx, len(owned))
+					return
+				}
+				held = append(held, h)
+				if i%3 != 0 {
+					for _, h := range held {
+						owned[h>>32].Store(false)
+						if !hs.release(h) {
+							t.Errorf("release(%#x) = false for a handle held", h)
+						}
+					}
+					held = held[:0]
+				}
+			}
+			for _, h := range held {
+				owned[h>>32].Store(false)
+				hs.release(h)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/pace-cli/pace/throttle/internal/link"
@@ -36,11 +35,17 @@ import (
 // only asks. The zero value is not usable: make a Limiter with New. It is
 // safe for concurrent use, and it satisfies Backend.
 type Limiter struct {
+	// slots is changed without the lock by releases (and, without a cap,
+	// by admissions): the padding keeps it off the cache lines that the
+	// lock's holder works on.
+	_     [64]byte
+	slots slots
+	_     [64]byte
+
 	rules   []Rule
-	slots   slots
 	reorder bool
 
-	mu      sync.Mutex
+	mu      lock
 	epoch   time.Time // instant 0 of the internal timeline
 	last    int64     // latest instant seen on the internal timeline
 	margin  time.Duration
@@ -120,6 +125,7 @@ func New(opts Options) (*Limiter, error) {
 		reorder: opts.Reorder,
 		epoch:   time.Now(),
 		wake:    make(chan struct{}),
+		mu:      newLock(),
 		tally:   tally.New(len(opts.Rules)),
 	}
 	for _, r := range opts.Rules {
@@ -206,6 +212,38 @@ func (l *Limiter) admitLocked(now, arrived int64, cost int) uint64 {
 	}
 	l.tally.Admit(time.Duration(now - arrived))
 	return l.serial
+}
+
+// admitNowLocked records a call of the given cost at now, and returns
+// its serial, if every rule has room for it at once and no pause holds;
+// otherwise it records nothing and reports false. It is delayLocked(now,
+// cost) == 0 followed by admitLocked in one pass, without interface calls:
+// the common case, held under the lock that every contending caller
+// queues for. Requires l.mu held.
+func (l *Limiter) admitNowLocked(now int64, cost int) (uint64, bool) {
+	if l.pause > now {
+		return 0, false
+	}
+	for i, w := range l.windows {
+		c := int64(l.rules[i].weight(cost))
+		switch w := w.(type) {
+		case *slidingLog:
+			w.advance(now)
+			if w.total()+c > int64(w.n) {
+				return 0, false
+			}
+		case *slidingCounter:
+			w.evict(now)
+			if w.total+c > int64(w.n) {
+				return 0, false
+			}
+		default:
+			if w.delay(now, int(c)) > 0 {
+				return 0, false
+			}
+		}
+	}
+	return l.admitLocked(now, now, cost), true
 }
 
 // kickLocked wakes the head of the queue, which may now fit earlier than
@@ -360,15 +398,24 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return Admission{}, err
 	}
-	var slotWait time.Duration
-	l.mu.Lock()
-	h, ok := l.slots.takeLocked()
+	var (
+		slotWait time.Duration
+		h        uint64
+		ok       bool
+	)
+	if l.slots.max <= 0 {
+		// No cap: the slot is only counted, without the lock.
+		h, ok = l.slots.take(), true
+		l.mu.Lock()
+	} else {
+		l.mu.Lock()
+		h, ok = l.slots.takeLocked()
+	}
 	if ok {
 		// The common case: a slot, and room in every rule, at once.
 		if !l.closed && (len(l.queue) == 0 || l.reorder) {
 			now := l.clockLocked()
-			if d, _ := l.delayLocked(now, cost); d == 0 {
-				serial := l.admitLocked(now, now, cost)
+			if serial, ok := l.admitNowLocked(now, cost); ok {
 				l.mu.Unlock()
 				at := l.toTime(now)
 				// Admitted on the caller's goroutine, which returns at

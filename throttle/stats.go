@@ -121,7 +121,7 @@ func (l *Limiter) Stats() Stats {
 	var s Stats
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.InFlight, s.PeakInFlight, s.SlotWaits, s.SlotWaitTime = int(l.slots.used.Load()), l.slots.peak, l.slots.waits, l.slots.waitTime
+	s.InFlight, s.PeakInFlight, s.SlotWaits, s.SlotWaitTime = int(l.slots.used.Load()), int(l.slots.peak.Load()), l.slots.waits, l.slots.waitTime
 	s.MaxInFlight = l.slots.max
 	now := l.nowLocked(time.Now())
 	fillTally(&s, l.tally, l.rules, func(i int) int { return l.windows[i].used(now) })
