@@ -16,15 +16,17 @@ const (
 // time; a woken waiter competes with newcomers, and parks again if one
 // got in first.
 //
-// It exists for contended admission. Under 8 goroutines admitting on 2
-// cores (BenchmarkAdmitContended), sync.Mutex kept tipping into its
-// starvation mode, where every Unlock hands the lock to the parked
-// waiter at the head and yields to it: a goroutine switch per admission
-// while nobody else could take the lock. Critical sections here are a
+// It exists for contended admission: 8 goroutines admitting on 2 cores
+// (BenchmarkAdmitContended) ran at 146-166 ns a call under it, and at
+// 163-322 under sync.Mutex, with most goroutines parked on the mutex
+// (GODEBUG=schedtrace showed empty run queues). The likely cause, not
+// observed directly, is sync.Mutex's starvation mode: once a waiter has
+// waited 1 ms, every Unlock hands the lock to the head waiter and yields
+// to it, a goroutine switch per admission. Critical sections here are a
 // clock read and a few rule updates, never a wait, so a waiter loses
 // only to callers that hold the lock for that long; no caller's
 // admission order depends on the lock (the queue of waiters is the
-// Limiter's own).
+// Limiter's own). See docs/design.md, "Contended admission".
 //
 // The zero value is not usable: make one with newLock.
 type lock struct {
