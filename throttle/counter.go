@@ -56,9 +56,13 @@ func (c *slidingCounter) evict(now int64) {
 	}
 }
 
+// room reports whether a call of weight w fits in what the window holds:
+// after evict(now), delay(now, w) == 0.
+func (c *slidingCounter) room(w int) bool { return c.total+int64(w) <= int64(c.n) }
+
 func (c *slidingCounter) delay(now int64, w int) int64 {
 	c.evict(now)
-	if c.total+int64(w) <= int64(c.n) {
+	if c.room(w) {
 		return 0
 	}
 	// Walk from the oldest bucket until enough weight has left. Bucket k

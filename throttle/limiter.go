@@ -225,22 +225,20 @@ func (l *Limiter) admitNowLocked(now int64, cost int) (uint64, bool) {
 		return 0, false
 	}
 	for i, w := range l.windows {
-		c := int64(l.rules[i].weight(cost))
+		c := l.rules[i].weight(cost)
+		var fits bool
 		switch w := w.(type) {
 		case *slidingLog:
 			w.advance(now)
-			if w.total()+c > int64(w.n) {
-				return 0, false
-			}
+			fits = w.room(c)
 		case *slidingCounter:
 			w.evict(now)
-			if w.total+c > int64(w.n) {
-				return 0, false
-			}
+			fits = w.room(c)
 		default:
-			if w.delay(now, int(c)) > 0 {
-				return 0, false
-			}
+			fits = w.delay(now, c) == 0
+		}
+		if !fits {
+			return 0, false
 		}
 	}
 	return l.admitLocked(now, now, cost), true

@@ -91,12 +91,16 @@ func (l *slidingLog) advance(now int64) {
 	}
 }
 
+// room reports whether a call of weight w fits in what the window holds:
+// after advance(now), delay(now, w) == 0.
+func (l *slidingLog) room(w int) bool { return l.total()+int64(w) <= int64(l.n) }
+
 func (l *slidingLog) delay(now int64, w int) int64 {
 	l.advance(now)
-	excess := l.total() + int64(w) - int64(l.n)
-	if excess <= 0 {
+	if l.room(w) {
 		return 0
 	}
+	excess := l.total() + int64(w) - int64(l.n)
 	// The oldest calls whose weights add up to excess must leave: find the
 	// first call k with cum(k) - base >= excess. cum grows along the ring,
 	// so a binary search finds it.
