@@ -217,8 +217,8 @@ func (l *Limiter) admitLocked(now, arrived int64, cost int) uint64 {
 // admitNowLocked records a call of the given cost at now, and returns
 // its serial, if every rule has room for it at once and no pause holds;
 // otherwise it records nothing and reports false. It is delayLocked(now,
-// cost) == 0 followed by admitLocked in one pass, without interface calls:
-// the common case, held under the lock that every contending caller
+// cost) == 0 followed by admitLocked, asking the common windows without
+// interface calls (room, which their delay uses too): the common case, held under the lock that every contending caller
 // queues for. Requires l.mu held.
 func (l *Limiter) admitNowLocked(now int64, cost int) (uint64, bool) {
 	if l.pause > now {

@@ -42,7 +42,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // read is Read's callback: false to wait until the socket is readable.
-// The first time it finds nothing to read, it may spin (spin.go).
+// The first time it finds nothing to read, it may spin (spin_linux.go).
 func (c *Conn) read(fd uintptr) bool {
 	p := c.rp
 	for {
