@@ -810,3 +810,41 @@ func TestLiveFleetMargin(t *testing.T) {
 		t.Errorf("narrow admitted %v after wide's call, want at least 200ms + wide's widened 300ms", gap)
 	}
 }
+
+// A process reaches its first admission in three round trips: HELLO on
+// the new connection, the GET of the rules and the admission script
+// (with one more, EVAL, while Redis does not have it). go-redis would
+// also send CLIENT SETINFO and CLIENT MAINT_NOTIFICATIONS on every new
+// connection, two more round trips each time, which over a slow link
+// delay every process's first admission: Redis must see neither.
+func TestLiveDialRoundTrips(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l, err := redisrate.Dial(ctx, "redis://"+srv.Addr(), redisrate.Options{Key: "dial", Rules: mustRules(t, "5/s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a, err := l.Admit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	stats := do(t, srv, "INFO", "commandstats")
+	for _, line := range strings.Split(stats, "\n") {
+		name, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		// Commands the script runs count too; what the client sends is
+		// HELLO, GET, EVALSHA and EVAL (and redistest's PING, the test's
+		// INFO).
+		if strings.HasPrefix(name, "client") || name == "select" {
+			t.Errorf("Redis saw %s on connecting; want HELLO only:\n%s", name, stats)
+		}
+	}
+	if errs := do(t, srv, "INFO", "errorstats"); strings.Contains(errs, "errorstat_ERR") {
+		t.Errorf("Redis answered errors (a command it does not know, sent on connecting):\n%s", errs)
+	}
+}

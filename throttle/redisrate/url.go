@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // ParseURL parses a Redis URL into options for redis.NewUniversalClient:
@@ -78,15 +79,23 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 		ReadTimeout:           o.ReadTimeout,
 		WriteTimeout:          o.WriteTimeout,
 		ContextTimeoutEnabled: true,
-		PoolFIFO:              o.PoolFIFO,
-		PoolSize:              o.PoolSize,
-		PoolTimeout:           o.PoolTimeout,
-		MinIdleConns:          o.MinIdleConns,
-		MaxIdleConns:          o.MaxIdleConns,
-		MaxActiveConns:        o.MaxActiveConns,
-		ConnMaxIdleTime:       o.ConnMaxIdleTime,
-		ConnMaxLifetime:       o.ConnMaxLifetime,
-		TLSConfig:             o.TLSConfig,
+		// A new connection costs one round trip (HELLO), not three: no
+		// CLIENT SETINFO (the client library's name and version), and no
+		// CLIENT MAINT_NOTIFICATIONS (a managed service's notices of
+		// maintenance, which the limiter's retries ride out anyway).
+		// Over a slow link each is a round trip before the first
+		// admission of every process (docs/design.md).
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		PoolFIFO:                 o.PoolFIFO,
+		PoolSize:                 o.PoolSize,
+		PoolTimeout:              o.PoolTimeout,
+		MinIdleConns:             o.MinIdleConns,
+		MaxIdleConns:             o.MaxIdleConns,
+		MaxActiveConns:           o.MaxActiveConns,
+		ConnMaxIdleTime:          o.ConnMaxIdleTime,
+		ConnMaxLifetime:          o.ConnMaxLifetime,
+		TLSConfig:                o.TLSConfig,
 	}, nil
 }
 
