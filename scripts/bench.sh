@@ -737,22 +737,30 @@ stop_links() {
 	links=()
 }
 
-# fleet_slow DELAY JITTER [MARGIN]: the Redis fleet of issue #10 (4 pace
-# fetch processes, 50 URLs each, 20/1s AND 60/5s), each process reaching
-# Redis and the strict server through links of its own that add DELAY ±
-# JITTER one way, in each direction (issue #22). MARGIN fixes --margin.
+# fleet_slow DELAY JITTER [MARGIN [JOBS]]: the Redis fleet of issue #10 (4
+# pace fetch processes, 50 URLs each, 20/1s AND 60/5s), each process
+# reaching Redis and the strict server through links of its own that add
+# DELAY ± JITTER one way, in each direction (issue #22). MARGIN ("" for
+# the default) fixes --margin; JOBS is each process's -j (4). Every link
+# is up before the first process starts, and the four start together: the
+# optimum has every call ready at the start, and a process started a
+# link set-up later (about 150 ms each) spreads the first burst, which a
+# sliding window then repeats to the end.
 fleet_slow() {
-	local delay=$1 jitter=$2 margin=${3:-} fp=() failed=0 p rport sport
+	local delay=$1 jitter=$2 margin=${3:-} jobs=${4:-4} fp=() failed=0 p
+	local -a rports=() sports=()
 	start_strict 20/1s,60/5s
 	for p in 1 2 3 4; do
 		start_link "127.0.0.1:$redis_port" "$delay" "$jitter"
-		rport=$link_port
+		rports[p]=$link_port
 		start_link "127.0.0.1:$port" "$delay" "$jitter"
-		sport=$link_port
-		seq 50 | sed "s|^|http://127.0.0.1:$sport/p$p-|" >"$tmp/slow$p"
-		"$pace" fetch -r 20/1s -r 60/5s ${margin:+--margin "$margin"} -j 4 --retries 0 --summary none \
+		sports[p]=$link_port
+		seq 50 | sed "s|^|http://127.0.0.1:${sports[p]}/p$p-|" >"$tmp/slow$p"
+	done
+	for p in 1 2 3 4; do
+		"$pace" fetch -r 20/1s -r 60/5s ${margin:+--margin "$margin"} -j "$jobs" --retries 0 --summary none \
 			--summary-file "$tmp/runs/slow-$run-$p.json" \
-			--redis "redis://127.0.0.1:$rport" --key "slow$run" -a "$tmp/slow$p" >/dev/null 2>>"$tmp/runs/slow-$run-$p.err" &
+			--redis "redis://127.0.0.1:${rports[p]}" --key "slow$run" -a "$tmp/slow$p" >/dev/null 2>>"$tmp/runs/slow-$run-$p.err" &
 		fp+=("$!")
 	done
 	for p in "${fp[@]}"; do wait "$p" || failed=$((failed + 1)); done
@@ -779,10 +787,21 @@ scenario_slowlink() {
 	add "(\`benchtool linksim\`, internal/linksim: a TCP proxy adding a one-way delay ± a uniform jitter"
 	add "to every chunk, in each direction, never reordering a stream). Efficiency is the optimum"
 	add "($(fastest -rules 20/1s,60/5s -n 200) s for the 200 calls) over the makespan at the server."
-	add "pace asks Redis again after every wait (a round trip lost per wait); issue #22 measured 0 refused"
+	add "Every link is up before the four processes start, together (until 2026-12-05 each process started"
+	add "once its own links were up, about 150 ms after the one before, which spread the first burst and, through"
+	add "the sliding windows, every burst after it)."
+	add "pace asks Redis again after every wait, a round trip early; issue #22 measured 0 refused"
 	add "in 3 runs and efficiency 0.96–0.97 at 20±5 ms, 0.93–0.94 at 40±15 ms. Reservations (the store"
 	add "records a future instant, the process sleeps until it) were built and reverted: on the plain"
 	add "Redis fleet they refused calls where this path refused none (docs/design.md, \"Reservations, tried\")."
+	add ""
+	add "What bounds the efficiency here (docs/design.md, \"What bounds a fleet over slow links\"): the last call"
+	add "is three windows plus three margins after a call of the first burst (the 60/5s rule's chain), so the"
+	add "margin in force caps it (the column \"at that margin\" is the optimum with every window widened by it); pace"
+	add "sees round trips, four legs of jitter, and cannot tell the legs to the server from those back, so its margin"
+	add "covers about twice the spread the server's arrivals have. And with \`-j 4\` the fleet holds 16 slots for"
+	add "bursts of 20: four calls of every burst wait for an answer to free a slot, then for an admission, a server"
+	add "and a Redis round trip after the rest. The \`-j 8\` rows have slots to spare."
 	add ""
 	add "| link (one way) | refused | makespan / optimum | efficiency | margin (ms) | makespan / optimum at that margin | accepted | failed |"
 	add "|---|---|---|---|---|---|---|---|"
@@ -803,8 +822,14 @@ scenario_slowlink() {
 		series "$reps" fleet_slow "$d" "$j" "$m"
 		add "| $d ± $j, \`--margin $m\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
 	done
+	# With -j 8 the fleet's 32 slots hold a whole burst of 20.
+	for link in "20ms 5ms" "40ms 15ms"; do
+		read -r d j <<<"$link"
+		series "$reps" fleet_slow "$d" "$j" "" 8
+		add "| $d ± $j, \`-j 8\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
+	done
 	add ""
-	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN -a slowP   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
+	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN -a slowP (-j 8, --margin M in the rows that say so)   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
 }
 
 # scenario_throttle: package throttle's Go benchmarks against
