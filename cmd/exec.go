@@ -191,8 +191,11 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	defer cancel()
 	var sig os.Signal
 
+	// Its margin is fixed: a shared quota keeps one entry for every pace
+	// exec of that margin, not one per process for as long as its call
+	// counts.
 	backend, err := opts.Factory.openBackend(admitCtx, limiter.Options{Rules: opts.allRules(), Margin: opts.Margin,
-		Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
+		FixedMargin: true, Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
 	if err != nil {
 		if sig = endWatch(); sig != nil {
 			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))

@@ -45,10 +45,14 @@ type Shared struct {
 // Options are what opening a backend needs: the run's rules, margin and
 // reordering, where the quota is shared, and whether to say where.
 type Options struct {
-	Rules   []throttle.Rule
-	Margin  time.Duration
-	Reorder bool
-	Shared  Shared
+	Rules  []throttle.Rule
+	Margin time.Duration
+	// FixedMargin says the margin never changes (pace exec): a shared
+	// quota keeps it in one entry for every process with that margin
+	// (redisrate.Options.FixedMargin, localstore.Options.FixedMargin).
+	FixedMargin bool
+	Reorder     bool
+	Shared      Shared
 	// Verbose says on the writer which quota is opened.
 	Verbose bool
 }
@@ -76,12 +80,13 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 		fmt.Fprintf(w, "pace: redis: quota %q at %s\n", sh.Key, url)
 	}
 	b, err := redisrate.Dial(ctx, sh.URL, redisrate.Options{
-		Key:        sh.Key,
-		Rules:      o.Rules,
-		Margin:     o.Margin,
-		GlobalJobs: sh.GlobalJobs,
-		Timeout:    sh.Timeout,
-		OnOutage:   out.report,
+		Key:         sh.Key,
+		Rules:       o.Rules,
+		Margin:      o.Margin,
+		FixedMargin: o.FixedMargin,
+		GlobalJobs:  sh.GlobalJobs,
+		Timeout:     sh.Timeout,
+		OnOutage:    out.report,
 	})
 	var mismatch *throttle.MismatchError
 	switch {
@@ -115,11 +120,12 @@ func openLocal(ctx context.Context, o Options, w io.Writer) (throttle.Backend, e
 		fmt.Fprintf(w, "pace: local quota %q in %s\n", key, dir)
 	}
 	st, err := localstore.Open(ctx, localstore.Options{
-		Dir:        dir,
-		Key:        key,
-		Rules:      o.Rules,
-		Margin:     o.Margin,
-		GlobalJobs: sh.GlobalJobs,
+		Dir:         dir,
+		Key:         key,
+		Rules:       o.Rules,
+		Margin:      o.Margin,
+		FixedMargin: o.FixedMargin,
+		GlobalJobs:  sh.GlobalJobs,
 	})
 	var mismatch *throttle.MismatchError
 	switch {

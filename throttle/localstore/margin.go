@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -18,14 +19,25 @@ import (
 // processes' margins; every transaction widens the windows by the widest
 // margin in force, which covers every pair. A process's margin stays in
 // force as long as a call it admitted can count: its longest window plus
-// the margin, from its latest admission or publication.
+// the margin, from its latest admission or publication. A process with a
+// fixed margin (Options.FixedMargin) keeps it under "margin:~" + the
+// margin in ns, shared with every process of that margin: store time only
+// grows, so each write of it ends later, and none lowers it.
 var keyMarginPrefix = []byte("margin:")
+
+// marginKey returns the key this store keeps its margin own under.
+func (s *Store) marginKey(own time.Duration) []byte {
+	if s.cf.FixedMargin {
+		return fmt.Appendf(bytes.Clone(keyMarginPrefix), "~%d", int64(own))
+	}
+	return append(bytes.Clone(keyMarginPrefix), s.id...)
+}
 
 // fleetMargin returns the widest margin in force in meta at now, own
 // included, and deletes the entries that have expired. With until > now
 // it first records own for this store until then.
 func (s *Store) fleetMargin(m *bbolt.Bucket, own time.Duration, now, until int64) (time.Duration, error) {
-	mine := append(bytes.Clone(keyMarginPrefix), s.id...)
+	mine := s.marginKey(own)
 	widest := own
 	var gone [][]byte
 	c := m.Cursor()

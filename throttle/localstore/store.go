@@ -55,6 +55,15 @@ type Options struct {
 	// counter instead of an exact log; 0 means 100,000,
 	// negative counters for every rule.
 	CounterAbove int
+	// FixedMargin says that this process never lowers its margin, as
+	// pace exec, which admits one call at a fixed --margin, never does.
+	// Its margin is then kept under the margin itself rather than under
+	// this process: one entry for every process with that margin, which
+	// each moves later and none lowers. A quota used by many short
+	// processes so keeps one entry per margin, not one per process for as
+	// long as their calls count (a day under a daily rule), which every
+	// transaction would read.
+	FixedMargin bool
 	// Timeout is how long a transaction may wait for another process's
 	// lock on the store, or keep failing, before giving up with an error
 	// wrapping throttle.ErrBackend; 0 means DefaultTimeout.

@@ -1,6 +1,7 @@
 package localstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -1033,5 +1034,53 @@ func TestSyncEvery(t *testing.T) {
 			t.Errorf("last admission %v after the last that waited for the disk, want less than %v", d, localstore.SyncEvery)
 		}
 		return nil
+	})
+}
+
+// Processes whose margin is fixed (pace exec) keep it in one entry for
+// every process with that margin, not one each for as long as their calls
+// count, and that entry still protects their calls: a process with no
+// margin of its own is kept a window plus the fixed margin after them.
+func TestFixedMarginSharesAnEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		const margin = 50 * time.Millisecond
+		narrow := open(t, dir, "fixed", "3/s", localstore.Options{})
+		t0 := time.Now()
+		for i := range 3 {
+			s := open(t, dir, "fixed", "3/s", localstore.Options{Margin: margin, FixedMargin: true})
+			a, err := s.Admit(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.At != t0 {
+				t.Errorf("process %d admitted at %v, want at once", i, a.At.Sub(t0))
+			}
+			a.Release()
+			_ = s.Close()
+		}
+		var keys []string
+		db, err := bbolt.Open(filepath.Join(dir, "fixed.db"), 0o600, &bbolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = db.View(func(tx *bbolt.Tx) error {
+			c := tx.Bucket([]byte("meta")).Cursor()
+			for k, _ := c.Seek([]byte("margin:")); k != nil && bytes.HasPrefix(k, []byte("margin:")); k, _ = c.Next() {
+				keys = append(keys, string(k))
+			}
+			return nil
+		})
+		_ = db.Close()
+		if !slices.Equal(keys, []string{"margin:~50000000"}) {
+			t.Errorf("margin entries %q after three processes with a fixed 50ms margin, want one: margin:~50000000", keys)
+		}
+		a, err := narrow.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := time.Second + margin; a.At.Sub(t0) != want {
+			t.Errorf("the process without a margin admitted at %v, want %v: a window plus the fixed margin after them", a.At.Sub(t0), want)
+		}
 	})
 }

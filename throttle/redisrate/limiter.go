@@ -108,6 +108,15 @@ type Options struct {
 	// margin in force across the fleet: a call admitted a window after
 	// another process's must be protected from that process's lags too.
 	Margin time.Duration
+	// FixedMargin says that this process never lowers its margin, as
+	// pace exec, which admits one call at a fixed --margin, never does.
+	// Its margin is then kept under the margin itself rather than under
+	// this process: one field of pace:{NAME}:margins for every process
+	// with that margin, which each moves later and none lowers. A quota
+	// used by many short processes so keeps one field per margin, not one
+	// per process for as long as their calls count (a day under a daily
+	// rule), which every admission would read.
+	FixedMargin bool
 	// GlobalJobs caps the calls in flight across every process sharing
 	// the quota: Admit takes a leased fleet-wide slot before it waits for
 	// the rates. 0 means no cap.
@@ -403,7 +412,7 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	var keys []string
 	var args []any
 	ws, _, own, _ := l.windows(margin)
-	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.idPrefix)
+	args = append(args, l.memberID(id), at.UnixMicro(), from, to, time.Now().UnixMicro(), own, l.marginField(own))
 	for j, i := range l.order {
 		r := l.rules[i]
 		if !r.Cost {
@@ -453,7 +462,7 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	ws, ttl, own, ownTTL := l.windows(margin)
 	k := len(l.order)
 	args := make([]any, 0, 7+4*k+(len(costs)-1)*(1+k))
-	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.idPrefix)
+	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.marginField(own))
 	for j, i := range l.order {
 		r := l.rules[i]
 		args = append(args, r.N, ws[j], l.mode(r), weightOf(r, costs[0]))
@@ -521,7 +530,7 @@ func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
 	l := (*Limiter)(rs)
 	_, _, own, ownTTL := l.windows(margin)
-	reply, err := l.eval(ctx, marginScript(), []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.idPrefix, ownTTL})
+	reply, err := l.eval(ctx, marginScript(), []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.marginField(own), ownTTL})
 	if err != nil {
 		return 0, err
 	}
@@ -567,6 +576,17 @@ func (l *Limiter) Stats() throttle.Stats {
 		LeasesLost: l.leasesLost.Load(),
 		ClientTime: l.clientTime.Load(),
 	})
+}
+
+// marginField returns the field of pace:{NAME}:margins this process keeps
+// its margin own (microseconds) under: its id, or, with
+// Options.FixedMargin, "~" and the margin, shared by every process with
+// that margin.
+func (l *Limiter) marginField(own int64) string {
+	if l.cf.FixedMargin {
+		return "~" + strconv.FormatInt(own, 10)
+	}
+	return l.idPrefix
 }
 
 // memberID returns the id of admission id in Redis: unique to this process

@@ -848,3 +848,47 @@ func TestLiveDialRoundTrips(t *testing.T) {
 		t.Errorf("Redis answered errors (a command it does not know, sent on connecting):\n%s", errs)
 	}
 }
+
+// Processes whose margin is fixed (pace exec) keep it in one field of the
+// margins for every process with that margin, not one each for as long as
+// their calls count, and that field still protects their calls: a process
+// with no margin of its own is kept a window plus the fixed margin after
+// the first of them. The field never ends sooner than a process wrote.
+func TestLiveFixedMarginSharesAField(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := liveClient(t, srv.Addr())
+	const margin = 150 * time.Millisecond
+	fixed := func() time.Time {
+		t.Helper()
+		l := liveOpen(t, c, "fixed", "3/500ms", redisrate.Options{Margin: margin, FixedMargin: true})
+		defer l.Close()
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		return a.At
+	}
+	first := fixed()
+	fixed()
+	fixed()
+	if got := do(t, srv, "HKEYS", "pace:{fixed}:margins"); got != "~150000" {
+		t.Errorf("HKEYS of the margins after three processes with a fixed 150ms margin = %q, want one field, ~150000", got)
+	}
+	narrow := liveOpen(t, c, "fixed", "3/500ms", redisrate.Options{})
+	a, err := narrow.Admit(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gap := a.At.Sub(first); gap < 500*time.Millisecond+margin {
+		t.Errorf("the process without a margin admitted %v after the first fixed-margin call, want at least a window plus the margin, 650ms", gap)
+	}
+	// A write that would end sooner (Redis's clock stepped back, here
+	// the field was moved ahead) keeps the later end.
+	do(t, srv, "HSET", "pace:{fixed}:margins", "~150000", "150000:4000000000000000")
+	fixed()
+	if got := do(t, srv, "HGET", "pace:{fixed}:margins", "~150000"); got != "150000:4000000000000000" {
+		t.Errorf("the fixed margin's field = %q after a write that ends sooner, want it kept: 150000:4000000000000000", got)
+	}
+}

@@ -74,8 +74,10 @@ end
 //
 // fleet_margin returns the widest margin a process sharing the quota has
 // in force: own and every unexpired entry of the hash key (field = a
-// process's id, value = "margin:expiry", microseconds), dropping expired
-// entries. With ttl > 0 it first records own for id until now + ttl. A
+// process's id, or "~" .. the margin for processes whose margin is fixed
+// (Options.FixedMargin), value = "margin:expiry", microseconds), dropping
+// expired entries. With ttl > 0 it first records own for id until now +
+// ttl (a shared "~" entry: or until its expiry, if later). A
 // call admitted a window after another must arrive a window later, so the
 // margin that protects the pair is the wider of the two processes'; the
 // fleet's widest covers every pair.
@@ -90,23 +92,27 @@ local function member_cost(m)
 end
 
 local function fleet_margin(key, id, own, ttl, now)
-  local m, last = own, now + ttl
+  local m, last, upto = own, now + ttl, now + ttl
   local all = redis.call('HGETALL', key)
   for j = 1, #all, 2 do
+    local v, e = string.match(all[j + 1], '^(%d+):(%d+)$')
+    v, e = tonumber(v), tonumber(e)
     if all[j] ~= id then
-      local v, e = string.match(all[j + 1], '^(%d+):(%d+)$')
-      v, e = tonumber(v), tonumber(e)
       if not e or e <= now then
         redis.call('HDEL', key, all[j])
       else
         if v > m then m = v end
         if e > last then last = e end
       end
+    elseif e and e > upto and string.sub(id, 1, 1) == '~' then
+      -- A fixed margin's entry, shared (id "~" .. margin): it never ends
+      -- sooner, even if TIME stepped back.
+      upto = e
     end
   end
   if ttl > 0 then
-    redis.call('HSET', key, id, string.format('%.0f:%.0f', own, now + ttl))
-    redis.call('PEXPIRE', key, math.ceil((last - now) / 1000) + 1)
+    redis.call('HSET', key, id, string.format('%.0f:%.0f', own, upto))
+    redis.call('PEXPIRE', key, math.ceil((math.max(last, upto) - now) / 1000) + 1)
   end
   return m
 end
