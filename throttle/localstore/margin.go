@@ -21,8 +21,9 @@ import (
 // force as long as a call it admitted can count: its longest window plus
 // the margin, from its latest admission or publication. A process with a
 // fixed margin (Options.FixedMargin) keeps it under "margin:~" + the
-// margin in ns, shared with every process of that margin: store time only
-// grows, so each write of it ends later, and none lowers it.
+// margin in ns, shared with every process of that margin: each write of
+// it ends later (store time only grows, and a write keeps the later end
+// anyway), and none lowers it.
 var keyMarginPrefix = []byte("margin:")
 
 // marginKey returns the key this store keeps its margin own under.
@@ -43,6 +44,10 @@ func (s *Store) fleetMargin(m *bbolt.Bucket, own time.Duration, now, until int64
 	c := m.Cursor()
 	for k, v := c.Seek(keyMarginPrefix); k != nil && bytes.HasPrefix(k, keyMarginPrefix); k, v = c.Next() {
 		if bytes.Equal(k, mine) {
+			// A fixed margin's entry, shared: it never ends sooner.
+			if s.cf.FixedMargin && len(v) == 16 {
+				until = max(until, int64(binary.BigEndian.Uint64(v[8:])))
+			}
 			continue
 		}
 		if len(v) != 16 || int64(binary.BigEndian.Uint64(v[8:])) <= now {
