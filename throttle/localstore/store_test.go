@@ -1082,5 +1082,35 @@ func TestFixedMarginSharesAnEntry(t *testing.T) {
 		if want := time.Second + margin; a.At.Sub(t0) != want {
 			t.Errorf("the process without a margin admitted at %v, want %v: a window plus the fixed margin after them", a.At.Sub(t0), want)
 		}
+
+		// A write that would end sooner (here the entry was moved ahead)
+		// keeps the later end.
+		db, err = bbolt.Open(filepath.Join(dir, "fixed.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var far [16]byte
+		binary.BigEndian.PutUint64(far[:8], uint64(margin))
+		binary.BigEndian.PutUint64(far[8:], 1<<62)
+		if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("margin:~50000000"), far[:]) }); err != nil {
+			t.Fatal(err)
+		}
+		_ = db.Close()
+		s := open(t, dir, "fixed", "3/s", localstore.Options{Margin: margin, FixedMargin: true})
+		if _, err := s.Admit(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		db, err = bbolt.Open(filepath.Join(dir, "fixed.db"), 0o600, &bbolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		_ = db.View(func(tx *bbolt.Tx) error {
+			if v := tx.Bucket([]byte("meta")).Get([]byte("margin:~50000000")); !bytes.Equal(v, far[:]) {
+				t.Errorf("the fixed margin's entry = %x after a write that ends sooner, want it kept: %x", v, far)
+			}
+			return nil
+		})
 	})
 }
