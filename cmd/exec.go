@@ -193,9 +193,10 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 
 	// Its margin is fixed: a shared quota keeps one entry for every pace
 	// exec of that margin, not one per process for as long as its call
-	// counts.
+	// counts. It admits at once: a Redis quota's rules are checked by that
+	// admission, a round trip less.
 	backend, err := opts.Factory.openBackend(admitCtx, limiter.Options{Rules: opts.allRules(), Margin: opts.Margin,
-		FixedMargin: true, Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
+		FixedMargin: true, CheckLater: true, Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
 	if err != nil {
 		if sig = endWatch(); sig != nil {
 			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))

@@ -51,8 +51,13 @@ type Options struct {
 	// quota keeps it in one entry for every process with that margin
 	// (redisrate.Options.FixedMargin, localstore.Options.FixedMargin).
 	FixedMargin bool
-	Reorder     bool
-	Shared      Shared
+	// CheckLater leaves the check of a Redis quota's rules to the first
+	// admission, which refuses a quota kept with other rules with the same
+	// message (redisrate.Options.CheckLater): a round trip less for a
+	// process that admits at once (pace exec).
+	CheckLater bool
+	Reorder    bool
+	Shared     Shared
 	// Verbose says on the writer which quota is opened.
 	Verbose bool
 }
@@ -84,21 +89,25 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 		Rules:       o.Rules,
 		Margin:      o.Margin,
 		FixedMargin: o.FixedMargin,
+		CheckLater:  o.CheckLater,
 		GlobalJobs:  sh.GlobalJobs,
 		Timeout:     sh.Timeout,
 		OnOutage:    out.report,
 	})
+	told := func(m *throttle.MismatchError) error {
+		return &mismatchError{m, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+
+			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
+			"or wait until the quota has been unused for its longest window",
+			m.Key, url, m.Stored, m.Spec)}
+	}
 	var mismatch *throttle.MismatchError
 	switch {
 	case errors.As(err, &mismatch):
-		return nil, &mismatchError{mismatch, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+
-			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
-			"or wait until the quota has been unused for its longest window",
-			mismatch.Key, url, mismatch.Stored, mismatch.Spec)}
+		return nil, told(mismatch)
 	case err != nil:
 		return nil, fmt.Errorf("redis %s: %w", url, err)
 	}
-	return namedBackend{Backend: b, name: "redis " + url}, nil
+	return namedBackend{Backend: b, name: "redis " + url, mismatch: told}, nil
 }
 
 // openLocal opens the local store of the key in its directory (or
@@ -127,18 +136,21 @@ func openLocal(ctx context.Context, o Options, w io.Writer) (throttle.Backend, e
 		FixedMargin: o.FixedMargin,
 		GlobalJobs:  sh.GlobalJobs,
 	})
+	told := func(m *throttle.MismatchError) error {
+		return &mismatchError{m, fmt.Sprintf("local quota %q in %s is kept with rules %q, this process has %q: "+
+			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
+			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s",
+			m.Key, dir, m.Stored, m.Spec, key, stateFlag(sh.State))}
+	}
 	var mismatch *throttle.MismatchError
 	switch {
 	case errors.As(err, &mismatch):
-		return nil, &mismatchError{mismatch, fmt.Sprintf("local quota %q in %s is kept with rules %q, this process has %q: "+
-			"give every process sharing --key the same -r and --global-jobs, use another --key, "+
-			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s",
-			mismatch.Key, dir, mismatch.Stored, mismatch.Spec, key, stateFlag(sh.State))}
+		return nil, told(mismatch)
 	case err != nil:
 		// The store's errors name its file and say what to do.
 		return nil, err
 	}
-	return namedBackend{Backend: st, name: fmt.Sprintf("local quota %s at %s", key, st.Path())}, nil
+	return namedBackend{Backend: st, name: fmt.Sprintf("local quota %s at %s", key, st.Path()), mismatch: told}, nil
 }
 
 // mismatchError is a *throttle.MismatchError told to pace's user: what
@@ -162,15 +174,23 @@ func stateFlag(state string) string {
 
 // namedBackend puts the backend's name (a redacted Redis URL, or the local
 // quota's name and file) in front of its admission errors, so that a
-// failure in the middle of a run says where, as one at the start does.
+// failure in the middle of a run says where, as one at the start does,
+// and tells a quota kept with other rules (a process that claimed it
+// meanwhile, or a check left to the first admission) as Open does.
 type namedBackend struct {
 	throttle.Backend
-	name string
+	name     string
+	mismatch func(*throttle.MismatchError) error
 }
 
 func (b namedBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	a, err := b.Backend.Admit(ctx, cost)
-	if err != nil && errors.Is(err, throttle.ErrBackend) {
+	var mismatch *throttle.MismatchError
+	switch {
+	case err == nil:
+	case errors.As(err, &mismatch) && b.mismatch != nil:
+		err = b.mismatch(mismatch)
+	case errors.Is(err, throttle.ErrBackend):
 		err = fmt.Errorf("%s: %w", b.name, err)
 	}
 	return a, err

@@ -892,3 +892,40 @@ func TestLiveFixedMarginSharesAField(t *testing.T) {
 		t.Errorf("the fixed margin's field = %q after a write that ends sooner, want it kept: 150000:4000000000000000", got)
 	}
 }
+
+// With CheckLater, Dial does not read the quota's rules (a round trip
+// less for a process that admits at once): a quota kept with other rules
+// is refused by the first admission instead, with a *throttle.MismatchError,
+// and nothing of this process is recorded.
+func TestLiveCheckLater(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	url := "redis://" + srv.Addr()
+	first, err := redisrate.Dial(ctx, url, redisrate.Options{Key: "later", Rules: mustRules(t, "5/10s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := first.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisrate.Dial(ctx, url, redisrate.Options{Key: "later", Rules: mustRules(t, "6/10s")}); !errors.As(err, new(*throttle.MismatchError)) {
+		t.Fatalf("Dial with other rules = %v, want a *throttle.MismatchError", err)
+	}
+	l, err := redisrate.Dial(ctx, url, redisrate.Options{Key: "later", Rules: mustRules(t, "6/10s"), CheckLater: true})
+	if err != nil {
+		t.Fatalf("Dial with other rules and CheckLater = %v, want no check yet", err)
+	}
+	defer l.Close()
+	var mismatch *throttle.MismatchError
+	if _, err := l.Admit(ctx, 1); !errors.As(err, &mismatch) || mismatch.Stored != "5/10s" || mismatch.Spec != "6/10s" {
+		t.Fatalf("Admit with other rules = %v, want a *throttle.MismatchError: stored 5/10s, this process 6/10s", err)
+	}
+	if n := do(t, srv, "ZCARD", "pace:{later}:r0:5/10s"); n != "1" {
+		t.Errorf("ZCARD of the quota's log = %s after the refused admission, want 1: only the first process's call", n)
+	}
+	if got := do(t, srv, "GET", "pace:{later}:rules"); got != "5/10s" {
+		t.Errorf("the quota's rules = %q after the refused admission, want 5/10s kept", got)
+	}
+}
