@@ -54,7 +54,8 @@ type Options struct {
 	// CheckLater leaves the check of a Redis quota's rules to the first
 	// admission, which refuses a quota kept with other rules with the same
 	// message (redisrate.Options.CheckLater): a round trip less for a
-	// process that admits at once (pace exec).
+	// process that admits at once (pace exec). Not with a fleet-wide cap
+	// on jobs (GlobalJobs), whose slot is taken before the admission.
 	CheckLater bool
 	Reorder    bool
 	Shared     Shared
@@ -89,10 +90,13 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 		Rules:       o.Rules,
 		Margin:      o.Margin,
 		FixedMargin: o.FixedMargin,
-		CheckLater:  o.CheckLater,
-		GlobalJobs:  sh.GlobalJobs,
-		Timeout:     sh.Timeout,
-		OnOutage:    out.report,
+		// A slot is taken before the admission, and the slots script
+		// does not check the rules: a process of other rules would hold
+		// one of another fleet's slots until its admission is refused.
+		CheckLater: o.CheckLater && sh.GlobalJobs == 0,
+		GlobalJobs: sh.GlobalJobs,
+		Timeout:    sh.Timeout,
+		OnOutage:   out.report,
 	})
 	told := func(m *throttle.MismatchError) error {
 		return &mismatchError{m, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+
