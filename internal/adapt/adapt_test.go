@@ -9,8 +9,8 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-// TestObserve: a job that left later than others widens the backend's
-// margin, and Observe says so with the lag; one that never sent its call
+// TestObserve: a job that left late widens the backend's margin, and
+// Observe says so with the lag; one that never sent its call
 // is forgotten, and moves nothing.
 func TestObserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -39,14 +39,15 @@ func TestObserve(t *testing.T) {
 		if got := b.Stats().Margin; got != 10*time.Millisecond {
 			t.Errorf("margin after a job that sent nothing = %v, want 10ms still", got)
 		}
-		// The margin covers the spread of the lags seen: one job alone
-		// has none.
-		if _, _, moved := job(2, 2*time.Millisecond, true); moved {
-			t.Errorf("the first job that sent its call moved the margin to %v", b.Stats().Margin)
+		// The margin covers when a call may have arrived, from its
+		// admission: its lag and the floor it is trusted to arrive
+		// within (the next call may leave at once).
+		if now, _, moved := job(2, 2*time.Millisecond, true); !moved || now != 12*time.Millisecond {
+			t.Errorf("a job 2ms late: margin %v, moved %v; want 2ms + 10ms, moved", now, moved)
 		}
 		now, lag, moved := job(3, 200*time.Millisecond, true)
-		if !moved || lag != 200*time.Millisecond || now != 208*time.Millisecond || b.Stats().Margin != now {
-			t.Errorf("a job 200ms late after one 2ms late: %v, %v, %v (backend's margin %v); want the margin widened to 10ms + 198ms and set",
+		if !moved || lag != 200*time.Millisecond || now != 210*time.Millisecond || b.Stats().Margin != now {
+			t.Errorf("a job 200ms late after one 2ms late: %v, %v, %v (backend's margin %v); want the margin widened to 200ms + 10ms and set",
 				now, lag, moved, b.Stats().Margin)
 		}
 	})
@@ -71,7 +72,7 @@ func TestObserveAnswered(t *testing.T) {
 			Runtime: 2*time.Millisecond + gap, Local: true}
 		m.Observe(runner.Event{Kind: runner.JobFinished, Result: res})
 	}
-	if got := b.Stats().Margin; got != 40*time.Millisecond {
-		t.Errorf("after a fetch answered 40ms late: margin %v, want 40ms", got)
+	if got := b.Stats().Margin; got != 41*time.Millisecond {
+		t.Errorf("after a fetch answered 40ms after it was written, 1ms after its admission: margin %v, want 41ms", got)
 	}
 }

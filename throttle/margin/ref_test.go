@@ -163,7 +163,7 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true) - least
+	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
 	m.current = min(max(m.seen, bound), m.ceiling)
 	return m.current
 }
