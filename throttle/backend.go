@@ -109,8 +109,10 @@ type Admission struct {
 	// (in memory, the local store), the time from the record to the
 	// return, which a busy machine can stretch (a waiter admitted by
 	// another goroutine waits to run; in memory, a call admitted at once
-	// on the caller's goroutine has 0). A caller measuring when its call really
-	// left after At adds it to what its own clock shows.
+	// on the caller's goroutine has 0). A backend in front of another (a
+	// learner, a logger) adds the time it spends after the other returned.
+	// A caller measuring when its call really left after At adds it to
+	// what its own clock shows.
 	Latency time.Duration
 
 	owner  link.Owner

@@ -172,13 +172,13 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 	a, err := l.Backend.Admit(ctx, cost)
 	now := time.Now()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if reserved {
 		l.reserved--
 		close(l.changed)
 		l.changed = make(chan struct{})
 	}
 	if err != nil {
+		l.mu.Unlock()
 		return throttle.Admission{}, err
 	}
 	if waited >= time.Millisecond {
@@ -187,6 +187,11 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 		a.Waited += waited
 	}
 	l.insertLocked(call{at: now, adm: a})
+	l.mu.Unlock()
+	// The backend recorded the call before it returned: the time since,
+	// spent here (waiting for the lock, above all, which a busy machine
+	// can hold up for milliseconds), is the admission's latency too.
+	a.Latency += time.Since(now)
 	return a, nil
 }
 
@@ -443,9 +448,10 @@ func (l *Backend) probeRefusedLocked() {
 }
 
 // same reports whether a and b are copies of one admission: equal but
-// for a cost corrected since.
+// for a cost corrected since, and the latency Admit added after it kept
+// its copy.
 func same(a, b throttle.Admission) bool {
-	b.Cost = a.Cost
+	b.Cost, b.Latency = a.Cost, a.Latency
 	return a == b
 }
 

@@ -163,6 +163,53 @@ func TestLearnerConcurrentAdmissions(t *testing.T) {
 	})
 }
 
+// heldBackend records a call, then, before it returns, has the test take
+// the learner's lock: Admit then waits for it after the call was
+// recorded, as it does when another goroutine holds it on a busy machine.
+type heldBackend struct {
+	*throttle.Limiter
+	recorded, proceed chan struct{}
+}
+
+func (b heldBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
+	a, err := b.Limiter.Admit(ctx, cost)
+	recorded := time.Now()
+	close(b.recorded)
+	<-b.proceed
+	a.Latency += time.Since(recorded) // its own wait counts, as the learner's must
+	return a, err
+}
+
+// The time Admit spends after the backend recorded the call is latency:
+// the call leaves no sooner than Admit returns, and a caller measuring its
+// lag from At counts Latency and its own clock after the return. (pace
+// fetch on a loaded machine: calls admitted at once with Latency 0 left
+// up to 16ms later than their lag said, and the margin fell short.) Real
+// time: the lock is held for 50ms, and the bound allows half of it.
+func TestLearnerLatencyCountsItsOwnWait(t *testing.T) {
+	b := heldBackend{mem(t, twentyPerSecond), make(chan struct{}), make(chan struct{})}
+	l := New(b, []throttle.Rule{twentyPerSecond}, Options{})
+	got := make(chan throttle.Admission)
+	go func() {
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- a
+	}()
+	<-b.recorded
+	l.mu.Lock()
+	close(b.proceed)
+	time.Sleep(50 * time.Millisecond)
+	unlocked := time.Now()
+	l.mu.Unlock()
+	a := <-got
+	if left := a.At.Add(a.Latency); left.Before(unlocked.Add(-25 * time.Millisecond)) {
+		t.Errorf("Admit returned after %v (the lock it waited for was released then), but At + Latency = %v: Latency %v counts %v too little",
+			unlocked.Sub(a.At), left.Sub(a.At), a.Latency, unlocked.Sub(left))
+	}
+}
+
 // A published policy that would stall a run (a window of 11,574 days, or
 // one far slower than the caller's rules) is not adopted, and the learner
 // says why; a plausible one is.
