@@ -24,6 +24,11 @@ import (
 // TestMain registers the programs the scripts run: pace itself, and pace
 // with a limiter whose backend fails.
 func TestMain(m *testing.M) {
+	// The pace processes that tests start (the scripts, ptyRun, paceProcess)
+	// are this race-enabled binary, which otherwise sleeps 1s at every exit.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	testscript.Main(m, map[string]func(){
 		"pace": func() { exitShowing(Main()) },
 		"pace-argv-probe": func() {
