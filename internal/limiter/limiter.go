@@ -104,12 +104,8 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 			"or wait until the quota has been unused for its longest window",
 			m.Key, url, m.Stored, m.Spec)}
 	}
-	var mismatch *throttle.MismatchError
-	switch {
-	case errors.As(err, &mismatch):
-		return nil, told(mismatch)
-	case err != nil:
-		return nil, fmt.Errorf("redis %s: %w", url, err)
+	if err != nil {
+		return nil, openError(err, told, func(err error) error { return fmt.Errorf("redis %s: %w", url, err) })
 	}
 	return namedBackend{Backend: b, name: "redis " + url, mismatch: told}, nil
 }
@@ -146,15 +142,21 @@ func openLocal(ctx context.Context, o Options, w io.Writer) (throttle.Backend, e
 			"wait until the quota has been unused for its longest window, or forget it with pace quota reset --key %s%s",
 			m.Key, dir, m.Stored, m.Spec, key, stateFlag(sh.State))}
 	}
-	var mismatch *throttle.MismatchError
-	switch {
-	case errors.As(err, &mismatch):
-		return nil, told(mismatch)
-	case err != nil:
+	if err != nil {
 		// The store's errors name its file and say what to do.
-		return nil, err
+		return nil, openError(err, told, func(err error) error { return err })
 	}
 	return namedBackend{Backend: st, name: fmt.Sprintf("local quota %s at %s", key, st.Path()), mismatch: told}, nil
+}
+
+// openError returns what Open says of a backend that failed to open with
+// err: a quota kept with other rules as told says, anything else as other
+// does.
+func openError(err error, told func(*throttle.MismatchError) error, other func(error) error) error {
+	if mismatch, ok := errors.AsType[*throttle.MismatchError](err); ok {
+		return told(mismatch)
+	}
+	return other(err)
 }
 
 // mismatchError is a *throttle.MismatchError told to pace's user: what
