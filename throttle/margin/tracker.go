@@ -39,8 +39,9 @@ import (
 //     still under way counts as leaving as late as the latest seen, plus
 //     the floor and the largest stretch seen.
 //
-// For pace fetch least is the floor, so the margin is the floor plus the
-// spread of what it measured. A late call is measured once it has left,
+// For pace fetch least is the floor, so the first is the floor plus the
+// spread of what it measured, and the second, when a call's answer came
+// late, is often the larger. A late call is measured once it has left,
 // which is before the call a window later is admitted unless the lag is
 // longer than the window, so the margin is wide enough in time. It
 // narrows again slowly, as the late calls leave the span it remembers.
