@@ -485,7 +485,8 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	}
 	sent := time.Now()
 	reply, err := l.run(ctx, admitScript(), l.admitKeys, args)
-	rtt := time.Since(sent)
+	replied := time.Now()
+	rtt := replied.Sub(sent)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -500,7 +501,8 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 		l.clientTime.Add(1)
 	}
 	d := gate.Decision{Admitted: r.admitted, At: time.UnixMicro(r.now), ID: id, Wait: r.wait,
-		Used: make([]int, len(l.rules)), Fleet: r.margin, Latency: rtt / 2} // the reply's way back from Redis's decision
+		Used: make([]int, len(l.rules)), Fleet: r.margin,
+		Latency: rtt / 2, Decided: replied} // the reply's way back from Redis's decision, then the hand-over
 	for j, i := range l.order {
 		d.Used[i] = r.used[j]
 	}

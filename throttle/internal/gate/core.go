@@ -60,8 +60,11 @@ type Decision struct {
 	Rule     int           // if one was refused: the rule (given order) needing the longest wait
 	Used     []int         // per rule, given order: the weight in the window, admitted calls counted
 	Fleet    time.Duration // the widest margin in force, which the decision applied
-	// Latency is how long before Admit returns the store recorded the
-	// call; if Decided is set, the time since then instead.
+	// Latency is how long before Decided the store recorded the call
+	// (for a remote store, the reply's way back); Decided is when the
+	// store's answer was in hand, if set: the admission's latency adds
+	// the time from then until Admit returns (the hand-over to the
+	// caller), which a margin must cover as well.
 	Latency time.Duration
 	Decided time.Time
 }
@@ -197,7 +200,7 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	c.mu.Unlock()
 	latency := d.Latency
 	if !d.Decided.IsZero() {
-		latency = time.Since(d.Decided)
+		latency += time.Since(d.Decided)
 	}
 	return backend.NewAdmission((*owner)(c), d.ID, d.ID, d.At, cost, time.Since(start), latency), nil
 }

@@ -162,3 +162,37 @@ func TestCoreAsksARoundTripEarly(t *testing.T) {
 		x.Release()
 	})
 }
+
+// slowHandStore admits at once, but its answer takes a while to reach
+// its caller after it is in hand (parsing, a busy machine): it says the
+// reply took 10ms on its way back and hands it over 5ms later.
+type slowHandStore struct{ fakeStore }
+
+func (f *slowHandStore) Admit(_ context.Context, costs []int, margin time.Duration) (gate.Decision, error) {
+	f.asked++
+	replied := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	return gate.Decision{Admitted: 1, At: replied.Add(-10 * time.Millisecond), ID: uint64(f.asked),
+		Used: []int{1, costs[0]}, Latency: 10 * time.Millisecond, Decided: replied}, nil
+}
+
+// An admission's latency counts both the store's way back and the time
+// from the answer in hand until Admit returns: a margin sized on it
+// covers the whole way from the store's instant to the caller's call.
+func TestCoreLatencyCountsTheHandOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 10, Window: time.Second}, {N: 100, Window: time.Minute, Cost: true}}
+		c := gate.NewCore(gate.Config{Name: "slow", Rules: rules, Jitter: -1}, &slowHandStore{})
+		a, err := c.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release()
+		if want := 15 * time.Millisecond; a.Latency != want {
+			t.Errorf("latency %v, want %v (10ms on the way back, 5ms handing over)", a.Latency, want)
+		}
+		if got := time.Since(a.At); a.Latency != got {
+			t.Errorf("latency %v, but the store's instant was %v before Admit returned", a.Latency, got)
+		}
+	})
+}
