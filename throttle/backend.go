@@ -104,8 +104,9 @@ type Admission struct {
 	// Waited is how long Admit took: the slot, the rules and any pause.
 	Waited time.Duration
 	// Latency is how long before Admit returned the backend recorded the
-	// call, as well as the backend can tell: half the round trip that
-	// carried the admission for a remote store; on this machine's clock
+	// call, as well as the backend can tell: for a remote store, half the
+	// round trip that carried the admission plus the time from its reply
+	// to the return (the hand-over to the waiting caller); on this machine's clock
 	// (in memory, the local store), the time from the record to the
 	// return, which a busy machine can stretch (a waiter admitted by
 	// another goroutine waits to run; in memory, a call admitted at once

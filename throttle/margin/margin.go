@@ -30,16 +30,20 @@ type Config struct {
 	// a refusal.
 	Shared bool
 	// RoundTrip says that an Admission's Latency is half the round trip
-	// to a remote store (Redis), an estimate: a round trip longer than
-	// the least seen may have been slow on its way back as well as out,
-	// so a call's lag is known only give or take the excess. Otherwise
-	// Latency is measured on this machine's clock, and exact.
+	// to a remote store (Redis) plus the hand-over after the reply, an
+	// estimate: a round trip longer than the least seen may have been
+	// slow on its way back as well as out, so a call's lag is known only
+	// give or take the excess over the least latency seen. The
+	// hand-over, though exact, is not told apart, so its own variation
+	// counts in the excess too: the margin errs wide by it, never short.
+	// Otherwise Latency is measured on this machine's clock, and exact.
 	RoundTrip bool
 }
 
 // ForStore returns c with Shared and RoundTrip set for a backend whose
 // Stats name store (throttle.StoreStats.Name): a store is shared with
-// other processes, and Redis's admissions carry half a round trip.
+// other processes, and Redis's admissions carry half a round trip (and
+// the hand-over after it).
 func (c Config) ForStore(store string) Config {
 	c.Shared, c.RoundTrip = store != "", store == "redis"
 	return c

@@ -25,8 +25,9 @@ import (
 // pace knows two bounds of each call's lag. It left no sooner than pace
 // saw it leave: a child's exec returning (pace run), the request written
 // (pace fetch), plus half the round trip that carried a remote backend's
-// decision. And a call whose job has ended had arrived by then, if the
-// job waited for an answer (a curl does). The margin is the larger of
+// decision and the hand-over after its reply. And a call whose job has
+// ended had arrived by then, if the job waited for an answer (a curl
+// does). The margin is the larger of
 //
 //   - least plus the spread of the first bound: what pace saw for certain,
 //     plus what it cannot see (the network path, a child's own start-up);
@@ -65,7 +66,7 @@ type tracker struct {
 	// (unknownLag until one is seen): what a call's own, if longer, is
 	// compared with.
 	minLatency, minGap time.Duration
-	roundTrip          bool          // latencies are half round trips (Config.RoundTrip)
+	roundTrip          bool          // latencies are half round trips and the hand-over (Config.RoundTrip)
 	cut                time.Duration // how much sooner than their answers calls arrived at the latest (observeAnswered)
 }
 
