@@ -70,7 +70,9 @@ Commands:
     {%}   job slot, 1..-j
   Without a placeholder the item is appended as the last argument.
   Substitution is per argument and never goes through a shell: the item
-  "x; rm -rf ~" is one literal argument.
+  "x; rm -rf ~" is one literal argument. In the script of a shell run as
+  sh -c 'echo {}' (bash, dash, zsh, ksh ...) the item is quoted as with
+  --shell; a script that is the item alone (sh -c {}) runs it as code.
 
   Without a COMMAND, each item is a command line. Plain lines are split
   into words (quotes respected) and run directly; lines using shell syntax

@@ -191,7 +191,7 @@ func TestIsCommentOrBlank(t *testing.T) {
 func TestRunCommands(t *testing.T) {
 	ios, out, errOut := testIO("1\n2\n3\n")
 	f := &Factory{IOStreams: ios}
-	opts := &RunOptions{IO: ios, Factory: f, Command: []string{"sh", "-c", "echo out {}; exit $(( {} % 2 ))"},
+	opts := &RunOptions{IO: ios, Factory: f, Command: []string{"sh", "-c", "echo out {}; exit $(( {#} % 2 ))"},
 		Common: CommonOptions{Jobs: 2, KeepOrder: true, Input: "-", Rules: []throttle.Rule{{N: 100, Window: time.Second}},
 			Progress: progressNever, ProgressInterval: time.Second, Summary: summaryJSON, Grace: time.Second}}
 	if code := exitCode(runRun(context.Background(), opts)); code != ExitFailed {
@@ -202,8 +202,8 @@ func TestRunCommands(t *testing.T) {
 	}
 	stderr := errOut.String()
 	for _, want := range []string{
-		"pace: job 1 failed (exit status 1): sh -c 'echo out 1; exit $(( 1 % 2 ))'\n",
-		"pace: job 3 failed (exit status 1): sh -c 'echo out 3; exit $(( 3 % 2 ))'\n",
+		"pace: job 1 failed (exit status 1): sh -c 'echo out '\\''1'\\''; exit $(( 1 % 2 ))'\n",
+		"pace: job 3 failed (exit status 1): sh -c 'echo out '\\''3'\\''; exit $(( 3 % 2 ))'\n",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

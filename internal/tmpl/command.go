@@ -1,6 +1,9 @@
 package tmpl
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // Shell is the program that runs a Command in shell mode, as
 // Shell -c script.
@@ -62,6 +65,17 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 		if !hasPlaceholder(c.args[0]) {
 			c.prog, c.plain = args[0], true
 		}
+		// A shell run as sh -c SCRIPT reads SCRIPT as code: there each
+		// value is quoted as in shell mode, so that an item stays one
+		// word. A script that is a placeholder alone runs the item as
+		// code, which is what sh -c {} asks for.
+		if i := scriptArg(args); i > 0 && hasPlaceholder(c.args[i]) && len(c.args[i]) > 1 {
+			script, err := shellScript(args[i:i+1], c.args[i:i+1], false)
+			if err != nil {
+				return nil, err
+			}
+			c.args[i] = script
+		}
 		return c, nil
 	}
 	script, err := shellScript(args, c.args, c.appends)
@@ -122,6 +136,51 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: unterminated %s: close it with %s", src, what, closer)
 	}
 	return script, nil
+}
+
+// shellPrograms are the programs whose -c option takes a script of shell code.
+var shellPrograms = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true,
+	"ksh": true, "ksh93": true, "mksh": true, "pdksh": true, "yash": true,
+	"posh": true, "rbash": true,
+}
+
+// scriptArg returns the index in args of the script of a shell run as
+// SHELL [options] -c SCRIPT (busybox sh too), or -1: args[0] is plain and
+// names a shell, and some option cluster before the first operand holds
+// c (-c, -ec, -xc), which makes the first operand the script.
+func scriptArg(args []string) int {
+	i := 1
+	switch b := path.Base(args[0]); {
+	case b == "busybox" && len(args) > 1 && args[1] == "sh":
+		i = 2
+	case !shellPrograms[b]:
+		return -1
+	}
+	script := false
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if script && i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O":
+			i++ // an option name follows
+		case strings.HasPrefix(a, "--"):
+			// a long option (--norc, --login)
+		case len(a) > 1 && a[0] == '-':
+			script = script || strings.ContainsRune(a[1:], 'c')
+		case len(a) > 1 && a[0] == '+':
+		default:
+			if script {
+				return i
+			}
+			return -1 // a script file
+		}
+	}
+	return -1
 }
 
 // hasPlaceholder reports whether fields hold a placeholder.

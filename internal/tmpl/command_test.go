@@ -164,3 +164,49 @@ func TestShellScript(t *testing.T) {
 		}
 	}
 }
+
+// A shell's -c script is code: the values in it are quoted as in shell
+// mode, so that an item stays one word, and a script that is a
+// placeholder alone runs the item as code, as asked.
+func TestCommandShellScriptQuoted(t *testing.T) {
+	tests := []struct {
+		args []string
+		item string
+		want []string
+	}{
+		{[]string{"sh", "-c", "echo {}"}, "x; touch pwned", []string{"sh", "-c", "echo 'x; touch pwned'"}},
+		{[]string{"/bin/bash", "-c", "echo '{}'"}, "a'b", []string{"/bin/bash", "-c", `echo 'a'\''b'`}},
+		{[]string{"bash", "-e", "-o", "pipefail", "-c", "echo \"{}\" | cat", "name"}, "$(id)", []string{"bash", "-e", "-o", "pipefail", "-c", `echo "\$(id)" | cat`, "name"}},
+		{[]string{"dash", "-ec", "echo {#} {}"}, "`id`", []string{"dash", "-ec", "echo '7' '`id`'"}},
+		{[]string{"busybox", "sh", "-c", "echo {}"}, "a b", []string{"busybox", "sh", "-c", "echo 'a b'"}},
+		{[]string{"sh", "-c", "--", "echo {}"}, "a b", []string{"sh", "-c", "--", "echo 'a b'"}},
+		// The item as the whole script: code, as asked.
+		{[]string{"sh", "-c", "{}"}, "echo a; echo b", []string{"sh", "-c", "echo a; echo b"}},
+		// Values after the script are arguments, not code.
+		{[]string{"sh", "-c", `echo "$1"`, "sh", "{}"}, "x; y", []string{"sh", "-c", `echo "$1"`, "sh", "x; y"}},
+		// A script file, not -c; a program that is not a shell.
+		{[]string{"sh", "run.sh", "{}"}, "x; y", []string{"sh", "run.sh", "x; y"}},
+		{[]string{"python3", "-c", "print({})"}, "1", []string{"python3", "-c", "print(1)"}},
+		{[]string{"shfmt", "-c", "{}"}, "x y", []string{"shfmt", "-c", "x y"}},
+	}
+	for _, tt := range tests {
+		c, err := ParseCommand(tt.args, false)
+		if err != nil {
+			t.Fatalf("ParseCommand(%q, false) = %v", tt.args, err)
+		}
+		got, err := c.Expand(Values{Item: tt.item, Seq: 7, Slot: 3})
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseCommand(%q).Expand(%q) = %q, %v; want %q", tt.args, tt.item, got, err, tt.want)
+		}
+	}
+	// Where a value cannot be quoted safely, the template is refused.
+	for _, args := range [][]string{
+		{"sh", "-c", "echo `{}`"},
+		{"bash", "-c", "echo {} # {}"},
+		{"sh", "-c", "echo '{}"},
+	} {
+		if _, err := ParseCommand(args, false); !errors.Is(err, ErrTemplate) {
+			t.Errorf("ParseCommand(%q, false) = %v; want ErrTemplate", args, err)
+		}
+	}
+}

@@ -45,4 +45,9 @@
 // after a $ or a backslash, inside arithmetic (but for the numbers {#},
 // {%} and {len}), or after a construct whose quoting shells disagree on;
 // and a template with an unterminated quote or substitution.
+//
+// A Command parsed without a shell treats one argument so too: the script
+// of a shell it runs as sh -c SCRIPT (bash, dash, zsh, ksh and the like,
+// with options before -c), which the shell reads as code. A script that
+// is a placeholder alone is left as it is: sh -c {} runs the item as code.
 package tmpl
