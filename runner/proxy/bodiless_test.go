@@ -259,3 +259,38 @@ func TestReportedURLsAreEachRequestsRedacted(t *testing.T) {
 	}
 	tp.leaks(t, "s3cret")
 }
+
+// A client that calls many distinct long URLs (search queries,
+// cache-busting parameters) does not grow the proxy: long targets are not
+// kept, and the kept ones are bounded by their text.
+func TestLongURLsAreNotKept(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	tp := startProxy(t, up.URL, "", 0, nil)
+	long := strings.Repeat("a", 4000)
+	const n = 20
+	for i := range n {
+		tp.get(t, fmt.Sprintf("/x?i=%d&p=%s&api_key=s3cret", i, long))
+	}
+	evs := tp.doneN(t, n)
+	if got := evs[n-1].Job.Argv[1]; !strings.HasSuffix(got, "&api_key=REDACTED") {
+		t.Errorf("reported %.40q...; want its api_key redacted", got)
+	}
+	tp.p.urlMu.Lock()
+	kept, bytes := len(tp.p.urls), tp.p.urlBytes
+	tp.p.urlMu.Unlock()
+	if kept != 0 || bytes != 0 {
+		t.Errorf("kept %d URLs (%d bytes) of %d long ones; want none", kept, bytes, n)
+	}
+	// Short ones are kept, within the bound.
+	for i := range 3 {
+		tp.get(t, fmt.Sprintf("/s?i=%d", i))
+	}
+	tp.doneN(t, n+3)
+	tp.p.urlMu.Lock()
+	kept, bytes = len(tp.p.urls), tp.p.urlBytes
+	tp.p.urlMu.Unlock()
+	if kept != 3 || bytes <= 0 || bytes > maxURLBytes {
+		t.Errorf("kept %d URLs (%d bytes) of 3 short ones; want 3", kept, bytes)
+	}
+	tp.leaks(t, "s3cret")
+}

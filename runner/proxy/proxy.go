@@ -126,6 +126,7 @@ type Proxy struct {
 	evMu     sync.Mutex    // serialises OnEvent
 	urlMu    sync.Mutex
 	urls     map[string]string // redacted upstream URLs by the client's target; guarded by urlMu
+	urlBytes int               // the text urls holds; guarded by urlMu
 	mu       sync.Mutex
 	status   map[int]int64
 	past     []throttle.Call // recent admissions, for MaxWait's estimates
@@ -597,13 +598,15 @@ func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// release gives back the slot, and ends the request's time in flight.
+// release ends the request's time in flight, then gives back the slot:
+// in the other order a request taking the slot at once counted one more
+// in flight than -j allows.
 func (p *Proxy) release(rq *request) {
-	if p.slots != nil {
-		<-p.slots
-	}
 	if rq != nil && rq.state.Load() == stateAdmitted {
 		p.inFlight.Add(-1)
+	}
+	if p.slots != nil {
+		<-p.slots
 	}
 }
 

@@ -39,9 +39,16 @@ func (p *Proxy) started(rq *request, req *http.Request, inFlight int64) {
 	p.emit(runner.Event{Kind: runner.JobStarted, Job: rq.job, Admission: a, InFlight: int(inFlight)})
 }
 
-// maxURLs bounds the redacted URLs a Proxy keeps: past it they are all
-// forgotten (a few hundred KB at most).
-const maxURLs = 4096
+// maxURLs bounds the redacted URLs a Proxy keeps, and maxURLBytes their
+// text: past either they are all forgotten. A target longer than
+// maxCachedURI (a search query, a cache-busting parameter) is redacted
+// every time: clients seldom call it twice, and 4096 of them of 64 KiB
+// each would hold half a gigabyte.
+const (
+	maxURLs      = 4096
+	maxURLBytes  = 1 << 20
+	maxCachedURI = 1024
+)
 
 // redactedURL returns the URL req, rq's request as sent upstream, goes
 // to, redacted. Redacting a URL costs a request more than the rest of
@@ -49,7 +56,7 @@ const maxURLs = 4096
 // by the target the client sent (RequestURI), which alone makes the URL
 // upstream (the upstream being fixed).
 func (p *Proxy) redactedURL(rq *request, req *http.Request) string {
-	if rq.uri == "" {
+	if rq.uri == "" || len(rq.uri) > maxCachedURI {
 		return p.red.URL(req.URL)
 	}
 	p.urlMu.Lock()
@@ -60,10 +67,11 @@ func (p *Proxy) redactedURL(rq *request, req *http.Request) string {
 	}
 	s = p.red.URL(req.URL)
 	p.urlMu.Lock()
-	if p.urls == nil || len(p.urls) >= maxURLs {
-		p.urls = make(map[string]string)
+	if p.urls == nil || len(p.urls) >= maxURLs || p.urlBytes >= maxURLBytes {
+		p.urls, p.urlBytes = make(map[string]string), 0
 	}
 	p.urls[rq.uri] = s
+	p.urlBytes += len(rq.uri) + len(s)
 	p.urlMu.Unlock()
 	return s
 }
