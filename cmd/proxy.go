@@ -350,7 +350,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		Base: proxy.Base(base), Cost: fixedCost(opts.Cost), CostFrom: opts.CostFrom,
 		Learn: !opts.IgnoreServerLimits, Adopt: opts.RulesFromServer,
 		Hint:               func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) },
-		IgnoreServerLimits: opts.IgnoreServerLimits, MaxServerPause: opts.MaxServerPause,
+		IgnoreServerLimits: opts.IgnoreServerLimits, MaxServerPause: opts.MaxServerPause, CutServerPauses: true,
 		Margin: o.Margin, FixedMargin: o.MarginSet, OnPause: announcePause(errOut),
 	})
 	var stop, kill func()

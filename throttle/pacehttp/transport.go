@@ -84,9 +84,16 @@ type Options struct {
 	IgnoreServerLimits bool
 	// MaxServerPause is the longest pause a server may ask for. A refusal
 	// asking for longer pauses nothing (Info.PauseErr says so: the caller
-	// decides); rate-limit headers on a success asking for longer pause
-	// for MaxServerPause. 0 means DefaultMaxServerPause.
+	// decides), unless CutServerPauses is set; rate-limit headers on a
+	// success asking for longer pause for MaxServerPause. 0 means
+	// DefaultMaxServerPause.
 	MaxServerPause time.Duration
+	// CutServerPauses makes a refusal that asks for a pause longer than
+	// MaxServerPause pause for MaxServerPause (Info.PauseErr still says
+	// what it asked), for a caller that cannot fail the request on its
+	// own: a proxy passes the refusal on to its client, and the server's
+	// "stop" must not vanish.
+	CutServerPauses bool
 	// Backoff is the first pause after a 429 or 503 that gives no
 	// Retry-After; 0 means one second.
 	Backoff time.Duration
@@ -491,10 +498,15 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 	if until.After(now) {
 		if d := until.Sub(now); d > t.opts.MaxServerPause {
 			if refused && !backedOff {
-				// Not taken: a garbled or hostile header must not stall
-				// every request for days. The caller decides.
+				// Not taken whole: a garbled or hostile header must not
+				// stall every request for days. The caller decides, or
+				// has the pause cut.
 				info.PauseErr = &PauseTooLong{Asked: d, Reason: reason, Max: t.opts.MaxServerPause}
 				until = time.Time{}
+				if t.opts.CutServerPauses {
+					until = now.Add(t.opts.MaxServerPause)
+					reason += fmt.Sprintf(" (cut to %v)", t.opts.MaxServerPause)
+				}
 			} else {
 				// A body that came is kept; the pause (headers saying
 				// the quota is spent, or the transport's own backoff) is

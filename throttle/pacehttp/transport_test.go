@@ -219,6 +219,36 @@ func TestTransportPauseBounds(t *testing.T) {
 	})
 }
 
+// With CutServerPauses a refusal asking for more than MaxServerPause
+// pauses for MaxServerPause (a proxy cannot fail the request itself, and
+// the server's "stop" must not vanish), and still says what it asked.
+func TestTransportCutServerPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, 0)
+		var paused []time.Duration
+		c, _ := client(lim, Options{MaxServerPause: time.Minute, CutServerPauses: true,
+			OnPause: func(d time.Duration, reason string) { paused = append(paused, d) }},
+			func(req *http.Request) *http.Response { return response(req, 429, "Retry-After", "3600") })
+		info := &Info{}
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var long *PauseTooLong
+		if !errors.As(info.PauseErr, &long) || long.Asked != time.Hour {
+			t.Errorf("PauseErr %v; want a PauseTooLong of 1h", info.PauseErr)
+		}
+		if got := time.Until(info.PauseUntil); got != time.Minute || len(paused) != 1 || paused[0] != time.Minute {
+			t.Errorf("paused %v (announced %v); want the 1m cap", got, paused)
+		}
+		if !strings.Contains(info.PauseReason, "cut to 1m0s") {
+			t.Errorf("reason %q; want it to say the pause was cut", info.PauseReason)
+		}
+	})
+}
+
 // The margin learns from when the answers came: a request answered late
 // may have been read late by a busy server, and one on a new connection
 // accepted late, which the client cannot see; the margin covers both (a
