@@ -31,6 +31,10 @@ type slots struct {
 	waitTime time.Duration
 }
 
+// noSlot is the handle of an admission that took no slot (WithSlotHeld):
+// no handle is ever that, so releasing it gives back nothing.
+const noSlot = ^uint64(0)
+
 // take takes a slot without a cap, and returns its handle. It takes no
 // lock. Requires s.max <= 0.
 func (s *slots) take() uint64 {

@@ -401,6 +401,15 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		h        uint64
 		ok       bool
 	)
+	if l.slots.max > 0 && SlotHeld(ctx) {
+		// The caller holds a slot for this call: no other is taken, and
+		// its Release gives back nothing.
+		at, serial, waited, err := l.wait(ctx, cost)
+		if err != nil {
+			return Admission{}, err
+		}
+		return Admission{At: at, Cost: cost, Waited: waited, Latency: time.Since(at), owner: (*owner)(l), handle: noSlot, id: serial}, nil
+	}
 	if l.slots.max <= 0 {
 		// No cap: the slot is only counted, without the lock.
 		h, ok = l.slots.take(), true

@@ -256,7 +256,8 @@ func TestFetchSentAdmitted(t *testing.T) {
 		second.Store(time.Now().UnixNano())
 		io.WriteString(w, "ok")
 	}))
-	lim, err := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 1, Window: time.Hour}}})
+	// Room for the request and its redirect, which is a call of its own.
+	lim, err := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 2, Window: time.Hour}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +284,9 @@ func TestFetchSentAdmitted(t *testing.T) {
 	}
 	if res.Job.Prepared != nil {
 		t.Error("Result.Job.Prepared kept the request")
+	}
+	if got := lim.Stats().Admitted; got != 2 {
+		t.Errorf("admitted %d calls; want 2, the request and its redirect", got)
 	}
 }
 

@@ -189,8 +189,10 @@ type Info struct {
 	// Admission is the request's admission. If it is set (its At is not
 	// zero) when WithInfo is called, the request was admitted already, as
 	// Admission, through Backend: the Transport neither admits it again,
-	// nor releases or corrects it, and the redirects it follows count as
-	// the same call. The rest (the server's pauses, learning, reading the
+	// nor releases or corrects it. Each redirect it follows reaches the
+	// server as a call of its own, and is admitted under the rules as one
+	// (throttle.WithSlotHeld: on the caller's slot), released when its
+	// response is closed; Admission stays the caller's. The rest (the server's pauses, learning, reading the
 	// cost from the response into Cost) is as for any request. The margin
 	// is then the caller's to adapt: it knows when its admission
 	// returned.
@@ -312,10 +314,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var info *Info
 	var a throttle.Admission
 	own := true
+	redirect := false // a redirect followed by a request the caller admitted
 	if st != nil {
 		info = st.info
-		if st.admitted {
+		switch {
+		case st.admitted && req.Response == nil:
 			a, own = info.Admission, false
+		case st.admitted:
+			// The server counts it as a call of its own: admitted under
+			// the rules, in flight on the caller's slot.
+			redirect = true
 		}
 	} else {
 		info = &Info{}
@@ -330,8 +338,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
+		actx := ctx
+		if redirect {
+			actx = throttle.WithSlotHeld(ctx)
+		}
 		var err error
-		if a, err = t.backend.Admit(ctx, cost); err != nil {
+		if a, err = t.backend.Admit(actx, cost); err != nil {
 			closeBody(req)
 			return nil, err
 		}
@@ -340,7 +352,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.margin.Started(a.At, a.Latency)
 		}
 	}
-	info.Admission = a
+	if !redirect {
+		info.Admission = a
+	}
 
 	// The margin needs when this very attempt was written (a redirect is
 	// a call of its own): a trace of its own, on a copy of the request.

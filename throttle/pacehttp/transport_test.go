@@ -154,15 +154,19 @@ func TestTransportCostFromResponse(t *testing.T) {
 	}
 }
 
-// A request admitted by its caller (Info.Admission set) is not admitted again nor
-// released by the transport, and its redirects count as the same call.
+// A request admitted by its caller (Info.Admission set) is not admitted
+// again nor released by the transport. Each redirect it follows reaches
+// the server as a call of its own and is admitted under the rules, on the
+// caller's slot: under a cap of one it waits for no other slot (it would
+// wait forever), and under 1 per hour it waits the hour.
 func TestTransportAdmitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := newLimiter(t, []throttle.Rule{{N: 1, Window: time.Hour}}, 1)
+		var sent []time.Time
 		c, _ := client(lim, Options{}, func(req *http.Request) *http.Response {
+			sent = append(sent, time.Now())
 			if req.URL.Path == "/from" {
-				resp := response(req, http.StatusFound, "Location", "/to")
-				return resp
+				return response(req, http.StatusFound, "Location", "/to")
 			}
 			return response(req, 200)
 		})
@@ -170,9 +174,10 @@ func TestTransportAdmitted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		info := &Info{Admission: a}
 		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/from", nil)
-		resp, err := c.Do(req) // would wait an hour if admitted again
+		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,10 +186,16 @@ func TestTransportAdmitted(t *testing.T) {
 		if info.Admission != a || resp.StatusCode != 200 {
 			t.Errorf("status %d, admission %+v; want 200 under the caller's %+v", resp.StatusCode, info.Admission, a)
 		}
+		if len(sent) != 2 || sent[0] != start || sent[1].Sub(start) < time.Hour {
+			t.Errorf("sent at %v from %v; want the request at once and its redirect an hour later", sent, start)
+		}
 		if st := lim.Stats(); st.InFlight != 1 {
-			t.Errorf("in flight = %d, want 1: the caller's admission is the caller's to release", st.InFlight)
+			t.Errorf("in flight = %d, want 1: the caller's admission is the caller's to release, the redirect held no slot", st.InFlight)
 		}
 		a.Release()
+		if st := lim.Stats(); st.InFlight != 0 {
+			t.Errorf("in flight = %d after the release, want 0", st.InFlight)
+		}
 	})
 }
 

@@ -180,7 +180,8 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	}
 	start := time.Now()
 	var slot any
-	if c.cf.GlobalJobs > 0 {
+	held := throttle.SlotHeld(ctx) // in flight on the caller's slot: not counted again
+	if c.cf.GlobalJobs > 0 && !held {
 		var err error
 		if slot, err = c.takeSlot(ctx); err != nil {
 			return throttle.Admission{}, err
@@ -193,11 +194,13 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 		}
 		return throttle.Admission{}, err
 	}
-	c.mu.Lock()
-	c.inFlight++
-	c.peak = max(c.peak, c.inFlight)
-	c.held[d.ID] = slot // nil without a slot: the admission is in flight all the same
-	c.mu.Unlock()
+	if !held {
+		c.mu.Lock()
+		c.inFlight++
+		c.peak = max(c.peak, c.inFlight)
+		c.held[d.ID] = slot // nil without a slot: the admission is in flight all the same
+		c.mu.Unlock()
+	}
 	latency := d.Latency
 	if !d.Decided.IsZero() {
 		latency += time.Since(d.Decided)
