@@ -196,6 +196,12 @@ func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 		var c *directConn
 		if attempt == 0 {
 			c = p.get() // a retry goes on a connection of its own: another kept one may be stale too
+			for c != nil && (c.br.Buffered() > 0 || rawconn.Closed(c.c)) {
+				// Closed by the server while it was idle: found before
+				// the request is written, so nothing is sent twice.
+				c.c.Close()
+				c = p.get()
+			}
 		}
 		if c == nil {
 			nc, err := p.dial(ctx, "tcp", p.addr)
@@ -249,10 +255,11 @@ func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *
 	}
 	c.lc.left = maxResponseHeaderBytes
 	if _, err := c.br.Peek(1); err != nil {
-		var ne net.Error
-		if c.reused && !(errors.As(err, &ne) && ne.Timeout()) {
-			err = errStale // closed before it answered: the server had dropped it
-		}
+		// Not sent again, even on a kept connection that was closed
+		// before it answered: the server may have read the request, and
+		// a call sent again is a call the rules did not admit. The pool
+		// tries again, admitted, if it has retries left; a connection
+		// the server closed while idle was found before the write.
 		return fail(err)
 	}
 	if trace != nil && trace.GotFirstResponseByte != nil {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,8 +13,10 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // newTransport returns a Transport over a clone of http.DefaultTransport,
@@ -307,5 +310,107 @@ func TestSameBytesAsHTTPTransport(t *testing.T) {
 	}
 	if !strings.HasSuffix(got[0], "Accept-Encoding: gzip\r\n\r\n") {
 		t.Errorf("sent %q: want Accept-Encoding: gzip last", got[0])
+	}
+}
+
+// rawServer serves each connection with serve(c, i), called after it
+// read the connection's request number i (from 0), until serve returns
+// false. It counts the requests it read, by path.
+func rawServer(t *testing.T, serve func(c net.Conn, i int) bool) (url string, read func(path string) int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	counts := map[string]int{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					counts[req.URL.Path]++
+					mu.Unlock()
+					if !serve(c, i) {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), func(path string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[path]
+	}
+}
+
+const okAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+// A server that reads a request on a kept connection and resets it
+// without an answer gets it once: sent again, it would be a call the
+// rules never admitted (a strict server saw 3 calls under 2/10s). The
+// error goes to the caller, whose retry is admitted.
+func TestReadAndDroppedIsNotSentAgain(t *testing.T) {
+	srv, read := rawServer(t, func(c net.Conn, i int) bool {
+		if i == 0 {
+			io.WriteString(c, okAnswer)
+			return true
+		}
+		c.(*net.TCPConn).SetLinger(0) // a reset, as an overloaded gateway sends
+		return false
+	})
+	rt := newTransport()
+	defer rt.CloseIdleConnections()
+	get(t, rt, context.Background(), srv+"/first", nil)
+	req, _ := http.NewRequest(http.MethodGet, srv+"/second", nil)
+	if resp, err := rt.RoundTrip(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET /second: %s; want an error, the server dropped it", resp.Status)
+	}
+	if n := read("/second"); n != 1 {
+		t.Errorf("the server read /second %d times; want once", n)
+	}
+}
+
+// A kept connection the server closed while it was idle is found before
+// a request is written on it: the request goes on a new connection and
+// is answered, once.
+func TestIdleClosedFoundBeforeWriting(t *testing.T) {
+	srv, read := rawServer(t, func(c net.Conn, i int) bool {
+		io.WriteString(c, okAnswer)
+		return false // closed as soon as it has answered: an idle timeout of 0
+	})
+	rt := newTransport()
+	defer rt.CloseIdleConnections()
+	var fresh atomic.Int32
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if !i.Reused {
+			fresh.Add(1)
+		}
+	}})
+	for i := range 5 {
+		path := fmt.Sprintf("/r%d", i)
+		if resp, body := get(t, rt, ctx, srv+path, nil); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("GET %s: %d %q", path, resp.StatusCode, body)
+		}
+		if n := read(path); n != 1 {
+			t.Errorf("the server read %s %d times; want once", path, n)
+		}
+		time.Sleep(20 * time.Millisecond) // the server's close reaches this side
+	}
+	if n := fresh.Load(); n != 5 {
+		t.Errorf("%d requests went on a new connection; want all 5, each kept one was closed", n)
 	}
 }

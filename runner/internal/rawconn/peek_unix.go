@@ -1,0 +1,32 @@
+//go:build unix
+
+package rawconn
+
+import (
+	"net"
+	"syscall"
+)
+
+// Closed reports whether c can no longer carry a request: its peer has
+// closed it, reset it, or sent something nobody asked for, as a look at
+// its socket tells without reading or waiting. A connection kept idle
+// that the server closed meanwhile is found so before a request is
+// written on it, not after, when the request may have been read.
+func Closed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	var b [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n > 0 || err == nil || err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
+		return true // never wait
+	})
+	return closed || err != nil
+}
