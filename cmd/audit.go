@@ -78,6 +78,9 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
+				if args[0] == "" {
+					return flagErrorf("invalid argument \"\" for the job log or timestamp file: want a file name, or - for stdin")
+				}
 				opts.File = args[0]
 			}
 			if opts.Jobs < 0 {

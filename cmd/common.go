@@ -140,7 +140,8 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.Var(costValue{&o.Cost}, "cost", "each item's cost under --cost-rate: `EXPR` such as 1000, {2} (a column),\n{len}/4 (the item's bytes / 4) or, for fetch, {body-len}/4 (default 1)")
 	fl.BoolVar(&o.Reorder, "allow-reorder", false, "let a call that fits now overtake a costlier one waiting for room\n(throughput before order; in-memory limiter only: refused with --key or --redis)")
 	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "run at most `N` jobs at once (default: the number of CPUs)")
-	fl.StringVarP(&o.Input, "input", "a", "-", "read items from `FILE` (- means stdin)")
+	o.Input = "-"
+	fl.VarP(pathValue{&o.Input, "want a file name, or - for stdin"}, "input", "a", "read items from `FILE` (- means stdin)")
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
 	fl.Var(setStringValue{&o.ColSep, &o.colSepSet}, "colsep", "split each item into columns {1} {2} ... at every match of `REGEX`")
 	fl.Var(setDurationValue{&o.Margin, &o.MarginSet}, "margin",
@@ -174,7 +175,7 @@ func addReportFlags(cmd *cobra.Command, o *CommonOptions) {
 	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "time between status lines (--progress lines), at least 1s")
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
-	fl.StringVar(&o.SummaryFile, "summary-file", "", "also write the summary as JSON to `FILE` (see docs/summary.md)")
+	fl.Var(pathValue{&o.SummaryFile, "want a file name; leave --summary-file out for none"}, "summary-file", "also write the summary as JSON to `FILE` (see docs/summary.md)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`HOST:PORT`/metrics while the run goes,\nsuch as 127.0.0.1:9090 (see docs/metrics.md)")
 	fl.Lookup("progress-interval").DefValue = defaultProgressInterval.String()
 	cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(progressModes, cobra.ShellCompDirectiveNoFileComp))

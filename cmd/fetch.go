@@ -218,8 +218,8 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "add header `'NAME: VALUE'`; repeatable, placeholders allowed")
 	fl.StringVarP(&opts.Data, "data", "d", "", "send `STRING` as the body, or @FILE's content; placeholders allowed")
 	fl.BoolVar(&opts.Insecure, "insecure", false, "do not verify servers' TLS certificates")
-	fl.StringVarP(&opts.OutputDir, "output", "o", "", "write each body to its own file in `DIR/`, not to stdout;\na path without a trailing slash that is not a directory is one file, for one item;\na device or FIFO (/dev/null) takes every body")
-	fl.StringVar(&opts.OutputDir, "output-dir", "", "the same as -o DIR/")
+	fl.VarP(pathValue{&opts.OutputDir, "want a directory, such as out/, or a file name; leave -o out to write bodies to stdout"}, "output", "o", "write each body to its own file in `DIR/`, not to stdout;\na path without a trailing slash that is not a directory is one file, for one item;\na device or FIFO (/dev/null) takes every body")
+	fl.Var(pathValue{&opts.OutputDir, "want a directory; leave --output-dir out to write bodies to stdout"}, "output-dir", "the same as -o DIR/")
 	fl.MarkHidden("output-dir")
 	fl.StringVar(&opts.OutputName, "output-name", "{#}", "file name `TEMPLATE` in -o DIR/")
 	fl.BoolVar(&opts.IgnoreServerLimits, "ignore-server-limits", false,

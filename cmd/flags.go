@@ -136,6 +136,32 @@ func (z sizeValue) Set(s string) error {
 
 func (sizeValue) Type() string { return "size" }
 
+// pathValue is a flag that names a file or directory. An explicit empty
+// value is refused, with want saying what is expected: `--joblog "$LOG"`
+// with LOG unset must not run as if --joblog had been left out (no job
+// log, no earlier calls counted).
+type pathValue struct {
+	v    *string
+	want string // such as "want a file name; leave --joblog out for none"
+}
+
+func (p pathValue) String() string {
+	if p.v == nil {
+		return ""
+	}
+	return *p.v
+}
+
+func (p pathValue) Set(s string) error {
+	if s == "" {
+		return errors.New(p.want)
+	}
+	*p.v = s
+	return nil
+}
+
+func (pathValue) Type() string { return "string" }
+
 // setStringValue is a string flag that remembers it was given, so that an
 // empty value can be told from no flag.
 type setStringValue struct {

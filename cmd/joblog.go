@@ -48,7 +48,7 @@ const jobLogHelp = `Job log:
 // addJobLogFlags binds --joblog, --resume and --resume-failed to o.
 func addJobLogFlags(cmd *cobra.Command, o *JobLogOptions) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.JobLog, "joblog", "",
+	fl.Var(pathValue{&o.JobLog, "want a file name; leave --joblog out for no job log"}, "joblog",
 		"append a row per attempt to `FILE` (GNU parallel's format); earlier rows count against the rules")
 	fl.BoolVar(&o.Resume, "resume", false, "skip the items that have a row in --joblog")
 	fl.BoolVar(&o.ResumeFailed, "resume-failed", false, "skip the items whose last row in --joblog succeeded; run failed ones again")

@@ -39,8 +39,8 @@ func newCmdGenDocs(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&man, "man", "", "write man pages to `DIR`")
-	cmd.Flags().StringVar(&completions, "completions", "", "write bash, zsh and fish completions to `DIR`")
+	cmd.Flags().Var(pathValue{&man, "want a directory"}, "man", "write man pages to `DIR`")
+	cmd.Flags().Var(pathValue{&completions, "want a directory"}, "completions", "write bash, zsh and fish completions to `DIR`")
 	return cmd
 }
 

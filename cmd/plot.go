@@ -71,6 +71,9 @@ func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
+				if args[0] == "" {
+					return flagErrorf("invalid argument \"\" for the job log: want a file name, or - for stdin")
+				}
 				opts.File = args[0]
 			}
 			if opts.Output == "" {
@@ -88,7 +91,7 @@ func NewCmdPlot(f *Factory, runF func(*PlotOptions) error) *cobra.Command {
 	fl := cmd.Flags()
 	fl.VarP(rulesValue{rules: &opts.Rules}, "rate", "r", "rule `N/PERIOD` to draw; repeat or comma-separate (default: the job log's)")
 	fl.Var(rulesValue{rules: &opts.Rules, cost: true}, "cost-rate", "cost rule `N/PERIOD` to draw, counting the job log's Send column")
-	fl.StringVarP(&opts.Output, "output", "o", "", "write the SVG picture to `FILE` (- for stdout)")
+	fl.VarP(pathValue{&opts.Output, "want a file name, or - for stdout"}, "output", "o", "write the SVG picture to `FILE` (- for stdout)")
 	fl.Var(intValue{&opts.Width}, "width", "the picture's width in `PIXELS`")
 	fl.Var(intValue{&opts.Height}, "height", "the picture's height in `PIXELS`")
 	fl.StringVar(&opts.Title, "title", "", "the picture's `TITLE` (default: the job log's name and rules)")

@@ -430,7 +430,7 @@ loop:
 	case writeErr != nil:
 		return reportf(ios, ExitFailed, "write: %v", writeErr)
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
-		if errors.Is(readErr, resume.ErrInputChanged) {
+		if errors.Is(readErr, resume.ErrInputChanged) || errors.Is(readErr, resume.ErrTooFarAhead) {
 			return reportf(ios, ExitUsage, "%v", readErr)
 		}
 		return reportf(ios, ExitFailed, "%s: %v", in.Name, readErr)

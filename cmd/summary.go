@@ -53,7 +53,7 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 		if t.Attempts == 0 && t.Failed == 0 {
 			code = ExitUsage
 		}
-		if errors.Is(f.readErr, resume.ErrInputChanged) {
+		if errors.Is(f.readErr, resume.ErrInputChanged) || errors.Is(f.readErr, resume.ErrTooFarAhead) {
 			code = ExitUsage
 		}
 		s.Stopped = "the input could not be read"

@@ -54,6 +54,8 @@ func TestSummarizeExitCode(t *testing.T) {
 			code: ExitFailed, stopped: "the input could not be read"},
 		{name: "resumed input changed", f: runFacts{tally: ran, readErr: fmt.Errorf("x: %w", errChanged)},
 			code: ExitUsage, stopped: "the input could not be read"},
+		{name: "resumed log too far ahead", f: runFacts{readErr: fmt.Errorf("x: %w", &resume.AheadError{Seq: 9, MaxSeq: 1 << 40, Held: 1 << 20})},
+			code: ExitUsage, stopped: "the input could not be read"},
 		{name: "broken pipe over read error", f: runFacts{tally: ran, readErr: errRead, pipe: true},
 			code: ExitBrokenPipe, interrupted: "SIGPIPE"},
 		{name: "SIGINT over broken pipe", f: runFacts{tally: ran, pipe: true, signal: "SIGINT"},

@@ -381,6 +381,11 @@ func parseRow(line string) (e Entry, msg string) {
 	if e.Seq, err = strconv.Atoi(strings.TrimSpace(f[0])); err != nil {
 		return e, bad("Seq", f[0], "an integer")
 	}
+	if e.Seq < 1 {
+		// Seq is the item's position in the input, from 1; resuming
+		// matches items by it.
+		return e, fmt.Sprintf("Seq %q must be at least 1 (the item's position in the input, from 1)", f[0])
+	}
 	if e.Host = f[1]; e.Host == "" {
 		e.Host = ":"
 	}

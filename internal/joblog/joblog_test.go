@@ -124,6 +124,8 @@ func TestReadJobLogErrors(t *testing.T) {
 	}{
 		{"too few fields", Header + "\n1\t:\t1700000000.0\t1.0\n", 2, "got 4 tab-separated fields, want 9"},
 		{"bad seq", "x\t:\t1\t1\t0\t0\t0\t0\tc\n", 1, `Seq "x" is not an integer`},
+		{"seq 0", "0\t:\t1\t1\t0\t0\t0\t0\tc\n", 1, `Seq "0" must be at least 1`},
+		{"negative seq", Header + "\n1\t:\t1\t1\t0\t0\t0\t0\tc\n-1\t:\t1\t1\t0\t0\t0\t0\tc\n", 3, `Seq "-1" must be at least 1`},
 		{"float exponent", "1\t:\t1.7e9\t1\t0\t0\t0\t0\tc\n", 1, `Starttime "1.7e9" is not epoch seconds`},
 		{"year 10000", "1\t:\t253402300800\t1\t0\t0\t0\t0\tc\n", 1, `Starttime "253402300800" is not epoch seconds`},
 		{"bad runtime", "1\t:\t1\tNaN\t0\t0\t0\t0\tc\n", 1, `JobRuntime "NaN" is not seconds`},

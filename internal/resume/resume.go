@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/runner"
@@ -31,6 +33,11 @@ const (
 // ErrInputChanged is wrapped by the error of a resumed run whose input is
 // not the one the job log was written for.
 var ErrInputChanged = errors.New("input differs from the job log")
+
+// ErrTooFarAhead is wrapped by the error of a resumed run whose job log's
+// highest Seq is too far ahead of its rows to check the input against it
+// (an *AheadError).
+var ErrTooFarAhead = errors.New("job log too far ahead of its rows")
 
 // InputChangedError reports an item whose command is not the one the job
 // log's row for the same Seq ran: skipping by Seq would skip the wrong
@@ -63,7 +70,36 @@ type Options struct {
 	// MaxSlot bounds the slots tried when a command depends on the job
 	// slot ({%}); 0 means 64.
 	MaxSlot int
+	// MaxAhead bounds the bytes of the items without a row that ReadItems
+	// holds while it reads ahead to the log's highest Seq (see ReadItems);
+	// 0 means DefaultMaxAhead or the bytes of the log's Commands, whichever
+	// is more.
+	MaxAhead int64
 }
+
+// DefaultMaxAhead is the least Options.MaxAhead: in a log that pace wrote,
+// the items up to its highest Seq without a row are about -j, those that
+// were running when it stopped.
+const DefaultMaxAhead = 32 << 20
+
+// AheadError reports a job log whose highest Seq is so far ahead of the
+// rows it has that the items without a row up to it would not fit in
+// Options.MaxAhead: a log with a bogus Seq, or another input's log.
+type AheadError struct {
+	Seq    int64 // the item that went past MaxAhead
+	MaxSeq int64 // the log's highest Seq
+	Held   int64 // the bytes held, items without a row
+}
+
+// Error says how far ahead the log goes, and why that is refused.
+func (e *AheadError) Error() string {
+	return fmt.Sprintf("resume: the job log has a row for item %d, but too many items before it have none "+
+		"(by item %d, %s of items would be held to check the input before running any); "+
+		"is it the job log of this input?", e.MaxSeq, e.Seq, human.Bytes(e.Held))
+}
+
+// Unwrap returns ErrTooFarAhead.
+func (e *AheadError) Unwrap() error { return ErrTooFarAhead }
 
 // Resume decides, from the job log of earlier runs over the same input,
 // which items a resumed run skips, and checks that the input is the same:
@@ -73,9 +109,15 @@ type Options struct {
 // Make one with New. Its methods may be called concurrently.
 type State struct {
 	opts    Options
-	last    map[int64]joblog.Entry // the last row of each Seq, in file order
+	last    map[int64]row // the last row of each Seq, in file order
 	max     int64
 	skipped atomic.Int64 // items ReadItems sent marked Skip
+}
+
+// row is what State keeps of a Seq's last row.
+type row struct {
+	command string
+	failed  bool
 }
 
 // Skipped returns how many items ReadItems has sent marked Skip so far.
@@ -90,14 +132,19 @@ func New(entries []joblog.Entry, opts Options) *State {
 	if opts.MaxSlot <= 0 {
 		opts.MaxSlot = 64
 	}
-	r := &State{opts: opts, last: make(map[int64]joblog.Entry, len(entries))}
+	r := &State{opts: opts, last: make(map[int64]row, len(entries))}
+	var commands int64
 	for _, e := range entries {
 		seq := int64(e.Seq)
 		if seq < 1 {
 			continue
 		}
-		r.last[seq] = e
+		r.last[seq] = row{command: e.Command, failed: e.Failed()}
 		r.max = max(r.max, seq)
+		commands += int64(len(e.Command))
+	}
+	if r.opts.MaxAhead <= 0 {
+		r.opts.MaxAhead = max(DefaultMaxAhead, commands)
 	}
 	return r
 }
@@ -111,7 +158,7 @@ func (r *State) Skip(seq int64) bool {
 	if !ok {
 		return false
 	}
-	return r.opts.Mode == All || !e.Failed()
+	return r.opts.Mode == All || !e.failed
 }
 
 // Skipping returns how many logged items Skip would skip among the first
@@ -124,6 +171,12 @@ func (r *State) Skipping(upTo int64) int64 {
 		}
 	}
 	return n
+}
+
+// Again returns how many logged items run again: under Failed, those
+// whose last row failed; under All, none.
+func (r *State) Again() int64 {
+	return int64(len(r.last)) - r.Skipping(-1)
 }
 
 // Verify checks job (Seq and Item set) against the log: it returns an
@@ -141,7 +194,7 @@ func (r *State) Verify(job runner.Job) error {
 		return r.opts.Command(&j)
 	}
 	first, err := command(1)
-	if err != nil || first == e.Command {
+	if err != nil || first == e.command {
 		return nil
 	}
 	for slot := 2; slot <= r.opts.MaxSlot; slot++ {
@@ -149,20 +202,26 @@ func (r *State) Verify(job runner.Job) error {
 		if err != nil || c == first {
 			break // the slot plays no part
 		}
-		if c == e.Command {
+		if c == e.command {
 			return nil
 		}
 	}
-	return &InputChangedError{Seq: job.Seq, Command: first, Logged: e.Command}
+	return &InputChangedError{Seq: job.Seq, Command: first, Logged: e.command}
 }
 
-// ReadItems reads items from rd as items.Read does, and
-// sends them on out marked with Skip where r says so. It first reads ahead
-// up to the item with the log's highest Seq (or to the end of the input)
-// and Verifies every item the log has a row for; only when all of them
-// match does it send anything, so a changed input is refused before any
-// job runs. It returns the *InputChangedError, the read error, or ctx's
-// error. It does not close out.
+// ReadItems reads items from rd as items.Read does, and sends them on
+// out marked with Skip where r says so. It reads ahead up to the item with
+// the log's highest Seq (or to the end of the input) and Verifies every
+// item the log has a row for; no item that runs is sent until all of them
+// match, so a changed input is refused before any job runs. Items to skip
+// are sent at once, as Skip markers without their text, unless an item
+// that runs comes before them; only the items that run are held, so
+// memory grows with the items up to the highest Seq that have no row or
+// failed, not with the input. The items without a row may hold at most
+// Options.MaxAhead bytes: past that, ReadItems refuses the log (an
+// *AheadError) rather than hold an endless input. It returns the
+// *InputChangedError or *AheadError, the read error, or ctx's error. It
+// does not close out.
 func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOptions, out chan<- runner.Item) error {
 	send := func(it runner.Item) error {
 		select {
@@ -175,14 +234,23 @@ func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOpti
 			return ctx.Err()
 		}
 	}
-	var held []runner.Item // items up to MaxSeq, held until all are verified
+	// held are the items up to MaxSeq that run, waiting until all the
+	// logged ones are verified, each with the Skip markers that follow it.
+	var held []heldItem
+	var ahead int64 // the bytes of held items without a row
 	flush := func() error {
-		for _, it := range held {
-			if err := send(it); err != nil {
+		for i, h := range held {
+			if err := send(h.item); err != nil {
 				return err
 			}
+			for range h.skips {
+				if err := send(runner.Item{Skip: true}); err != nil {
+					return err
+				}
+			}
+			held[i] = heldItem{} // let the item go
 		}
-		held = nil
+		held, ahead = nil, 0
 		return nil
 	}
 	var seq int64
@@ -199,8 +267,22 @@ func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOpti
 				return err
 			}
 		}
-		it.Skip = r.Skip(seq)
-		held = append(held, it)
+		switch {
+		case r.Skip(seq) && len(held) == 0:
+			if err := send(runner.Item{Skip: true}); err != nil {
+				return err
+			}
+		case r.Skip(seq):
+			held[len(held)-1].skips++
+		default:
+			if _, logged := r.last[seq]; !logged {
+				ahead += itemSize(it)
+				if ahead > r.opts.MaxAhead {
+					return &AheadError{Seq: seq, MaxSeq: r.max, Held: ahead}
+				}
+			}
+			held = append(held, heldItem{item: it})
+		}
 		if seq == r.max {
 			return flush()
 		}
@@ -210,4 +292,21 @@ func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOpti
 		return err
 	}
 	return flush() // the input has fewer items than the log
+}
+
+// heldItem is an item ReadItems holds until the input is verified, and
+// how many Skip markers follow it.
+type heldItem struct {
+	item  runner.Item
+	skips int64
+}
+
+// itemSize is about the memory it takes: its text, its columns and the
+// headers that point to them.
+func itemSize(it runner.Item) int64 {
+	n := int64(len(it.Text)) + int64(unsafe.Sizeof(heldItem{}))
+	for _, c := range it.Cols {
+		n += int64(len(c)) + int64(unsafe.Sizeof(c))
+	}
+	return n
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pace-cli/pace/internal/items"
@@ -64,6 +66,9 @@ func TestResumeSkip(t *testing.T) {
 		}
 	}
 	failed := New(rows, Options{Mode: Failed})
+	if again, all := failed.Again(), New(rows, Options{Mode: All}).Again(); again != 2 || all != 0 {
+		t.Errorf("Again() = %d under Failed, %d under All; want 2, 0", again, all)
+	}
 	for _, tt := range []struct{ upTo, want int64 }{{-1, 2}, {1, 1}, {10, 2}, {0, 0}} {
 		if n := failed.Skipping(tt.upTo); n != tt.want {
 			t.Errorf("Skipping(%d) = %d, want %d", tt.upTo, n, tt.want)
@@ -138,7 +143,7 @@ func TestResumeReadItems(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadItems error: %v", err)
 	}
-	want := []runner.Item{{Text: "item1", Skip: true}, {Text: "item2", Skip: true}, {Text: "item3"}, {Text: "item4"}, {Text: "item5"}}
+	want := []runner.Item{{Skip: true}, {Skip: true}, {Text: "item3"}, {Text: "item4"}, {Text: "item5"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadItems sent %+v, want %+v", got, want)
 	}
@@ -150,10 +155,150 @@ func TestResumeReadItems(t *testing.T) {
 	}
 
 	// A changed item, even the last one the log knows, stops everything
-	// before a single item is sent.
+	// before a single item that runs is sent.
 	got, err = readResumed(t, r, "item1\nitem2\nitem3 changed\nitem4\n")
-	if !errors.Is(err, ErrInputChanged) || len(got) != 0 {
-		t.Errorf("ReadItems(changed input) = %+v, %v; want nothing and ErrInputChanged", got, err)
+	if !errors.Is(err, ErrInputChanged) || slices.ContainsFunc(got, func(it runner.Item) bool { return !it.Skip }) {
+		t.Errorf("ReadItems(changed input) = %+v, %v; want only Skip markers and ErrInputChanged", got, err)
+	}
+}
+
+func TestResumeReadItemsOrder(t *testing.T) {
+	// Seq 2 and 6 have no row, seq 4 failed; the item after a held one
+	// keeps its place behind it.
+	rows := logRows("1:0", "3:0", "4:1", "5:0", "7:0")
+	input := "item1\nitem2\nitem3\nitem4\nitem5\nitem6\nitem7\nitem8\n"
+	skip := runner.Item{Skip: true}
+	for _, tt := range []struct {
+		mode Mode
+		want []runner.Item
+	}{
+		{All, []runner.Item{skip, {Text: "item2"}, skip, skip, skip, {Text: "item6"}, skip, {Text: "item8"}}},
+		{Failed, []runner.Item{skip, {Text: "item2"}, skip, {Text: "item4"}, skip, {Text: "item6"}, skip, {Text: "item8"}}},
+	} {
+		got, err := readResumed(t, New(rows, Options{Mode: tt.mode, Command: echoCommand}), input)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("mode %d: ReadItems = %+v, %v; want %+v", tt.mode, got, err, tt.want)
+		}
+		// Item 7 changed: only the Skip marker of item 1, sent before any
+		// item that runs, goes out.
+		changed := strings.Replace(input, "item7", "item7 changed", 1)
+		got, err = readResumed(t, New(rows, Options{Mode: tt.mode, Command: echoCommand}), changed)
+		if !errors.Is(err, ErrInputChanged) || !reflect.DeepEqual(got, []runner.Item{skip}) {
+			t.Errorf("mode %d: ReadItems(item 7 changed) = %+v, %v; want [skip] and ErrInputChanged", tt.mode, got, err)
+		}
+	}
+}
+
+// lineReader yields one line of its input per Read, as a pipe written a
+// line at a time does, and counts the lines read.
+type lineReader struct {
+	rest  string
+	lines atomic.Int64
+}
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	if l.rest == "" {
+		return 0, io.EOF
+	}
+	n := copy(p, l.rest[:strings.IndexByte(l.rest, '\n')+1])
+	l.rest = l.rest[n:]
+	l.lines.Add(1)
+	return n, nil
+}
+
+// numbered returns "item1\n" to "itemN\n".
+func numbered(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "item%d\n", i)
+	}
+	return b.String()
+}
+
+func TestResumeReadItemsSendsSkipsAtOnce(t *testing.T) {
+	// A long run that is all done: each Skip marker goes out as its item is
+	// read, not once the log's highest Seq is reached, so nothing is held.
+	const n = 20000
+	var pairs []string
+	for i := 1; i <= n; i++ {
+		pairs = append(pairs, fmt.Sprintf("%d:0", i))
+	}
+	r := New(logRows(pairs...), Options{Command: echoCommand})
+	rd := &lineReader{rest: numbered(n + 1)}
+	out := make(chan runner.Item)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(out)
+		errc <- r.ReadItems(context.Background(), rd, items.ReadOptions{}, out)
+	}()
+	var got, most int64
+	for it := range out {
+		// Reading stops at each send until this loop takes the item, so
+		// the reader can be a line or two ahead of it at most.
+		if ahead := rd.lines.Load() - got; ahead > most {
+			most = ahead
+		}
+		got++
+		if it.Skip != (got <= n) {
+			t.Fatalf("item %d: Skip = %v", got, it.Skip)
+		}
+	}
+	if err := <-errc; err != nil || got != n+1 {
+		t.Fatalf("ReadItems sent %d items, error %v; want %d, nil", got, err, n+1)
+	}
+	if most > 3 {
+		t.Errorf("ReadItems read up to %d items ahead of what it sent, want at most 3: it held the skipped ones", most)
+	}
+	if r.Skipped() != n {
+		t.Errorf("Skipped() = %d, want %d", r.Skipped(), n)
+	}
+}
+
+func TestResumeReadItemsBoundsReadingAhead(t *testing.T) {
+	// A log with a bogus highest Seq over an endless input: the items
+	// without a row cannot all be held to check the input first.
+	rows := logRows("1:0", "99999999999:0:echo y")
+	const maxAhead = 4 << 10
+	rd := &lineReader{rest: numbered(100000)}
+	r := New(rows, Options{Command: echoCommand, MaxAhead: maxAhead})
+	out := make(chan runner.Item)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(out)
+		errc <- r.ReadItems(context.Background(), rd, items.ReadOptions{}, out)
+	}()
+	var got []runner.Item
+	for it := range out {
+		got = append(got, it)
+	}
+	err := <-errc
+	var ae *AheadError
+	if !errors.As(err, &ae) || !errors.Is(err, ErrTooFarAhead) {
+		t.Fatalf("ReadItems = %v, want an *AheadError", err)
+	}
+	if ae.MaxSeq != 99999999999 || ae.Held <= maxAhead || ae.Held > maxAhead+int64(itemSize(runner.Item{Text: "item100000"})) {
+		t.Errorf("AheadError = %+v, want MaxSeq 99999999999 and Held just past %d", ae, maxAhead)
+	}
+	if !reflect.DeepEqual(got, []runner.Item{{Skip: true}}) {
+		t.Errorf("ReadItems sent %+v, want only item 1's Skip marker", got)
+	}
+	if lines := rd.lines.Load(); lines > ae.Seq+1 || ae.Seq > maxAhead/int64(itemSize(runner.Item{})) {
+		t.Errorf("ReadItems read %d items, gave up at item %d: want it to stop within %d bytes", lines, ae.Seq, maxAhead)
+	}
+	for _, want := range []string{"item 99999999999", "this input"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+
+	// The default bound is DefaultMaxAhead, or the bytes of the log's
+	// Commands when they are more.
+	if r := New(rows, Options{}); r.opts.MaxAhead != DefaultMaxAhead {
+		t.Errorf("default MaxAhead = %d, want %d", r.opts.MaxAhead, DefaultMaxAhead)
+	}
+	big := logRows("1:0:" + strings.Repeat("x", DefaultMaxAhead+1))
+	if r := New(big, Options{}); r.opts.MaxAhead != DefaultMaxAhead+1 {
+		t.Errorf("MaxAhead for a log of %d command bytes = %d, want as many", DefaultMaxAhead+1, r.opts.MaxAhead)
 	}
 }
 

@@ -153,12 +153,8 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 		return
 	}
 	if j.resume != nil {
-		seqs := make(map[int]bool, len(j.earlier.Entries))
-		for _, e := range j.earlier.Entries {
-			seqs[e.Seq] = true
-		}
 		skip := j.resume.Skipping(-1)
-		if again := int64(len(seqs)) - skip; again > 0 {
+		if again := j.resume.Again(); again > 0 {
 			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s that succeeded, running %d failed %s again\n",
 				j.path, skip, human.Plural(int(skip), "item"), again, human.Plural(int(again), "one"))
 		} else {
