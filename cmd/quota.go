@@ -265,7 +265,7 @@ func redisClient(opts *QuotaOptions) (redis.UniversalClient, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return redis.NewUniversalClient(ro), redisrate.RedactURL(opts.RedisURL), nil
+	return redisrate.NewClient(ro), redisrate.RedactURL(opts.RedisURL), nil
 }
 
 // redisKey returns the quota's name in Redis: --key, or the default.

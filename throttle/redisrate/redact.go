@@ -12,6 +12,14 @@ import (
 // text such as an error message.
 func RedactURL(s string) string {
 	r := redact.New()
+	if i := strings.Index(s, "://"); i > 0 && strings.ContainsAny(s, " \t\r\n") && !strings.ContainsAny(s[:i], " \t\r\n\"'") {
+		// One URL with a space in it (Text would end it there, and show
+		// the rest of a password): everything between the scheme and its
+		// last @ may be the user name and password.
+		if j := strings.LastIndex(s, "@"); j > i+3 {
+			return s[:i+3] + redact.Placeholder + r.Text(s[j:])
+		}
+	}
 	if !strings.ContainsAny(s, " \t\r\n") {
 		// One URL: Text would end it at a byte such as a control
 		// character, leaving the password after it in view.

@@ -29,11 +29,9 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		// url.Error repeats the whole URL, password included.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fail(errors.New(RedactURL(err.Error())))
+		// The parser's message quotes part of the URL (url.Error all of
+		// it, "invalid port" what follows a # in a password): none of it.
+		return fail(errors.New("not a URL such as redis://user:password@host:6379/0: percent-encode characters such as # / ? @ % and spaces in the user name and password"))
 	}
 	q := u.Query()
 	extra := q["addr"]
@@ -112,7 +110,7 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Limiter, error) {
 	if err := probe(ctx, uo); err != nil {
 		return nil, err
 	}
-	client := redis.NewUniversalClient(uo)
+	client := NewClient(uo)
 	l, err := newLimiter(client, opts)
 	if err != nil {
 		client.Close()

@@ -86,6 +86,9 @@ func TestDialErrors(t *testing.T) {
 		o   redisrate.Options
 	}{
 		{"redis://u:s3cret@h:port", redisrate.Options{Rules: rules}},
+		{"redis://default:s3cret#cdXX@127.0.0.1:1/0", redisrate.Options{Rules: rules}},
+		{"redis://default:s3c/ret@127.0.0.1:1/0", redisrate.Options{Rules: rules}},
+		{"redis://default:s3cret xx@127.0.0.1:1/0", redisrate.Options{Rules: rules}},
 		{"redis://u:s3cret@127.0.0.1:1", redisrate.Options{Key: "a{b", Rules: rules}},
 		{"redis://u:s3cret@127.0.0.1:1", redisrate.Options{Rules: []throttle.Rule{{N: 0, Window: time.Second}}}},
 	} {
@@ -95,7 +98,7 @@ func TestDialErrors(t *testing.T) {
 			t.Errorf("Dial(%q, %+v) = nil error", tt.url, tt.o)
 			continue
 		}
-		if strings.Contains(err.Error(), "s3cret") {
+		if strings.Contains(err.Error(), "s3c") {
 			t.Errorf("Dial(%q) error %q shows the password", tt.url, err)
 		}
 	}
@@ -118,6 +121,8 @@ func TestRedactURL(t *testing.T) {
 		{"redis://u:s3cret\x7f@h:1", "redis://u:REDACTED@h:1"},
 		{"redis://u:s3cret@[::1", "redis://u:REDACTED@[::1"},
 		{"u:s3cret@h:1", "u:REDACTED@h:1"},
+		{"redis://u:s3c ret@h:1/0", "redis://REDACTED@h:1/0"},
+		{"redis://default:s3c\tr et#x@127.0.0.1:6390/0", "redis://REDACTED@127.0.0.1:6390/0"},
 		// Free text.
 		{`dial "redis://u:s3cret@h:1": connection refused`, `dial "redis://u:REDACTED@h:1": connection refused`},
 		{"connect: connection refused", "connect: connection refused"},
