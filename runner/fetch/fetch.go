@@ -379,11 +379,6 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 			return fail(err)
 		}
 	}
-	u, err := parseURL(raw, e.red)
-	if err != nil {
-		return fail(err)
-	}
-	s := &spec{raw: raw, url: u}
 	h := e.fixed
 	if h == nil {
 		var err error
@@ -391,10 +386,17 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 			return fail(err)
 		}
 	}
-	s.header, s.host = h.header, h.host
+	// The URL may hold what a secret header holds (-H 'X-Api-Key: {}'
+	// with the item in the URL too): everything shown of it hides the
+	// header's secrets as well as its own.
+	u, err := parseURL(raw, h.red)
+	if err != nil {
+		return fail(err)
+	}
+	s := &spec{raw: raw, url: u, header: h.header, host: h.host}
 	s.red = h.red.With()
 	s.red.AddURL(u)
-	s.redURL = s.red.URL(u)
+	s.redURL = s.red.String(s.red.URL(u))
 	if e.opts.HasData {
 		d, err := e.data.Expand(values(job))
 		if err != nil {
@@ -468,10 +470,10 @@ func (e *Executor) expandHeaders(job *runner.Job) (*headers, error) {
 }
 
 // parseURL parses raw and checks that it can be fetched. Its errors wrap
-// errBadURL and show raw redacted.
+// errBadURL and show raw redacted, the secrets red knows hidden too.
 func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %q: %s", errBadURL, red.RawURL(raw), why)
+		return fmt.Errorf("%w %q: %s", errBadURL, red.String(red.RawURL(raw)), red.String(why))
 	}
 	if raw == "" {
 		return nil, bad("empty")
@@ -482,7 +484,7 @@ func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its message holds the whole URL
 		}
-		return nil, bad(red.Text(err.Error()))
+		return nil, bad(err.Error())
 	}
 	switch {
 	case u.Scheme == "":
@@ -570,7 +572,8 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	defer resp.Body.Close()
-	h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
+	// A reason phrase may echo what the request sent.
+	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(resp.Status), resp.Proto
 	h.Policy, h.PolicyHeader = info.Policy, info.PolicyHeader
 	h.RetryAfter, h.PauseUntil, h.PauseReason = info.RetryAfter, info.PauseUntil, info.PauseReason
 	if h.Status == "" {

@@ -683,6 +683,55 @@ func TestFetchRedacts(t *testing.T) {
 	}
 }
 
+// TestFetchHidesHeaderSecretsInURL: an item that goes into a secret
+// header and into the URL too is hidden wherever the URL is shown (Argv,
+// hence the job log and -v; HTTPInfo.URL; errors, for a status, a
+// refused connection and a URL that does not parse), as ShowItem hides it.
+func TestFetchHidesHeaderSecretsInURL(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "no key %s\n", r.URL.Query().Get("id")) // echoes it
+	}))
+	refused := closedPort(t)
+	tests := []struct{ template, item string }{
+		{srv.URL + "/s?id={}", "TOKAAA111"},
+		{srv.URL + "/keys/{}/introspect", "TOKBBB222"},
+		{"http://" + refused + "/s?id={}", "TOKCCC333"},
+		{srv.URL + "/keys/{}", "TOK%zzDDD444"}, // does not parse
+	}
+	for _, tt := range tests {
+		for _, header := range []string{"X-Api-Key: {}", "Authorization: Bearer {}"} {
+			e := newFetch(t, Options{URL: tt.template, Headers: []string{header}, Timeout: 5 * time.Second})
+			job := runner.Job{Seq: 1, Item: tt.item, Attempt: 1, Slot: 1}
+			shown := map[string]string{"ShowItem": e.ShowItem(tt.item)}
+			if err := e.Prepare(&job); err != nil {
+				shown["Prepare error"] = err.Error()
+			} else {
+				res := e.Execute(context.Background(), &job)
+				if res.OK() {
+					t.Errorf("%s with %q: %s, want a failure", tt.template, header, res.Status())
+				}
+				shown["Argv"] = strings.Join(job.Argv, " ")
+				shown["HTTP.URL"] = res.HTTP.URL
+				shown["HTTP.Status"] = res.HTTP.Status
+				shown["status"] = res.Status()
+				shown["error body"] = string(res.Stderr.Bytes())
+				res.Close()
+			}
+			tail := tt.item[len(tt.item)-6:] // "AAA111"
+			for what, s := range shown {
+				if strings.Contains(s, tail) {
+					t.Errorf("%s with %q, item %q: %s %q shows the item", tt.template, header, tt.item, what, s)
+				}
+			}
+			if !strings.Contains(shown["Argv"]+shown["Prepare error"], redact.Placeholder) {
+				t.Errorf("%s with %q: Argv %q, Prepare error %q; want the item as %s",
+					tt.template, header, shown["Argv"], shown["Prepare error"], redact.Placeholder)
+			}
+		}
+	}
+}
+
 func TestFetchLargeBodySpills(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
