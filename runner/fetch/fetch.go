@@ -58,7 +58,7 @@ var errBodyTooLarge = errors.New("body too large")
 // 501 and 505.
 type statusError struct {
 	Code   int
-	Status string // as the server sent it, such as "404 Not Found"
+	Status string // as the server sent it, such as "404 Not Found", redacted and fit to print (see printable)
 }
 
 // Error returns "HTTP 404 Not Found".
@@ -572,8 +572,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	defer resp.Body.Close()
-	// A reason phrase may echo what the request sent.
-	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(resp.Status), resp.Proto
+	// The reason phrase is the server's text in pace's lines: it may
+	// echo what the request sent, or hold escape sequences.
+	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(printable(resp.Status, false)), resp.Proto
 	h.Policy, h.PolicyHeader = info.Policy, info.PolicyHeader
 	h.RetryAfter, h.PauseUntil, h.PauseReason = info.RetryAfter, info.PauseUntil, info.PauseReason
 	if h.Status == "" {
@@ -592,7 +593,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		res.ExitCode = 1
 		res.Stderr = runner.NewCapture(errorBodyLimit, e.opts.TempDir)
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-		res.Stderr.Write([]byte(s.red.String(string(body))))
+		res.Stderr.Write([]byte(s.red.String(printable(string(body), true))))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL,
 			&statusError{Code: resp.StatusCode, Status: h.Status})

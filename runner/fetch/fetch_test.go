@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/strictserver"
@@ -729,6 +730,48 @@ func TestFetchHidesHeaderSecretsInURL(t *testing.T) {
 					tt.template, header, shown["Argv"], shown["Prepare error"], redact.Placeholder)
 			}
 		}
+	}
+}
+
+// TestFetchEscapesServerText: a hostile server's reason phrase and error
+// body reach pace's lines (the job's error, -v's body) with their control
+// characters escaped, so that they cannot drive the terminal.
+func TestFetchEscapesServerText(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	const body = "denied\r\n\x1b[2Jcleared\x9b\u009b\xff\n"
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf) // the request, whole in one read on loopback
+				fmt.Fprintf(c, "HTTP/1.1 403 \x1b]0;pwned\x07\x1b[2J Gone\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			}()
+		}
+	}()
+	e := newFetch(t, Options{})
+	res := fetchOne(t, e, "http://"+l.Addr().String()+"/x")
+	if res.HTTP.StatusCode != http.StatusForbidden {
+		t.Fatalf("status %d (%s), want 403", res.HTTP.StatusCode, res.Status())
+	}
+	for what, got := range map[string]string{"HTTP.Status": res.HTTP.Status, "error": res.Status(), "error body": string(res.Stderr.Bytes())} {
+		if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && (r < ' ' || r == 0x7f || r >= 0x80 && r < 0xa0) }) || !utf8.ValidString(got) {
+			t.Errorf("%s = %q, holds control characters or invalid UTF-8", what, got)
+		}
+	}
+	if want := `403 \x1b]0;pwned\a\x1b[2J Gone`; res.HTTP.Status != want {
+		t.Errorf("HTTP.Status = %q, want %q", res.HTTP.Status, want)
+	}
+	if got, want := string(res.Stderr.Bytes()), "denied\n\\x1b[2Jcleared\\x9b\\u009b\\xff\n"; got != want {
+		t.Errorf("error body = %q, want %q", got, want)
 	}
 }
 
