@@ -21,6 +21,9 @@ func FuzzRedact(f *testing.F) {
 	f.Add("https://api.telegram.org/bot1:a;b/x https://hooks.slack.com/services/T/B/c/d", "bot1:a", "")
 	f.Add("https://x/IncomingWebhook/services/T1/B1/webhooks/2/hooks/catch/3/4/with/key/k", "T1", "")
 	f.Add("https://h/hooks/abcdefghijklmnopqrstuvwxyz/webhooks/12/bot3:REDACTED", "", "")
+	f.Add("http://h/s?next=http%3A%2F%2Fu%3APWENC%40h%2Fx%3Ftoken%3DTOKENC&b=1", "PWENC", "b")
+	f.Add("https://h/?a=https%3A%2F%2Fh2%2F%3Fb%3Dhttp%253A%252F%252Fu%253AIN%2540ER%2540h3", "IN@ER", "")
+	f.Add("https://h/?n=http%3a//REDACTED%40h%2F%3Fsig%3D%zz+x&m=%3A%2F%2F", "%zz", "m")
 	f.Fuzz(func(t *testing.T, s, secret, extra string) {
 		r := New(extra)
 		if got := r.RawURL(s); r.RawURL(got) != got {
@@ -148,6 +151,58 @@ func FuzzSecretValue(f *testing.F) {
 					t.Errorf("after AddURL(%q), String(%q) = %q", raw, in, got)
 				}
 			}
+		}
+	})
+}
+
+// FuzzEncodedURL puts a secret value, made of URL-safe bytes, in the
+// password, the user name or a secret parameter of a URL that another
+// URL's parameter holds percent-encoded (?next=https%3A%2F%2F...), around
+// fuzzed text. The value must not survive RawURL, and the rest must be
+// kept byte for byte: the output is the input with Placeholder for the
+// value.
+func FuzzEncodedURL(f *testing.F) {
+	f.Add(uint8(0), []byte("hunter22hunter22"), "h2", "x?a=1", false)
+	f.Add(uint8(1), []byte("ghp_abcdefgh1234"), "github.com", "o/r", true)
+	f.Add(uint8(2), []byte("ya29.a0AfH6SMB"), "page=2", "b=3", false)
+	f.Add(uint8(3), []byte("ABCDEF0123456789"), "state=x", "", true)
+	f.Fuzz(func(t *testing.T, pos uint8, value []byte, before, after string, lower bool) {
+		if len(value) < 8 || strings.ContainsFunc(before+after, func(c rune) bool { return !strings.ContainsRune(urlSafe+"/?=", c) }) {
+			return // delimiters around the value would move it
+		}
+		v := make([]byte, len(value))
+		for i, c := range value {
+			v[i] = urlSafe[int(c)%len(urlSafe)]
+		}
+		secret := string(v)
+		var inner func(v string) string
+		switch pos % 4 {
+		case 0: // password
+			inner = func(v string) string { return "https://user:" + v + "@" + before + "/" + after }
+		case 1: // user name alone
+			inner = func(v string) string { return "https://" + v + "@" + before + "/" + after }
+		case 2: // query
+			inner = func(v string) string { return "https://h2/p?" + before + "&token=" + v + "&" + after }
+		case 3: // fragment
+			inner = func(v string) string { return "https://h2/p#" + before + "&access_token=" + v + "&" + after }
+		}
+		build := func(v string) string {
+			e := url.QueryEscape(inner(v))
+			if lower {
+				e = strings.NewReplacer("%3A", "%3a", "%2F", "%2f", "%3F", "%3f", "%3D", "%3d").Replace(e)
+			}
+			return "https://h.example/cb?x=1&next=" + e + "&y=2"
+		}
+		if strings.Contains(build(""), secret) {
+			return
+		}
+		raw := build(secret)
+		got := New().RawURL(raw)
+		if strings.Contains(strings.ReplaceAll(got, Placeholder, "\x00"), secret) {
+			t.Errorf("RawURL(%q) = %q, holds %q", raw, got, secret)
+		}
+		if want := build(Placeholder); got != want {
+			t.Errorf("RawURL(%q) = %q, want %q", raw, got, want)
 		}
 	})
 }

@@ -34,7 +34,10 @@ func (r *Redactor) URL(u *url.URL) string {
 //     separated by '&' and also by ';'; a name matches whatever its case
 //     and percent-encoding, and may follow a '/' or '?' in a fragment
 //     (#/callback?code=REDACTED).
-//   - A URL in the value of another parameter is redacted in turn.
+//   - A URL in the value of another parameter is redacted in turn, as
+//     written (?next=https://u:pw@h/) or percent-encoded
+//     (?next=https%3A%2F%2Fu%3Apw%40h%2F, which becomes
+//     ?next=https%3A%2F%2Fu%3AREDACTED%40h%2F).
 //
 // Empty parameter values stay empty, and everything else is kept byte for
 // byte: a URL without credentials comes back unchanged.

@@ -113,7 +113,40 @@ func TestRawURLParams(t *testing.T) {
 		// URLs in parameter values.
 		{"https://h/login?next=https://u:p@h2/x?sig=1&b=2", "https://h/login?next=https://u:REDACTED@h2/x?sig=REDACTED&b=2"},
 		{"https://h/login?next=https%3A%2F%2Fh2%2F", "https://h/login?next=https%3A%2F%2Fh2%2F"},
+		// Percent-encoded, as encodeURIComponent writes them: hidden where
+		// they stand, the rest kept as written.
+		{"http://h/s?st=404&next=http%3A%2F%2Fu%3APWENC%40h%2Fx%3Ftoken%3DTOKENC",
+			"http://h/s?st=404&next=http%3A%2F%2Fu%3AREDACTED%40h%2Fx%3Ftoken%3DREDACTED"},
+		{"http://h/s?next=http%3a%2f%2fu%3aP%2540W%40h%2fx%3fsig%3DS%26page%3D2&b=1",
+			"http://h/s?next=http%3a%2f%2fu%3aREDACTED%40h%2fx%3fsig%3DREDACTED%26page%3D2&b=1"},
+		{"https://h/cb?next=https%3A%2F%2FTOKONLY%40h2%2F%23access_token%3DFRAG",
+			"https://h/cb?next=https%3A%2F%2FREDACTED%40h2%2F%23access_token%3DREDACTED"},
+		{"https://h/cb?next=https%3A//u:pw%40h2/", "https://h/cb?next=https%3A//u:REDACTED%40h2/"},
+		{"https://h/cb#next=https%3A%2F%2Fh2%2F%3Fapi_key%3DK%2BK", "https://h/cb#next=https%3A%2F%2Fh2%2F%3Fapi_key%3DREDACTED"},
+		// Escaped twice: one level per nesting.
+		{"https://h/?a=https%3A%2F%2Fh2%2F%3Fb%3Dhttp%253A%252F%252Fu%253AINNER%2540h3",
+			"https://h/?a=https%3A%2F%2Fh2%2F%3Fb%3Dhttp%253A%252F%252Fu%253AREDACTED%2540h3"},
+		// Escaped values that hold no URL are left alone.
+		{"https://h/s?email=bob%40example.com&q=a%3Ab&x=%zz%3A%2F%2F", "https://h/s?email=bob%40example.com&q=a%3Ab&x=%zz%3A%2F%2F"},
+		{"https://h/s?q=see+http%3A%2F%2Fh2%2Fdoc", "https://h/s?q=see+http%3A%2F%2Fh2%2Fdoc"},
 	})
+}
+
+// TestAddURLEncodedNested: AddURL records the credentials of a
+// percent-encoded nested URL both as the outer URL writes them and as
+// they are, so String finds them anywhere.
+func TestAddURLEncodedNested(t *testing.T) {
+	u, err := url.Parse("https://h/cb?next=https%3A%2F%2Fu%3Ap%2540ss-word%40h2%2F%3Ftoken%3Dtok-en1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New()
+	r.AddURL(u)
+	for _, in := range []string{"p@ss-word", "p%40ss-word", "p%2540ss-word", "tok-en1"} {
+		if got := r.String("failed: " + in + "."); got != "failed: REDACTED." {
+			t.Errorf("after AddURL(%q), String(%q) = %q, want the secret hidden", u, "failed: "+in+".", got)
+		}
+	}
 }
 
 // TestRawURLPresigned checks pre-signed URLs of the main clouds (made-up

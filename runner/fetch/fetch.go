@@ -58,7 +58,7 @@ var errBodyTooLarge = errors.New("body too large")
 // 501 and 505.
 type statusError struct {
 	Code   int
-	Status string // as the server sent it, such as "404 Not Found"
+	Status string // as the server sent it, such as "404 Not Found", redacted and fit to print (see printable)
 }
 
 // Error returns "HTTP 404 Not Found".
@@ -379,11 +379,6 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 			return fail(err)
 		}
 	}
-	u, err := parseURL(raw, e.red)
-	if err != nil {
-		return fail(err)
-	}
-	s := &spec{raw: raw, url: u}
 	h := e.fixed
 	if h == nil {
 		var err error
@@ -391,10 +386,17 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 			return fail(err)
 		}
 	}
-	s.header, s.host = h.header, h.host
+	// The URL may hold what a secret header holds (-H 'X-Api-Key: {}'
+	// with the item in the URL too): everything shown of it hides the
+	// header's secrets as well as its own.
+	u, err := parseURL(raw, h.red)
+	if err != nil {
+		return fail(err)
+	}
+	s := &spec{raw: raw, url: u, header: h.header, host: h.host}
 	s.red = h.red.With()
 	s.red.AddURL(u)
-	s.redURL = s.red.URL(u)
+	s.redURL = s.red.String(s.red.URL(u))
 	if e.opts.HasData {
 		d, err := e.data.Expand(values(job))
 		if err != nil {
@@ -468,10 +470,10 @@ func (e *Executor) expandHeaders(job *runner.Job) (*headers, error) {
 }
 
 // parseURL parses raw and checks that it can be fetched. Its errors wrap
-// errBadURL and show raw redacted.
+// errBadURL and show raw redacted, the secrets red knows hidden too.
 func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %q: %s", errBadURL, red.RawURL(raw), why)
+		return fmt.Errorf("%w %q: %s", errBadURL, red.String(red.RawURL(raw)), red.String(why))
 	}
 	if raw == "" {
 		return nil, bad("empty")
@@ -482,7 +484,7 @@ func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its message holds the whole URL
 		}
-		return nil, bad(red.Text(err.Error()))
+		return nil, bad(err.Error())
 	}
 	switch {
 	case u.Scheme == "":
@@ -570,7 +572,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	defer resp.Body.Close()
-	h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
+	// The reason phrase is the server's text in pace's lines: it may
+	// echo what the request sent, or hold escape sequences.
+	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(printable(resp.Status, false)), resp.Proto
 	h.Policy, h.PolicyHeader = info.Policy, info.PolicyHeader
 	h.RetryAfter, h.PauseUntil, h.PauseReason = info.RetryAfter, info.PauseUntil, info.PauseReason
 	if h.Status == "" {
@@ -589,7 +593,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		res.ExitCode = 1
 		res.Stderr = runner.NewCapture(errorBodyLimit, e.opts.TempDir)
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-		res.Stderr.Write([]byte(s.red.String(string(body))))
+		res.Stderr.Write([]byte(s.red.String(printable(string(body), true))))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL,
 			&statusError{Code: resp.StatusCode, Status: h.Status})

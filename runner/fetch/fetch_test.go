@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/strictserver"
@@ -684,6 +685,97 @@ func TestFetchRedacts(t *testing.T) {
 		if !strings.Contains(shown["Argv"], redact.Placeholder) || !strings.Contains(shown["error"], redact.Placeholder) {
 			t.Errorf("item %d: Argv %q, error %q; want the secrets replaced by %s", i+1, shown["Argv"], shown["error"], redact.Placeholder)
 		}
+	}
+}
+
+// TestFetchHidesHeaderSecretsInURL: an item that goes into a secret
+// header and into the URL too is hidden wherever the URL is shown (Argv,
+// hence the job log and -v; HTTPInfo.URL; errors, for a status, a
+// refused connection and a URL that does not parse), as ShowItem hides it.
+func TestFetchHidesHeaderSecretsInURL(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "no key %s\n", r.URL.Query().Get("id")) // echoes it
+	}))
+	refused := closedPort(t)
+	tests := []struct{ template, item string }{
+		{srv.URL + "/s?id={}", "TOKAAA111"},
+		{srv.URL + "/keys/{}/introspect", "TOKBBB222"},
+		{"http://" + refused + "/s?id={}", "TOKCCC333"},
+		{srv.URL + "/keys/{}", "TOK%zzDDD444"}, // does not parse
+	}
+	for _, tt := range tests {
+		for _, header := range []string{"X-Api-Key: {}", "Authorization: Bearer {}"} {
+			e := newFetch(t, Options{URL: tt.template, Headers: []string{header}, Timeout: 5 * time.Second})
+			job := runner.Job{Seq: 1, Item: tt.item, Attempt: 1, Slot: 1}
+			shown := map[string]string{"ShowItem": e.ShowItem(tt.item)}
+			if err := e.Prepare(&job); err != nil {
+				shown["Prepare error"] = err.Error()
+			} else {
+				res := e.Execute(context.Background(), &job)
+				if res.OK() {
+					t.Errorf("%s with %q: %s, want a failure", tt.template, header, res.Status())
+				}
+				shown["Argv"] = strings.Join(job.Argv, " ")
+				shown["HTTP.URL"] = res.HTTP.URL
+				shown["HTTP.Status"] = res.HTTP.Status
+				shown["status"] = res.Status()
+				shown["error body"] = string(res.Stderr.Bytes())
+				res.Close()
+			}
+			tail := tt.item[len(tt.item)-6:] // "AAA111"
+			for what, s := range shown {
+				if strings.Contains(s, tail) {
+					t.Errorf("%s with %q, item %q: %s %q shows the item", tt.template, header, tt.item, what, s)
+				}
+			}
+			if !strings.Contains(shown["Argv"]+shown["Prepare error"], redact.Placeholder) {
+				t.Errorf("%s with %q: Argv %q, Prepare error %q; want the item as %s",
+					tt.template, header, shown["Argv"], shown["Prepare error"], redact.Placeholder)
+			}
+		}
+	}
+}
+
+// TestFetchEscapesServerText: a hostile server's reason phrase and error
+// body reach pace's lines (the job's error, -v's body) with their control
+// characters escaped, so that they cannot drive the terminal.
+func TestFetchEscapesServerText(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	const body = "denied\r\n\x1b[2Jcleared\x9b\u009b\xff\n"
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf) // the request, whole in one read on loopback
+				fmt.Fprintf(c, "HTTP/1.1 403 \x1b]0;pwned\x07\x1b[2J Gone\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			}()
+		}
+	}()
+	e := newFetch(t, Options{})
+	res := fetchOne(t, e, "http://"+l.Addr().String()+"/x")
+	if res.HTTP.StatusCode != http.StatusForbidden {
+		t.Fatalf("status %d (%s), want 403", res.HTTP.StatusCode, res.Status())
+	}
+	for what, got := range map[string]string{"HTTP.Status": res.HTTP.Status, "error": res.Status(), "error body": string(res.Stderr.Bytes())} {
+		if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && (r < ' ' || r == 0x7f || r >= 0x80 && r < 0xa0) }) || !utf8.ValidString(got) {
+			t.Errorf("%s = %q, holds control characters or invalid UTF-8", what, got)
+		}
+	}
+	if want := `403 \x1b]0;pwned\a\x1b[2J Gone`; res.HTTP.Status != want {
+		t.Errorf("HTTP.Status = %q, want %q", res.HTTP.Status, want)
+	}
+	if got, want := string(res.Stderr.Bytes()), "denied\n\\x1b[2Jcleared\\x9b\\u009b\\xff\n"; got != want {
+		t.Errorf("error body = %q, want %q", got, want)
 	}
 }
 
