@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ type recorder struct {
 	// --margin fixed it.
 	margin *adapt.Margin
 
+	stalledOnce sync.Once // says once that output was given up
+	// outWithErr: job output goes where stderr goes (print).
+	outWithErr bool
+
 	mu        sync.Mutex
 	halted    *halt.Halted
 	jobLogErr error
@@ -54,13 +59,11 @@ func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, 
 	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
 		r.margin = adapt.New(b, s.opts.Margin, s.opts.marginLeast, s.opts.allRules())
 	}
-	// Job output goes through the display, which keeps track of what
-	// reaches the screen, so that the bar never covers it; an -o that
-	// takes every body (pace fetch -o /dev/null) is not the screen.
 	r.out = &output{w: s.out, broken: func() {}}
 	if r.out.w == nil {
-		r.out.w = disp.screen(s.f.IOStreams.Out, true)
+		r.out.w = s.f.IOStreams.Out
 	}
+	r.outWithErr = (s.out == nil && disp.outOnScreen) || sameFile(r.out.w, s.f.IOStreams.ErrOut)
 	if s.opts.Verbose {
 		r.log = newLogger(errOut)
 	}
@@ -107,19 +110,12 @@ func (r *recorder) onEvent(ev runner.Event) {
 		}
 	case runner.JobDone:
 		res := ev.Result
-		var outErr error
-		r.disp.write(func() {
-			errOut := r.disp.screen(r.s.f.IOStreams.ErrOut, false)
-			outErr = r.s.print(r.out, errOut, res)
-			if outErr != nil && res.Err == nil {
-				// The job ran, but its output is lost: it failed.
-				res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
-			}
-			if !res.OK() && !errors.Is(outErr, errStdoutGone) && !r.s.proxy {
-				reportFailure(errOut, res)
-			}
-		})
-		if outErr != nil && !errors.Is(outErr, errStdoutGone) {
+		outErr := r.print(res)
+		if errors.Is(outErr, errStdoutStalled) {
+			r.stalledOnce.Do(func() {
+				fmt.Fprintf(r.errOut, "pace: stdout is not being read: giving up on job output; the jobs whose output is not written fail\n")
+			})
+		} else if outErr != nil && !errors.Is(outErr, errStdoutGone) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
@@ -133,6 +129,47 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.halt(res)
 		}
 	}
+}
+
+// print prints res's output, and a line on stderr if it failed; it
+// returns the error of writing stdout, after which res has failed.
+//
+// Job output goes through the display, which keeps track of what reaches
+// the screen, so that the bar never covers it. Output to where stderr
+// does not go (a pipe, a file, pace fetch -o /dev/null) is written
+// without the display's lock, which a stalled reader would hold for as
+// long as it stalls (messages on stderr, interrupts' included, would wait
+// for it); the job's stderr then follows under the lock. Output to where
+// stderr goes too (a terminal, > log 2>&1) is written under the lock, so
+// that no line of pace's cuts into it.
+func (r *recorder) print(res *runner.Result) error {
+	var outErr error
+	finish := func(errOut io.Writer) {
+		if outErr != nil && res.Err == nil {
+			// The job ran, but its output is lost: it failed.
+			res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
+		}
+		if !res.OK() && !errors.Is(outErr, errStdoutGone) && !errors.Is(outErr, errStdoutStalled) && !r.s.proxy {
+			reportFailure(errOut, res)
+		}
+	}
+	ios := r.s.f.IOStreams
+	if r.outWithErr {
+		r.disp.write(func() {
+			errOut := r.disp.screen(ios.ErrOut, false)
+			outErr = r.s.print(r.disp.screen(r.out, true), errOut, res)
+			finish(errOut)
+		})
+		return outErr
+	}
+	var jobErr bytes.Buffer
+	outErr = r.s.print(r.out, &jobErr, res)
+	r.disp.write(func() {
+		errOut := r.disp.screen(ios.ErrOut, false)
+		jobErr.WriteTo(errOut)
+		finish(errOut)
+	})
+	return outErr
 }
 
 // record writes res's row. The first failure to write one stops

@@ -87,3 +87,23 @@ func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 func (s *IOStreams) SetStderrTTY(tty bool) { s.stderrTTY = tty }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// sameFile reports whether writes to a and b reach the same file (pace
+// run > log 2>&1, a pipe both go into, one terminal): either is the
+// other, or both are files with one identity.
+func sameFile(a, b io.Writer) bool {
+	if a == b {
+		return true
+	}
+	fa, ok := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok || !ok2 {
+		return false
+	}
+	sa, err := fa.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := fb.Stat()
+	return err == nil && os.SameFile(sa, sb)
+}

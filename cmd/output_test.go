@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 func TestOutputBrokenPipe(t *testing.T) {
@@ -43,6 +45,49 @@ func TestOutputBrokenPipe(t *testing.T) {
 	if w.String() != "a\n" {
 		t.Errorf("stdout = %q, want only what came before the failures", w.String())
 	}
+}
+
+func TestOutputStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w strings.Builder
+		stall := make(chan struct{}) // never closed: a reader that never reads
+		stalled := false
+		o := &output{w: writerFunc(func(p []byte) (int, error) {
+			if stalled {
+				<-stall
+			}
+			return w.Write(p)
+		}), broken: func() {}}
+
+		// Before the kill, a write waits for the reader however long it takes.
+		if _, err := o.Write([]byte("a\n")); err != nil {
+			t.Fatalf("Write = %v, want nil", err)
+		}
+		stalled = true
+		got := make(chan error, 1)
+		go func() { _, err := o.Write([]byte("b\n")); got <- err }()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("Write to a stalled reader before giveUp = %v, want it to wait", err)
+		default:
+		}
+		// Killed: it gives up within stallPatience, and so does every
+		// later write.
+		start := time.Now()
+		o.giveUp()
+		if err := <-got; !errors.Is(err, errStdoutStalled) || time.Since(start) != stallPatience {
+			t.Errorf("Write after giveUp = %v after %v, want errStdoutStalled after %v", err, time.Since(start), stallPatience)
+		}
+		if _, err := o.Write([]byte("c\n")); !errors.Is(err, errStdoutStalled) || !o.stalled.Load() || o.closed() {
+			t.Errorf("later Write = %v (given %v, closed %v), want errStdoutStalled, given, not closed", err, o.stalled.Load(), o.closed())
+		}
+		if w.String() != "a\n" {
+			t.Errorf("stdout = %q, want only what came before the stall", w.String())
+		}
+		close(stall) // let the abandoned write end, for the bubble
+	})
 }
 
 // writerFunc is an io.Writer made of a function.

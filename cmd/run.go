@@ -368,10 +368,12 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sigs := &interrupt.Handler{Signals: f.Signals, Grace: 0, Out: ios.ErrOut}
-	sigs.Watch(cancel)
-	defer sigs.Close()
 	out := &output{w: ios.Out, broken: cancel}
+	// An interrupt stops it, and a stdout that is not being read is not
+	// waited for.
+	sigs := &interrupt.Handler{Signals: f.Signals, Grace: 0, Out: ios.ErrOut}
+	sigs.Watch(func() { cancel(); out.giveUp() })
+	defer sigs.Close()
 
 	feed := items.NewFeed(rctx, func(ctx context.Context, out chan<- runner.Item) error {
 		return jl.ReadItems(ctx, in.R, readOpts, out)

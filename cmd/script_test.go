@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,6 +84,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile":     cmdWaitfile,
+			"waitgrep":     cmdWaitgrep,
 			"waitproc":     cmdWaitproc, // script_proc_test.go
 			"tmpfs":        cmdTmpfs,    // script_cmds_test.go
 			"gone":         cmdGone,
@@ -112,6 +114,32 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// waitgrep FILE REGEXP waits (up to 20s) until FILE holds a match of
+// REGEXP: for what a background command writes to a file while it runs.
+// If it never does, the last background command is killed, so that a
+// hung one fails the script at once.
+func cmdWaitgrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep file regexp")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if bg := ts.BackgroundCmds(); len(bg) > 0 && bg[len(bg)-1].Process != nil {
+				bg[len(bg)-1].Process.Kill()
+			}
+			b, _ := os.ReadFile(ts.MkAbs(args[0]))
+			ts.Fatalf("%s never matched %q; it holds:\n%s", args[0], args[1], b)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -313,7 +313,9 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	if err != nil { // the options were checked: unreachable
 		panic(err)
 	}
-	sigs.Arm(rec.tally.InFlight, stop, cancelJobs)
+	// Killed (a second signal, the end of --grace), pace waits for a
+	// stalled stdout no longer.
+	sigs.Arm(rec.tally.InFlight, stop, func(cause error) { cancelJobs(cause); rec.out.giveUp() })
 
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.

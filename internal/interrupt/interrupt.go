@@ -30,6 +30,10 @@ var ErrGraceOver = errors.New("grace period over")
 // cancels the setup instead. Set the exported fields, then call Watch;
 // Arm once the run starts; Close at the end. It is safe for concurrent
 // use.
+//
+// The handler's messages are written by a goroutine of their own: a write to Out that blocks (a
+// display busy with a stalled stdout, a terminal paused with Ctrl-S)
+// holds up no stop, no kill and no later signal.
 type Handler struct {
 	Signals <-chan os.Signal
 	Grace   time.Duration
@@ -45,15 +49,20 @@ type Handler struct {
 	kill    func(error) // cancel the jobs with a cause
 	done    chan struct{}
 	exited  chan struct{}
-	armed   bool // the run has started: signals stop and kill it
+	armed   bool          // the run has started: signals stop and kill it
+	said    []string      // messages not yet written to Out
+	wake    chan struct{} // a message waits
+	printed chan struct{} // the printer has returned
 }
 
 // Watch starts handling signals until Close is called. Before Arm, a
 // signal calls setup.
 func (h *Handler) Watch(setup func()) {
 	h.done, h.exited = make(chan struct{}), make(chan struct{})
+	h.wake, h.printed = make(chan struct{}, 1), make(chan struct{})
 	h.stop, h.kill, h.running = setup, func(error) {}, func() int { return 0 }
 	go h.loop()
+	go h.print()
 }
 
 // Arm switches from the setup to the run: the first signal calls stop,
@@ -67,10 +76,53 @@ func (h *Handler) Arm(running func() int, stop func(), kill func(error)) {
 	h.armed = true
 }
 
-// Close stops handling signals and waits for the handler to return.
+// Close stops handling signals and waits for the handler to return and
+// its messages to be written.
 func (h *Handler) Close() {
 	close(h.done)
 	<-h.exited
+	<-h.printed
+}
+
+// say queues a message for Out; it never blocks.
+func (h *Handler) say(format string, args ...any) {
+	h.mu.Lock()
+	h.said = append(h.said, fmt.Sprintf(format, args...))
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// print writes the messages, in order, until the loop has returned and
+// every message is written.
+func (h *Handler) print() {
+	defer close(h.printed)
+	for {
+		select {
+		case <-h.wake:
+			h.flush()
+		case <-h.exited:
+			h.flush()
+			return
+		}
+	}
+}
+
+// flush writes the messages queued so far.
+func (h *Handler) flush() {
+	for {
+		h.mu.Lock()
+		if len(h.said) == 0 {
+			h.mu.Unlock()
+			return
+		}
+		msg := h.said[0]
+		h.said = h.said[1:]
+		h.mu.Unlock()
+		io.WriteString(h.Out, msg)
+	}
 }
 
 func (h *Handler) loop() {
@@ -95,7 +147,7 @@ func (h *Handler) loop() {
 			}
 			if first != nil {
 				n := running()
-				fmt.Fprintf(h.Out, "pace: %s again: killing %d running %s\n", Name(sig), n, human.Plural(n, h.what()))
+				h.say("pace: %s again: killing %d running %s\n", Name(sig), n, human.Plural(n, h.what()))
 				kill(runner.ErrKillNow)
 				continue
 			}
@@ -108,10 +160,10 @@ func (h *Handler) loop() {
 				stopping = "starting no more jobs"
 			}
 			if n := running(); n > 0 {
-				fmt.Fprintf(h.Out, "pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
+				h.say("pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
 					Name(sig), stopping, h.Grace, n)
 			} else {
-				fmt.Fprintf(h.Out, "pace: %s: %s\n", Name(sig), stopping)
+				h.say("pace: %s: %s\n", Name(sig), stopping)
 			}
 		case <-grace:
 			grace = nil
@@ -119,7 +171,7 @@ func (h *Handler) loop() {
 			kill, running := h.kill, h.running
 			h.mu.Unlock()
 			if n := running(); n > 0 {
-				fmt.Fprintf(h.Out, "pace: grace period of %v over: stopping %d running %s\n", h.Grace, n, human.Plural(n, h.what()))
+				h.say("pace: grace period of %v over: stopping %d running %s\n", h.Grace, n, human.Plural(n, h.what()))
 			}
 			kill(ErrGraceOver)
 		case <-h.done:
