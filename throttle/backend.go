@@ -172,24 +172,3 @@ func Do(ctx context.Context, b Backend, cost int, fn func(a *Admission) error) e
 	defer a.Release()
 	return fn(&a)
 }
-
-// slotHeldKey is the context key of WithSlotHeld.
-type slotHeldKey struct{}
-
-// WithSlotHeld returns a context under which Admit records a call under
-// the rules without taking an in-flight slot (of Options.MaxInFlight, or a
-// fleet-wide cap): the caller already holds one for it. A redirect
-// followed by a request admitted before is such a call: it reaches the
-// server as a call of its own, so the rules count it, but it is in flight
-// on the slot of the request it follows, and waiting for another slot
-// while holding that one could wait forever.
-func WithSlotHeld(ctx context.Context) context.Context {
-	return context.WithValue(ctx, slotHeldKey{}, true)
-}
-
-// SlotHeld reports whether ctx comes from WithSlotHeld; a Backend that
-// caps calls in flight takes no slot for an admission under it.
-func SlotHeld(ctx context.Context) bool {
-	held, _ := ctx.Value(slotHeldKey{}).(bool)
-	return held
-}

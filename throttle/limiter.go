@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pace-cli/pace/throttle/internal/held"
 	"github.com/pace-cli/pace/throttle/internal/link"
 	"github.com/pace-cli/pace/throttle/internal/tally"
 )
@@ -401,7 +402,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		h        uint64
 		ok       bool
 	)
-	if l.slots.max > 0 && SlotHeld(ctx) {
+	if l.slots.max > 0 && held.Slot(ctx) {
 		// The caller holds a slot for this call: no other is taken, and
 		// its Release gives back nothing.
 		at, serial, waited, err := l.wait(ctx, cost)

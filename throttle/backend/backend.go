@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/held"
 	"github.com/pace-cli/pace/throttle/internal/link"
 )
 
@@ -61,3 +62,16 @@ func Queued(ctx context.Context) {
 		f()
 	}
 }
+
+// WithSlotHeld returns a context under which a Backend's Admit records a
+// call under the rules without taking an in-flight slot (of a Limiter's
+// MaxInFlight, or a fleet-wide cap): the caller already holds one for it.
+// A redirect followed by a request admitted before is such a call: it
+// reaches the server as a call of its own, so the rules count it, but it
+// is in flight on the slot of the request it follows, and waiting for
+// another slot while holding that one could wait forever.
+func WithSlotHeld(ctx context.Context) context.Context { return held.With(ctx) }
+
+// SlotHeld reports whether ctx comes from WithSlotHeld: a Backend that
+// caps calls in flight takes no slot for an admission under it.
+func SlotHeld(ctx context.Context) bool { return held.Slot(ctx) }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/learn"
 	"github.com/pace-cli/pace/throttle/margin"
 )
@@ -191,7 +192,7 @@ type Info struct {
 	// Admission, through Backend: the Transport neither admits it again,
 	// nor releases or corrects it. Each redirect it follows reaches the
 	// server as a call of its own, and is admitted under the rules as one
-	// (throttle.WithSlotHeld: on the caller's slot), released when its
+	// (backend.WithSlotHeld: on the caller's slot), released when its
 	// response is closed; Admission stays the caller's. The rest (the server's pauses, learning, reading the
 	// cost from the response into Cost) is as for any request. The margin
 	// is then the caller's to adapt: it knows when its admission
@@ -340,7 +341,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		actx := ctx
 		if redirect {
-			actx = throttle.WithSlotHeld(ctx)
+			actx = backend.WithSlotHeld(ctx)
 		}
 		var err error
 		if a, err = t.backend.Admit(actx, cost); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
+	"github.com/pace-cli/pace/throttle/internal/held"
 	"github.com/pace-cli/pace/throttle/internal/tally"
 )
 
@@ -180,8 +181,8 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	}
 	start := time.Now()
 	var slot any
-	held := throttle.SlotHeld(ctx) // in flight on the caller's slot: not counted again
-	if c.cf.GlobalJobs > 0 && !held {
+	riding := held.Slot(ctx) // in flight on the caller's slot: not counted again
+	if c.cf.GlobalJobs > 0 && !riding {
 		var err error
 		if slot, err = c.takeSlot(ctx); err != nil {
 			return throttle.Admission{}, err
@@ -194,7 +195,7 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 		}
 		return throttle.Admission{}, err
 	}
-	if !held {
+	if !riding {
 		c.mu.Lock()
 		c.inFlight++
 		c.peak = max(c.peak, c.inFlight)
