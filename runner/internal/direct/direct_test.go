@@ -267,38 +267,24 @@ func BenchmarkRoundTrip(b *testing.B) {
 // The direct path sends the very bytes http.Transport sends for a GET
 // that asks for gzip: Accept-Encoding after the request's own headers.
 func TestSameBytesAsHTTPTransport(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	heads := make(chan string, 2)
-	go func() {
+	addr := acceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		var head strings.Builder
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				var head strings.Builder
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					head.WriteString(line)
-					if line == "\r\n" {
-						break
-					}
-				}
-				heads <- head.String()
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}()
+			head.WriteString(line)
+			if line == "\r\n" {
+				break
+			}
 		}
-	}()
-	url := "http://" + ln.Addr().String() + "/x?q=1"
+		heads <- head.String()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	url := "http://" + addr + "/x?q=1"
 	h := http.Header{"User-Agent": {"pace/test"}, "X-Token": {"a", "b"}, "Accept-Language": {"en"}}
 	var got []string
 	for _, rt := range []http.RoundTripper{newTransport(), http.DefaultTransport.(*http.Transport).Clone()} {
@@ -318,38 +304,24 @@ func TestSameBytesAsHTTPTransport(t *testing.T) {
 // false. It counts the requests it read, by path.
 func rawServer(t *testing.T, serve func(c net.Conn, i int) bool) (url string, read func(path string) int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	counts := map[string]int{}
-	go func() {
-		for {
-			c, err := ln.Accept()
+	addr := acceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for i := 0; ; i++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					counts[req.URL.Path]++
-					mu.Unlock()
-					if !serve(c, i) {
-						return
-					}
-				}
-			}()
+			mu.Lock()
+			counts[req.URL.Path]++
+			mu.Unlock()
+			if !serve(c, i) {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String(), func(path string) int {
+	})
+	return "http://" + addr, func(path string) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return counts[path]
@@ -413,4 +385,28 @@ func TestIdleClosedFoundBeforeWriting(t *testing.T) {
 	if n := fresh.Load(); n != 5 {
 		t.Errorf("%d requests went on a new connection; want all 5, each kept one was closed", n)
 	}
+}
+
+// acceptEach listens on a loopback port until the test ends and serves
+// each connection with serve, closing it after; it returns the address.
+func acceptEach(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
