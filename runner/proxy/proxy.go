@@ -117,6 +117,7 @@ type Proxy struct {
 	refused  atomic.Int64
 	inFlight atomic.Int64
 	waitingN atomic.Int64
+	buffered atomic.Int64 // bytes of the bodies read before their wait (see body.go)
 	seq      atomic.Int64 // the requests admitted so far
 	upMu     sync.Mutex
 	upgrades map[*upgradeBody]struct{} // upgraded connections open; guarded by upMu
@@ -349,6 +350,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.stopCtx.Err() != nil {
 		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
+		return
+	}
+	held, err := p.readBody(r)
+	defer p.unreserve(held)
+	if err != nil {
+		// The client closed its connection or sent a malformed body: net/http
+		// closes the connection once the handler returns, so the request
+		// has nobody to answer. The 400 goes out if the client still reads.
+		p.gone.Add(1)
+		plain(w, http.StatusBadRequest, "pace proxy: reading the request body: "+err.Error())
 		return
 	}
 	rq := &request{p: p, start: time.Now(), uri: r.RequestURI}
