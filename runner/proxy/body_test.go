@@ -48,7 +48,9 @@ func TestBodiedClientGoneWhileWaitingForASlotSpendsNothing(t *testing.T) {
 			held := make(chan struct{})
 			go func() {
 				defer close(held)
-				tp.get(t, "/hold")
+				if resp, err := http.Get(tp.url + "/hold"); err == nil {
+					resp.Body.Close()
+				}
 			}()
 			eventually(t, "the slot held", func() bool { return tp.p.Stats().InFlight == 1 })
 			c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
