@@ -7,7 +7,9 @@
 // then for the rules (the backend's FIFO); it holds both until its
 // response has been copied to the client or the client has gone. A
 // client that disconnects while it waits spends nothing: the admission
-// runs under the request's context. The response streams back as it
+// runs under the request's context, which net/http cancels for a request
+// with a body only once the body has been read, so a small body is read
+// before the wait (body.go says which). The response streams back as it
 // comes (no buffering), its status and headers intact; hop-by-hop
 // headers are dropped as RFC 9110 says and Host is the upstream's
 // (httputil.ReverseProxy). No X-Forwarded-* header is added, and those the
