@@ -7,7 +7,9 @@
 // then for the rules (the backend's FIFO); it holds both until its
 // response has been copied to the client or the client has gone. A
 // client that disconnects while it waits spends nothing: the admission
-// runs under the request's context. The response streams back as it
+// runs under the request's context, which net/http cancels for a request
+// with a body only once the body has been read, so a small body is read
+// before the wait (body.go says which). The response streams back as it
 // comes (no buffering), its status and headers intact; hop-by-hop
 // headers are dropped as RFC 9110 says and Host is the upstream's
 // (httputil.ReverseProxy). No X-Forwarded-* header is added, and those the
@@ -117,6 +119,7 @@ type Proxy struct {
 	refused  atomic.Int64
 	inFlight atomic.Int64
 	waitingN atomic.Int64
+	buffered atomic.Int64 // bytes of the bodies read before their wait (see body.go)
 	seq      atomic.Int64 // the requests admitted so far
 	upMu     sync.Mutex
 	upgrades map[*upgradeBody]struct{} // upgraded connections open; guarded by upMu
@@ -349,6 +352,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.stopCtx.Err() != nil {
 		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
+		return
+	}
+	held, err := p.readBody(r)
+	defer p.unreserve(held)
+	if err != nil {
+		// The client closed its connection or sent a malformed body: net/http
+		// closes the connection once the handler returns, so the request
+		// has nobody to answer. The 400 goes out if the client still reads.
+		p.gone.Add(1)
+		plain(w, http.StatusBadRequest, "pace proxy: reading the request body: "+err.Error())
 		return
 	}
 	rq := &request{p: p, start: time.Now(), uri: r.RequestURI}

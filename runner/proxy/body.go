@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Reading a small request body before the wait.
+//
+// net/http's server cancels a request's context when its client goes
+// only through a read of the connection that it starts once the handler
+// has read the request's body to its end (bodiless requests: at once).
+// A request whose body is still unread while it waits for a slot or the
+// rules would not see its client go: it would be admitted, and sent, for
+// nobody. So a small body is read into memory before the wait: net/http
+// then watches the connection, and a client gone cancels the wait as it
+// does for a GET.
+//
+// Not read before the wait, and so not seen gone until admitted:
+//   - a body longer than maxBufferedBody (Content-Length, or a chunked
+//     body that has not ended within it): it streams upstream as it
+//     comes, so that memory stays bounded whatever the upload;
+//   - a request with Expect: 100-continue: reading its body would answer
+//     100 Continue before the admission, and the client would send a body
+//     the upstream may never take;
+//   - a body past bufferedBodiesBudget, the bytes all waiting requests
+//     may hold at once.
+
+// maxBufferedBody is the longest request body read before the wait.
+const maxBufferedBody = 64 << 10
+
+// bufferedBodiesBudget bounds the bytes of the bodies read before their
+// wait, held at once by all requests.
+const bufferedBodiesBudget = 64 << 20
+
+// readBody reads r's body into memory if it is small enough (see above)
+// and puts the copy in its place. It returns the bytes it holds for r
+// (to give back with unreserve once r is done) and the error of a body
+// that could not be read: the client gone, or a malformed body. A
+// chunked body longer than maxBufferedBody is kept as its first bytes
+// followed by the rest, unread; its bytes are held until r is done.
+func (p *Proxy) readBody(r *http.Request) (held int64, err error) {
+	if r.Body == nil || r.Body == http.NoBody || expectsContinue(r) {
+		return 0, nil
+	}
+	n := r.ContentLength
+	if n > maxBufferedBody {
+		return 0, nil
+	}
+	if n < 0 { // chunked: up to maxBufferedBody
+		n = maxBufferedBody
+	}
+	if p.buffered.Add(n) > bufferedBodiesBudget {
+		p.buffered.Add(-n)
+		return 0, nil
+	}
+	size := n + 1 // room for the read that sees the end
+	if r.ContentLength < 0 {
+		size = 512 // chunked bodies are mostly short: grow as they come
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, rerr := r.Body.Read(buf[len(buf):min(cap(buf), maxBufferedBody+1)])
+		buf = buf[:len(buf)+m]
+		if rerr == io.EOF {
+			r.Body = io.NopCloser(bytes.NewReader(buf))
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+		if int64(len(buf)) > maxBufferedBody {
+			// A chunked body longer than the bound: its first bytes, then
+			// the rest as it comes.
+			r.Body = prefixedBody{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+			return n, nil
+		}
+	}
+}
+
+// unreserve gives back the bytes readBody held.
+func (p *Proxy) unreserve(held int64) {
+	if held > 0 {
+		p.buffered.Add(-held)
+	}
+}
+
+// expectsContinue reports whether r asks for 100 Continue before its
+// body is sent.
+func expectsContinue(r *http.Request) bool {
+	for _, v := range r.Header["Expect"] {
+		if strings.EqualFold(strings.TrimSpace(v), "100-continue") {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixedBody is a body partly read: the bytes read, then the rest.
+type prefixedBody struct {
+	io.Reader
+	io.Closer
+}
