@@ -59,11 +59,12 @@ func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, 
 	if !s.opts.MarginSet && !s.proxy && len(s.opts.allRules()) > 0 {
 		r.margin = adapt.New(b, s.opts.Margin, s.opts.marginLeast, s.opts.allRules())
 	}
-	r.out = &output{w: s.out, broken: func() {}}
-	if r.out.w == nil {
-		r.out.w = s.f.IOStreams.Out
+	w := s.out
+	if w == nil {
+		w = s.f.IOStreams.Out
 	}
-	r.outWithErr = (s.out == nil && disp.outOnScreen) || sameFile(r.out.w, s.f.IOStreams.ErrOut)
+	r.out = newOutput(w, func() {})
+	r.outWithErr = (s.out == nil && disp.outOnScreen) || sameFile(w, s.f.IOStreams.ErrOut)
 	if s.opts.Verbose {
 		r.log = newLogger(errOut)
 	}
@@ -157,19 +158,35 @@ func (r *recorder) print(res *runner.Result) error {
 	if r.outWithErr {
 		r.disp.write(func() {
 			errOut := r.disp.screen(ios.ErrOut, false)
-			outErr = r.s.print(r.disp.screen(r.out, true), errOut, res)
+			r.out.begin()
+			outErr = r.cut(r.s.print(r.disp.screen(r.out, true), errOut, res))
 			finish(errOut)
 		})
 		return outErr
 	}
 	var jobErr bytes.Buffer
-	outErr = r.s.print(r.out, &jobErr, res)
+	r.out.begin()
+	outErr = r.cut(r.s.print(r.out, &jobErr, res))
 	r.disp.write(func() {
 		errOut := r.disp.screen(ios.ErrOut, false)
 		jobErr.WriteTo(errOut)
 		finish(errOut)
 	})
 	return outErr
+}
+
+// cut cuts the output of the job being printed off stdout again when
+// printing it failed with err (see output.cut), and returns err, saying
+// why a part of it stays if one does.
+func (r *recorder) cut(err error) error {
+	if err == nil {
+		return nil
+	}
+	// A torn last line would read as data, and its row says it failed.
+	if cerr := r.out.cut(); cerr != nil {
+		return fmt.Errorf("%w (its part written stays: %v)", err, cerr)
+	}
+	return err
 }
 
 // record writes res's row. The first failure to write one stops

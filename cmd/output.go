@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,11 +26,22 @@ import (
 // every later one return errStdoutStalled. Until giveUp, writes wait as
 // long as the reader does.
 //
-// The zero value has broken unset: set it before the first write. It is
-// safe for concurrent use; writes are made one at a time.
+// When stdout is a regular file, a piece of output (one job's) that
+// cannot be written whole is cut off again: the caller marks where it
+// begins with begin and calls cut on failure, so that a full disk leaves
+// no torn line. Only the bytes a write returned are counted as written,
+// and a piece a write of which was given up on (its goroutine may still
+// write it) is never cut. On a pipe or a terminal what was written stays.
+//
+// Make it with newOutput (a literal cuts nothing). It is safe for
+// concurrent use, writes one at a time; but begin, the writes of one piece
+// and cut must not be interleaved with another piece's.
 type output struct {
 	w      io.Writer
 	broken func()
+	// file is w when it is a regular file, whose end can be cut off; nil
+	// otherwise.
+	file *os.File
 
 	// mu serialises writes: it is held while a write waits for the
 	// reader, until giveUp bounds that wait.
@@ -40,6 +53,25 @@ type output struct {
 	init    sync.Once
 	quit    chan struct{} // closed by giveUp
 	quitted sync.Once
+
+	// start is where the file ended when the piece being written began
+	// (-1: unknown, nothing is cut), written how many bytes of it writes
+	// returned since, and abandoned whether a write of it was given up
+	// on. They require mu.
+	start, written int64
+	abandoned      bool
+}
+
+// newOutput returns the output that writes to w and calls broken when its
+// reader has gone.
+func newOutput(w io.Writer, broken func()) *output {
+	o := &output{w: w, broken: broken, start: -1}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			o.file = f
+		}
+	}
+	return o
 }
 
 // errStdoutGone is the error of a write after the reader of stdout went.
@@ -74,6 +106,7 @@ func (o *output) Write(b []byte) (int, error) {
 		piece := b[n:min(len(b), n+outputPiece)]
 		m, err := o.writePiece(piece)
 		n += m
+		o.written += int64(m)
 		if err != nil && errors.Is(err, syscall.EPIPE) {
 			o.gone.Store(true)
 			o.once.Do(o.broken)
@@ -116,6 +149,7 @@ func (o *output) writePiece(p []byte) (int, error) {
 		// The goroutine keeps buf: it may still write it if the
 		// reader wakes up, and nothing else is written after it.
 		o.buf = nil
+		o.abandoned = true
 		o.stalled.Store(true)
 		return 0, errStdoutStalled
 	}
@@ -132,6 +166,63 @@ func (o *output) quitting() chan struct{} {
 func (o *output) giveUp() {
 	q := o.quitting()
 	o.quitted.Do(func() { close(q) })
+}
+
+// begin marks the start of a piece of output, which cut removes. It does
+// nothing useful unless stdout is a regular file.
+func (o *output) begin() {
+	if o.file == nil {
+		return // a pipe, a terminal: nothing is cut, and no lock is waited for
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.start, o.written, o.abandoned = -1, 0, false
+	// The file's end, not the descriptor's offset: under >> (O_APPEND)
+	// a write lands at the end whatever the offset says.
+	if fi, err := o.file.Stat(); err == nil {
+		o.start = fi.Size()
+	}
+}
+
+// cut removes what was written since begin, when the piece could not be
+// written whole, and puts the offset back where it began, so that the
+// next piece follows the last whole one. It returns why the part written
+// stays: nothing is cut unless that part is the file's end, exactly (a
+// writer sharing the file wrote after it, or the file was not written at
+// its end, or a write of the piece was given up on: the goroutine left
+// in it may still write, so where the piece ends is not known). On a pipe
+// or a terminal it does nothing and returns nil.
+func (o *output) cut() error {
+	if o.file == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.abandoned {
+		return errors.New("a write of it was given up on, and may yet reach stdout")
+	}
+	if o.start < 0 || o.written == 0 {
+		return nil
+	}
+	end, err := o.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	fi, err := o.file.Stat()
+	if err != nil {
+		return err
+	}
+	if end != o.start+o.written || fi.Size() != end {
+		return fmt.Errorf("stdout was also written by another writer")
+	}
+	if err := o.file.Truncate(o.start); err != nil {
+		return err
+	}
+	if _, err := o.file.Seek(o.start, io.SeekStart); err != nil {
+		return err
+	}
+	o.written = 0
+	return nil
 }
 
 // closed reports whether the reader of stdout has gone.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -94,3 +95,121 @@ func TestOutputStalled(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestOutputCut checks that a piece of output cut off leaves stdout, a
+// regular file, as it was before the piece, and the next piece after the
+// last whole one; and that bytes of another writer are never cut.
+func TestOutputCut(t *testing.T) {
+	for _, flag := range []int{os.O_TRUNC, os.O_APPEND} {
+		name := map[int]string{os.O_TRUNC: ">", os.O_APPEND: ">>"}[flag]
+		path := t.TempDir() + "/out"
+		os.WriteFile(path, []byte("before\n"), 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if flag == os.O_TRUNC {
+			f.WriteString("before\n")
+		}
+		o := newOutput(f, func() {})
+		o.begin()
+		o.Write([]byte("a\n"))
+		o.begin()
+		o.Write([]byte("b\nto"))
+		if err := o.cut(); err != nil {
+			t.Fatalf("%s: cut() = %v, want nil", name, err)
+		}
+		o.begin()
+		o.Write([]byte("c\n"))
+		if got, _ := os.ReadFile(path); string(got) != "before\na\nc\n" {
+			t.Errorf("%s: stdout = %q after a cut piece, want %q", name, got, "before\na\nc\n")
+		}
+
+		// Another writer appended after the piece: its bytes stay.
+		o.begin()
+		o.Write([]byte("d\nto"))
+		other, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		other.WriteString("other\n")
+		other.Close()
+		if err := o.cut(); err == nil {
+			t.Errorf("%s: cut() after another writer = nil, want an error", name)
+		}
+		if got, _ := os.ReadFile(path); string(got) != "before\na\nc\nd\ntoother\n" {
+			t.Errorf("%s: stdout = %q, want the other writer's bytes kept", name, got)
+		}
+	}
+}
+
+// TestOutputCutPipe checks that on a pipe what was written stays, and
+// cut says nothing.
+func TestOutputCutPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := newOutput(w, func() {})
+	o.begin()
+	o.Write([]byte("a\nb"))
+	if err := o.cut(); err != nil {
+		t.Errorf("cut() on a pipe = %v, want nil", err)
+	}
+	w.Close()
+	if got, _ := io.ReadAll(r); string(got) != "a\nb" {
+		t.Errorf("pipe got %q, want %q", got, "a\nb")
+	}
+}
+
+// TestOutputCutStalled checks that a piece a write of which was given up
+// on is not cut: the goroutine left in the write may still write, so what
+// it wrote is not known, and only what writes returned counts as written.
+func TestOutputCutStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := t.TempDir() + "/out"
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		stall := make(chan struct{})
+		stalled := false
+		o := newOutput(f, func() {})
+		o.w = writerFunc(func(p []byte) (int, error) {
+			if stalled {
+				f.Write(p[:2]) // part of it lands, then the write blocks
+				<-stall
+				return 2, nil
+			}
+			return f.Write(p)
+		})
+		o.begin()
+		if _, err := o.Write([]byte("a\n")); err != nil {
+			t.Fatalf("Write = %v, want nil", err)
+		}
+		o.begin()
+		stalled = true
+		got := make(chan error, 1)
+		go func() { _, err := o.Write([]byte("b\nc\n")); got <- err }()
+		synctest.Wait()
+		o.giveUp()
+		if err := <-got; !errors.Is(err, errStdoutStalled) {
+			t.Fatalf("Write after giveUp = %v, want errStdoutStalled", err)
+		}
+		if err := o.cut(); err == nil {
+			t.Errorf("cut() after a write given up on = nil, want why its part stays")
+		}
+		if got, _ := os.ReadFile(path); string(got) != "a\nb\n" {
+			t.Errorf("stdout = %q, want %q: nothing cut", got, "a\nb\n")
+		}
+		// The next piece writes nothing, and its cut cuts nothing.
+		o.begin()
+		if _, err := o.Write([]byte("d\n")); !errors.Is(err, errStdoutStalled) {
+			t.Errorf("later Write = %v, want errStdoutStalled", err)
+		}
+		if err := o.cut(); err != nil {
+			t.Errorf("cut() of a piece of which nothing was written = %v, want nil", err)
+		}
+		close(stall) // let the abandoned write end, for the bubble
+	})
+}

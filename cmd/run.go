@@ -368,7 +368,7 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := &output{w: ios.Out, broken: cancel}
+	out := newOutput(ios.Out, cancel)
 	// An interrupt stops it, and a stdout that is not being read is not
 	// waited for.
 	sigs := &interrupt.Handler{Signals: f.Signals, Grace: 0, Out: ios.ErrOut}
@@ -413,7 +413,11 @@ loop:
 			failed = true
 			continue
 		}
+		out.begin()
 		if _, err := fmt.Fprintln(out, shownCommand(&job)); err != nil {
+			if cerr := out.cut(); cerr != nil {
+				err = fmt.Errorf("%w (its part written stays: %v)", err, cerr)
+			}
 			writeErr = err
 			cancel()
 			break

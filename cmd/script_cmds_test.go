@@ -257,14 +257,28 @@ func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // scriptCondition answers the scripts' own conditions: [root] holds for
-// root on Linux, where a test can mount a small tmpfs to fill a disk.
+// root on Linux, where a test can mount a small tmpfs to fill a disk, if
+// mounting one works (root in a container may not have the right).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "root":
-		return runtime.GOOS == "linux" && os.Geteuid() == 0, nil
+		return runtime.GOOS == "linux" && os.Geteuid() == 0 && canMountTmpfs(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
+
+// canMountTmpfs reports whether a tmpfs can be mounted, trying once.
+var canMountTmpfs = sync.OnceValue(func() bool {
+	dir, err := os.MkdirTemp("", "pace-tmpfs-probe")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	if exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).Run() != nil {
+		return false
+	}
+	return exec.Command("umount", dir).Run() == nil
+})
 
 // cmdGone waits (up to 10s) until the process whose pid is in a file has
 // died, or with ! checks that it is still alive.
