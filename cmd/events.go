@@ -133,7 +133,8 @@ func (r *recorder) onEvent(ev runner.Event) {
 }
 
 // print prints res's output, and a line on stderr if it failed; it
-// returns the error of writing stdout, after which res has failed.
+// returns the error of writing stdout, else that of writing the job's
+// stderr, after which res has failed.
 //
 // Job output goes through the display, which keeps track of what reaches
 // the screen, so that the bar never covers it. Output to where stderr
@@ -166,10 +167,14 @@ func (r *recorder) print(res *runner.Result) error {
 	}
 	var jobErr bytes.Buffer
 	r.out.begin()
-	outErr = r.cut(r.s.print(r.out, &jobErr, res))
+	outErr = r.s.print(r.out, &jobErr, res)
 	r.disp.write(func() {
 		errOut := r.disp.screen(ios.ErrOut, false)
-		jobErr.WriteTo(errOut)
+		// A stderr not written fails it too, and cuts its stdout.
+		if _, err := jobErr.WriteTo(errOut); err != nil && outErr == nil {
+			outErr = err
+		}
+		outErr = r.cut(outErr)
 		finish(errOut)
 	})
 	return outErr

@@ -456,7 +456,10 @@ func printFetchResult(tag, verbose bool, show func(item string) string) func(out
 		}
 		err := print(out, errOut, &c)
 		if b := c.Stderr.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' {
-			io.WriteString(errOut, "\n") // an error body is shown as whole lines
+			// An error body is shown as whole lines.
+			if _, eerr := io.WriteString(errOut, "\n"); err == nil {
+				err = eerr
+			}
 		}
 		return err
 	}

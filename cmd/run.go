@@ -297,18 +297,22 @@ func isCommentOrBlank(line string) bool {
 
 // printOutput returns the printer of a job's output: stdout, then stderr,
 // each line prefixed with the item when tag is set. It returns the error
-// of writing stdout: the job's output is lost.
+// of writing stdout, else that of writing stderr: either way the job's
+// output is lost, and the job has failed. Its stderr is written even when
+// its stdout could not be.
 func printOutput(tag bool) func(out, errOut io.Writer, r *runner.Result) error {
 	return func(out, errOut io.Writer, r *runner.Result) error {
-		var err error
 		if tag {
 			prefix := r.Job.Item + "\t"
-			_, err = r.Stdout.WriteTo(&prefixWriter{w: out, prefix: prefix})
-			r.Stderr.WriteTo(&prefixWriter{w: errOut, prefix: prefix})
-			return err
+			out = &prefixWriter{w: out, prefix: prefix}
+			errOut = &prefixWriter{w: errOut, prefix: prefix}
 		}
-		_, err = r.Stdout.WriteTo(out)
-		r.Stderr.WriteTo(errOut)
+		_, err := r.Stdout.WriteTo(out)
+		if r.Stderr.Len() > 0 { // an empty write fails on /dev/full
+			if _, eerr := r.Stderr.WriteTo(errOut); err == nil {
+				err = eerr
+			}
+		}
 		return err
 	}
 }

@@ -39,8 +39,9 @@ type session struct {
 	// input and readOpts say where the items come from.
 	input    *items.Input
 	readOpts items.ReadOptions
-	// print prints an item's final result: its output on out (stdout,
-	// whose write errors it returns) and errOut.
+	// print prints an item's final result: its output on out (stdout)
+	// and errOut (stderr); it returns the error of writing either, which
+	// fails the item.
 	print func(out, errOut io.Writer, r *runner.Result) error
 	// logCommand makes the job log's Command column.
 	logCommand func(*runner.Job) string
