@@ -379,3 +379,64 @@ func TestLocalFlags(t *testing.T) {
 		t.Errorf("the store is not in $PACE_STATE_DIR: %v", err)
 	}
 }
+
+// TestLocalStoreHostileFiles: what another member of a shared state
+// directory's group, or a full disk, can leave at a store's names. A link,
+// a FIFO or a directory is refused with exit 3 and one line naming it,
+// at once; an empty store file (a creation that did not finish) is no
+// quota yet, and the next call creates it; a store that cannot be read
+// or reset exits 3, not 2 (usage).
+func TestLocalStoreHostileFiles(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		plant func(path string) error
+		what  string
+	}{
+		{"symlink", func(p string) error { return os.Symlink("/nonexistent/victim", p) }, "is a symbolic link"},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "is a FIFO"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }, "is a directory"},
+	} {
+		state := t.TempDir()
+		path := filepath.Join(state, "h.db")
+		if err := tt.plant(path); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"exec", "--key", "h", "--state", state, "-r", "5/s", "--", "true"},
+			{"quota", "show", "--key", "h", "--state", state},
+		} {
+			start := time.Now()
+			code, _, stderr := execPace(t, "", args...)
+			if code != ExitBackend || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, path+" "+tt.what) {
+				t.Errorf("%s: pace %q: exit %d, stderr %q; want 3 and one line saying %s %s", tt.name, args, code, stderr, path, tt.what)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%s: pace %q took %v, want at once", tt.name, args, d)
+			}
+		}
+	}
+
+	// An empty store file.
+	state := t.TempDir()
+	if err := os.WriteFile(filepath.Join(state, "e.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := execPace(t, "", "quota", "show", "--key", "e", "--state", state); code != ExitFailed {
+		t.Errorf("pace quota show on an empty store: exit %d, stderr %q; want 1 (no quota)", code, stderr)
+	}
+	if code, _, stderr := execPace(t, "", "exec", "--key", "e", "--state", state, "-r", "5/s", "--", "true"); code != 0 {
+		t.Errorf("pace exec on an empty store: exit %d, stderr %q; want 0", code, stderr)
+	}
+	if code, stdout, stderr := execPace(t, "", "quota", "show", "--key", "e", "--state", state); code != 0 || !strings.Contains(stdout, "1/5") {
+		t.Errorf("pace quota show after a call: exit %d, stdout %q, stderr %q; want 0 and 1/5 used", code, stdout, stderr)
+	}
+
+	// Slots that cannot be read (a file where their directory goes).
+	if err := os.WriteFile(filepath.Join(state, "e.slots"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := execPace(t, "", "quota", "show", "--key", "e", "--state", state); code != ExitBackend || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("pace quota show with unreadable slots: exit %d, stderr %q; want 3 and one line", code, stderr)
+	}
+}

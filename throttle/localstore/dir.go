@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 // DefaultDir returns the directory where the stores live unless told
@@ -88,26 +90,37 @@ func Reset(dir, key string) error {
 	}
 	f, err := openLockFile(p.open)
 	if err != nil {
-		return fmt.Errorf("localstore: reset quota %q: %w", key, err)
+		return resetFailed(key, err)
 	}
 	defer f.Close()
 	ok, err := tryLock(f, true)
 	if err != nil {
-		return fmt.Errorf("localstore: reset quota %q: %w", key, err)
+		return resetFailed(key, err)
 	}
 	if !ok {
 		return fmt.Errorf("localstore: quota %q is open in another process; stop it first: %w", key, ErrInUse)
 	}
 	lf, err := lockWait(context.Background(), p.lock, true, DefaultTimeout, nil)
 	if err != nil {
-		return fmt.Errorf("localstore: reset quota %q: %s: %w", key, p.lock, err)
+		return resetFailed(key, fmt.Errorf("%s: %w", p.lock, err))
 	}
 	defer release(lf)
 	if err := os.Remove(p.db); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("localstore: reset quota %q: %w", key, err)
+		return resetFailed(key, err)
 	}
 	if err := os.RemoveAll(p.slot); err != nil {
-		return fmt.Errorf("localstore: reset quota %q: %w", key, err)
+		return resetFailed(key, err)
 	}
 	return nil
+}
+
+// resetFailed is the error of Reset when the files of the quota key
+// could not be opened, locked or removed (a read-only file system, no
+// permission, something at their names that is not a file): the store
+// failed, not the caller.
+func resetFailed(key string, err error) error {
+	if errors.Is(err, throttle.ErrBackend) {
+		return fmt.Errorf("localstore: reset quota %q: %w", key, err)
+	}
+	return fmt.Errorf("localstore: reset quota %q: %w: %w", key, throttle.ErrBackend, err)
 }

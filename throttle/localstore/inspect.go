@@ -76,13 +76,15 @@ func Inspect(dir, key string) (*Quota, error) {
 		return nil, fmt.Errorf("localstore: quota %q: store %s stayed %v for %s: %w", key, p.db, err, DefaultTimeout, throttle.ErrBackend)
 	case err != nil:
 		var se *storeError
-		if !errors.As(err, &se) {
-			err = fmt.Errorf("localstore: inspect quota %q: %w", key, err)
+		if !errors.As(err, &se) && !errors.Is(err, throttle.ErrBackend) {
+			// The store could not be read (a read-only file system, no
+			// permission): the backend failed, not the caller.
+			err = fmt.Errorf("localstore: inspect quota %q: %w: %w", key, throttle.ErrBackend, err)
 		}
 		return nil, err
 	}
 	if q.Slots, err = readSlots(p.slot); err != nil {
-		return nil, fmt.Errorf("localstore: inspect quota %q: %w", key, err)
+		return nil, fmt.Errorf("localstore: inspect quota %q: %w: %w", key, throttle.ErrBackend, err)
 	}
 	return q, nil
 }

@@ -3,6 +3,7 @@ package localstore
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
@@ -38,13 +39,14 @@ import (
 // unchanged: pages, then the meta page, so a process killed at any point
 // leaves the last meta page written whole, or the one before.
 type keptDB struct {
-	db     *bbolt.DB
-	f      *os.File    // bbolt's descriptor of the file (Options.OpenFile)
-	fi     os.FileInfo // the file kept open, to tell it from another at the path
-	mapped int64       // bbolt's mapping of the file is at least this long
-	txid   uint64      // the file's transaction id after this process's last transaction
-	pgid   uint64      // and its high-water page id
-	buf    []byte      // for currentMeta
+	db       *bbolt.DB
+	f        *os.File    // bbolt's descriptor of the file (Options.OpenFile)
+	fi       os.FileInfo // the file kept open, to tell it from another at the path
+	mapped   int64       // bbolt's mapping of the file is at least this long
+	pageSize int64       // the store's page size, read when it was opened
+	txid     uint64      // the file's transaction id after this process's last transaction
+	pgid     uint64      // and its high-water page id
+	buf      []byte      // for currentMeta
 }
 
 // metaSize is the length of a bbolt meta (version 2): magic, version,
@@ -98,8 +100,8 @@ func metaPgid(m []byte) uint64 { return binary.NativeEndian.Uint64(m[40:]) }
 // whether it is; if not, the caller closes it and opens the file afresh.
 // The caller holds the transaction lock; on true, k also holds bbolt's
 // flock on the file.
-func (k *keptDB) reuse(path string) (bool, error) {
-	fi, err := os.Stat(path)
+func (k *keptDB) reuse(p paths) (bool, error) {
+	fi, err := os.Lstat(p.db)
 	if err != nil || !os.SameFile(fi, k.fi) {
 		return false, nil
 	}
@@ -112,7 +114,15 @@ func (k *keptDB) reuse(path string) (bool, error) {
 			_ = unlock(k.f)
 		}
 	}()
-	pageSize := int64(k.db.Info().PageSize)
+	// Nothing may touch the mapping before the file is known to cover
+	// what is read of it: a page of the mapping past the end of the file
+	// faults (SIGBUS). The file kept open had this process's last commit,
+	// so one now shorter than its meta pages was cut short by hand: it is
+	// damaged, not new.
+	pageSize := k.pageSize
+	if fi.Size() < 2*pageSize {
+		return false, p.damaged(fmt.Sprintf("cut short to %d bytes while open", fi.Size()))
+	}
 	m, err := currentMeta(k.f, int(pageSize), &k.buf)
 	if err != nil || m == nil {
 		return false, err
@@ -162,7 +172,7 @@ func (k *keptDB) committed() bool {
 	if err != nil {
 		return false
 	}
-	k.txid, k.pgid = uint64(tx.ID()), uint64(tx.Size())/uint64(k.db.Info().PageSize)
+	k.txid, k.pgid = uint64(tx.ID()), uint64(tx.Size())/uint64(k.pageSize)
 	k.mapped = max(k.mapped, tx.Size())
 	return tx.Rollback() == nil
 }
@@ -170,18 +180,11 @@ func (k *keptDB) committed() bool {
 // openKept opens the file at path for a write transaction, with bbolt's
 // flock held, to be kept open after it.
 func openKept(path string, o *bbolt.Options, perm os.FileMode) (*keptDB, error) {
-	k := &keptDB{}
-	opts := *o
-	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, mode)
-		k.f = f
-		return f, err
-	}
-	db, err := bbolt.Open(path, perm, &opts)
+	db, f, err := openBolt(path, perm, o)
 	if err != nil {
 		return nil, err
 	}
-	k.db = db
+	k := &keptDB{db: db, f: f, pageSize: int64(db.Info().PageSize)}
 	if k.fi, err = k.f.Stat(); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -1,8 +1,12 @@
 package localstore
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 // The store's files are its user's alone (0600, directories 0700),
@@ -12,6 +16,13 @@ import (
 // creates there the group's to read and write too (0660, directories
 // 0770), whatever the umask, so that one quota holds for every member's
 // pace. Nothing is ever made the world's.
+//
+// Any member of such a group can put a file of its own making at a
+// store's name: a symbolic link to another user's file, or a FIFO. So
+// the store opens its files with openFile, which never follows a link
+// at the name (O_NOFOLLOW), never waits in open (O_NONBLOCK: a FIFO) and
+// refuses anything but a regular file, and it changes the permission of
+// an open file (fchmod), never of a path, and only of one this user owns.
 
 // permIn returns the permission of a file the store creates in dir, and
 // of a directory it creates there.
@@ -22,37 +33,114 @@ func permIn(dir string) (file, subdir os.FileMode) {
 	return 0o600, 0o700
 }
 
-// openShared opens path as os.OpenFile does, creating it with the
+// openFile opens path as os.OpenFile does, but only if it is a regular
+// file: a symbolic link at path is not followed, and a FIFO, a device or
+// a directory is refused, with an error wrapping throttle.ErrBackend that
+// names path. It is bbolt's Options.OpenFile for the store file.
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := refuseLink(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, flag|openFlags, perm)
+	if err != nil {
+		// O_NOFOLLOW fails with ELOOP on a link (EMLINK or EFTYPE on
+		// some BSDs), O_RDWR with EISDIR on a directory: say what is
+		// there instead.
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, notAFile(path, fi.Mode())
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, notAFile(path, fi.Mode())
+	}
+	// O_NONBLOCK means nothing for a regular file's reads, writes and
+	// locks.
+	return f, nil
+}
+
+// notAFile is the error for something at a store file's name that is
+// not a regular file. Like a damaged store, it is left as it is.
+func notAFile(path string, mode fs.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case mode.IsDir():
+		what = "a directory"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return &storeError{fmt.Errorf("localstore: %s is %s, not a file pace made; move it away: %w", path, what, throttle.ErrBackend)}
+}
+
+// openShared opens path as openFile does, creating it with the
 // permission permIn gives for its directory.
 func openShared(path string, flag int) (*os.File, error) {
 	perm, _ := permIn(filepath.Dir(path))
-	f, err := os.OpenFile(path, flag, perm)
+	f, err := openFile(path, flag, perm)
 	if err == nil {
-		sharePerm(path, perm)
+		sharePerm(f, perm)
 	}
 	return f, err
 }
 
-// sharePerm gives path the group's bits of perm that the umask took away
-// when it was created. It changes only files this user owns and does
-// nothing for private ones; a failure leaves the file as the umask made
-// it (private to its user: a quota not shared, never a quota broken).
-func sharePerm(path string, perm os.FileMode) {
+// sharePerm gives the open file f the group's bits of perm that the umask
+// took away when it was created. It changes only a file or directory
+// this user owns (and a file with no other link: not another file linked
+// into the state directory), and does nothing for private ones; a failure
+// leaves the file as the umask made it (private to its user: a quota not
+// shared, never a quota broken).
+func sharePerm(f *os.File, perm os.FileMode) {
 	if perm&0o060 == 0 {
 		return
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&perm != perm {
-		_ = os.Chmod(path, st.Mode().Perm()|perm&0o060)
+	fi, err := f.Stat()
+	if err != nil || !ownedAlone(fi) || fi.Mode().Perm()&perm == perm {
+		return
 	}
+	_ = f.Chmod(fi.Mode().Perm() | perm&0o060)
 }
 
 // mkdirShared makes the directory path (and its parents) as os.MkdirAll
-// does, with the permission permIn gives for its parent.
+// does, with the permission permIn gives for its parent. A link or
+// anything else but a directory at path is refused, as openFile does.
 func mkdirShared(path string) error {
 	_, perm := permIn(filepath.Dir(path))
 	if err := os.MkdirAll(path, perm); err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.IsDir() {
+			return notAFile(path, fi.Mode())
+		}
 		return err
 	}
-	sharePerm(path, perm)
+	if err := refuseLink(path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.IsDir() {
+			return notAFile(path, fi.Mode())
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return notAFile(path, fi.Mode())
+	}
+	sharePerm(f, perm)
 	return nil
 }

@@ -186,7 +186,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Reset holds this lock exclusive while it removes the files.
 	f, err := lockWait(ctx, s.paths.open, false, cf.Timeout, nil)
 	if err != nil {
+		var se *storeError
 		switch {
+		case errors.As(err, &se):
+			// Something at the name that is not a file: said as is.
 		case errors.Is(err, errLockTimeout):
 			err = fmt.Errorf("localstore: quota %q: %s stayed %v for %s: %w", s.key, s.paths.open, err, cf.Timeout, throttle.ErrBackend)
 		case ctx.Err() == nil:
@@ -198,7 +201,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if cf.GlobalJobs > 0 {
 		if err := mkdirShared(s.paths.slot); err != nil {
 			_ = s.present.Close()
-			return nil, unusableDir(cf.Dir, err)
+			if se := (*storeError)(nil); !errors.As(err, &se) {
+				err = unusableDir(cf.Dir, err)
+			}
+			return nil, err
 		}
 		s.slots = newSlotSet(s.paths.slot, cf.GlobalJobs)
 	}

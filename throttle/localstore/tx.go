@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	mrand "math/rand/v2"
 	"os"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -79,24 +80,25 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 		return err
 	}
 	defer lk.unlock()
-	if o.readOnly {
-		if _, err := os.Stat(p.db); err != nil {
-			return err
-		}
+	// bbolt would write the meta pages of an empty file (through a
+	// read-only descriptor with o.readOnly), and refuse one whose
+	// creation did not finish.
+	if err := p.checkNew(o.readOnly); err != nil {
+		return err
 	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = p.damaged(v)
 		}
 	}()
+	// A store file cut short under the mapping faults on access: a panic
+	// that the recover above reports, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	db, err := bbolt.Open(p.db, o.perm, o.bolt())
+	db, _, err := openBolt(p.db, o.perm, o.bolt())
 	if err != nil {
 		return p.openError(err)
-	}
-	if !o.readOnly {
-		sharePerm(p.db, o.perm)
 	}
 	defer func() {
 		if cerr := db.Close(); cerr != nil && err == nil {
@@ -113,15 +115,39 @@ func (o txOptions) bolt() *bbolt.Options {
 
 // openError returns the error of withDB for err from bbolt.Open.
 func (p paths) openError(err error) error {
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	var se *storeError
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return errLockTimeout
-	}
-	if !ioError(err) {
+	case errors.As(err, &se):
+		return err
+	case !ioError(err):
 		// ErrInvalid, ErrChecksum, ErrVersionMismatch, "file size
 		// too small" and the like: what the file holds.
 		return p.damaged(err)
 	}
 	return err
+}
+
+// openBolt opens the store file at path with bbolt, through openFile (no
+// link followed, a regular file only), giving it the group's bits of perm
+// unless o.ReadOnly. It returns bbolt's descriptor of the file too.
+func openBolt(path string, perm os.FileMode, o *bbolt.Options) (*bbolt.DB, *os.File, error) {
+	opts := *o
+	var f *os.File
+	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		var err error
+		f, err = openFile(name, flag, mode)
+		return f, err
+	}
+	db, err := bbolt.Open(path, perm, &opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.ReadOnly {
+		sharePerm(f, perm)
+	}
+	return db, f, nil
 }
 
 // errNotKept says that txKept did not run a read-only transaction
@@ -153,8 +179,11 @@ func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) erro
 			err = s.paths.damaged(v)
 		}
 	}()
+	// A store file cut short under the mapping faults on access: a panic
+	// that the recover above reports, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if k := s.kept; k != nil {
-		ok, err := k.reuse(s.paths.db)
+		ok, err := k.reuse(s.paths)
 		if !ok {
 			s.closeKept()
 			if err != nil {
@@ -166,11 +195,17 @@ func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) erro
 		bo := o.bolt()
 		if o.readOnly {
 			// Creating the store, or writing the meta pages of an empty
-			// file, is the first admission's business.
-			if fi, err := os.Stat(s.paths.db); err != nil || fi.Size() == 0 {
+			// file or over an unfinished one (shorter than any store
+			// created here: checkNew), is the first admission's business.
+			if fi, err := os.Lstat(s.paths.db); err != nil || fi.Size() < 4*int64(os.Getpagesize()) || !fi.Mode().IsRegular() {
 				return errNotKept
 			}
 			bo.ReadOnly = false
+		}
+		if !o.readOnly {
+			if err := s.paths.checkNew(false); err != nil {
+				return err
+			}
 		}
 		k, err := openKept(s.paths.db, bo, o.perm)
 		if err != nil {
@@ -179,7 +214,6 @@ func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) erro
 			}
 			return s.paths.openError(err)
 		}
-		sharePerm(s.paths.db, o.perm)
 		s.kept = k
 	}
 	k := s.kept

@@ -1,0 +1,254 @@
+//go:build unix
+
+package localstore_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/localstore"
+)
+
+// sharedDir returns a new state directory its group may write (chmod
+// 2770), where any member can put files at a store's names.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o770|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// openAdmit opens the quota y in dir and admits one call, and returns
+// the first error.
+func openAdmit(dir string, globalJobs int) error {
+	s, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "y",
+		Rules: []throttle.Rule{{N: 5, Window: time.Second}}, GlobalJobs: globalJobs, Jitter: -1})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Admit(context.Background(), 1)
+	return err
+}
+
+// TestSymlinkRefused: a symbolic link at a store file's name, planted by
+// another member of a shared state directory's group, is refused with an
+// error naming it; nothing it points to is opened, created or made the
+// group's.
+func TestSymlinkRefused(t *testing.T) {
+	for _, name := range []string{"y.lock", "y.db", "y.open"} {
+		for _, existing := range []bool{true, false} {
+			dir := sharedDir(t)
+			victim := filepath.Join(t.TempDir(), "victim")
+			if existing {
+				if err := os.WriteFile(victim, []byte("secret\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			link := filepath.Join(dir, name)
+			if err := os.Symlink(victim, link); err != nil {
+				t.Fatal(err)
+			}
+			err := openAdmit(dir, 0)
+			if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+				t.Errorf("%s -> %s (existing %v): Open and Admit = %v, want ErrBackend naming %s as a symbolic link", name, victim, existing, err, link)
+			}
+			fi, err := os.Lstat(victim)
+			switch {
+			case !existing && err == nil:
+				t.Errorf("%s -> %s: the missing target was created", name, victim)
+			case existing && err != nil:
+				t.Fatal(err)
+			case existing && fi.Mode().Perm() != 0o600:
+				t.Errorf("%s -> %s: the target's mode is %v, want it left 0600", name, victim, fi.Mode().Perm())
+			}
+			if existing {
+				if b, _ := os.ReadFile(victim); string(b) != "secret\n" {
+					t.Errorf("%s -> %s: the target was changed to %q", name, victim, b)
+				}
+			}
+			if _, err := localstore.Inspect(dir, "y"); name != "y.open" && !errors.Is(err, throttle.ErrBackend) {
+				t.Errorf("%s -> %s: Inspect = %v, want ErrBackend", name, victim, err)
+			}
+		}
+	}
+
+	// The slots' directory: no slot file is made where it points.
+	dir := sharedDir(t)
+	other := t.TempDir()
+	before, err := os.Stat(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(dir, "y.slots")); err != nil {
+		t.Fatal(err)
+	}
+	if err := openAdmit(dir, 2); !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("y.slots -> %s: Open = %v, want ErrBackend: a symbolic link", other, err)
+	}
+	if fi, _ := os.Stat(other); fi.Mode() != before.Mode() {
+		t.Errorf("y.slots -> %s: the directory's mode is %v, want it left %v", other, fi.Mode(), before.Mode())
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("y.slots -> %s: %d files were made there", other, len(ents))
+	}
+}
+
+// TestSharePermOwnFilesOnly: in a shared state directory, the store makes
+// the group's only the files this user owns and that have no other name:
+// a file of another user, or another file linked in, keeps its mode.
+func TestSharePermOwnFilesOnly(t *testing.T) {
+	// Another file linked in at the lock's name.
+	dir := sharedDir(t)
+	victim := filepath.Join(dir, "..", "victim")
+	if err := os.WriteFile(victim, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, filepath.Join(dir, "y.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := openAdmit(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o600 {
+		t.Errorf("a file linked in as y.lock was made %v, want it left 0600", fi.Mode().Perm())
+	}
+
+	// Another user's file.
+	if os.Geteuid() != 0 {
+		t.Skip("making a file of another user needs root")
+	}
+	dir = sharedDir(t)
+	lock := filepath.Join(dir, "y.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(lock, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if err := openAdmit(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(lock); fi.Mode().Perm() != 0o600 {
+		t.Errorf("another user's y.lock was made %v, want it left 0600", fi.Mode().Perm())
+	}
+}
+
+// TestFIFORefused: a FIFO at the store file's name is refused at once,
+// with an error naming it; nothing waits in open for a writer.
+func TestFIFORefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "y.db")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		call func() error
+	}{
+		{"Inspect", func() error { _, err := localstore.Inspect(dir, "y"); return err }},
+		{"Open and Admit", func() error { return openAdmit(dir, 0) }},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- f.call() }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), path+" is a FIFO") {
+				t.Errorf("%s = %v, want ErrBackend: %s is a FIFO", f.name, err, path)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still waiting after 5s on a FIFO", f.name)
+		}
+	}
+}
+
+// TestCutShortWhileOpen: a store file cut short while a process keeps it
+// open is damaged: its next admission fails with an error naming it, and
+// the process does not die of SIGBUS.
+func TestCutShortWhileOpen(t *testing.T) {
+	if !localstore.KeepOpen {
+		t.Skip("the store file is not kept open on this system")
+	}
+	for _, size := range []int64{0, 100, 4096} {
+		dir := t.TempDir()
+		s := open(t, dir, "y", "5/s", localstore.Options{})
+		if _, err := s.Admit(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "y.db")
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Admit(context.Background(), 1)
+		if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") {
+			t.Errorf("Admit after the store was cut to %d bytes = %v, want ErrBackend: %s is damaged", size, err, path)
+		}
+	}
+}
+
+// TestUnfinishedStore: a store file whose creation did not finish (a full
+// disk, a kill) holds no call: it reads as no quota, and the next
+// admission creates the store over it. One that held calls and was cut
+// short is damaged.
+func TestUnfinishedStore(t *testing.T) {
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	db, err := bbolt.Open(fresh, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	created, err := os.ReadFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	for _, n := range []int{0, page, 2 * page, 3*page + 100} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "y.db")
+		if err := os.WriteFile(path, created[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := localstore.Inspect(dir, "y"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Inspect(a creation cut at %d bytes) = %v, want fs.ErrNotExist", n, err)
+		}
+		if err := openAdmit(dir, 0); err != nil {
+			t.Errorf("Open and Admit(a creation cut at %d bytes) = %v, want the store created", n, err)
+			continue
+		}
+		q, err := localstore.Inspect(dir, "y")
+		if err != nil || len(q.Rules) != 1 || q.Rules[0].Used != 1 {
+			t.Errorf("Inspect after an admission over a creation cut at %d bytes = %+v, %v; want 1 call used", n, q, err)
+		}
+	}
+
+	// A store that held calls, cut to a page: damaged, left as it is.
+	dir := t.TempDir()
+	if err := openAdmit(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "y.db")
+	if err := os.Truncate(path, int64(page)); err != nil {
+		t.Fatal(err)
+	}
+	if err := openAdmit(dir, 0); !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("Open and Admit(a store cut to a page) = %v, want ErrBackend: damaged", err)
+	}
+	if fi, _ := os.Stat(path); fi.Size() != int64(page) {
+		t.Errorf("the damaged store was changed to %d bytes", fi.Size())
+	}
+}
