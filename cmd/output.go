@@ -39,9 +39,8 @@ import (
 type output struct {
 	w      io.Writer
 	broken func()
-	// file is w when it is a regular file, whose end can be cut off; nil
-	// otherwise.
-	file *os.File
+	file   *os.File // w if a regular file, whose end can be cut off
+	steady bool     // w is a device other than a terminal: written directly
 
 	// mu serialises writes: it is held while a write waits for the
 	// reader, until giveUp bounds that wait.
@@ -69,6 +68,8 @@ func newOutput(w io.Writer, broken func()) *output {
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			o.file = f
+		} else if err == nil && fi.Mode()&os.ModeCharDevice != 0 && !isTerminal(f) {
+			o.steady = true // /dev/null: no reader to stall
 		}
 	}
 	return o
@@ -121,6 +122,9 @@ func (o *output) Write(b []byte) (int, error) {
 // writePiece writes p from a goroutine of its own, with a copy of p, so
 // that a write blocked for good can be left behind. Requires o.mu held.
 func (o *output) writePiece(p []byte) (int, error) {
+	if o.steady {
+		return o.w.Write(p) // its writes end
+	}
 	if cap(o.buf) < len(p) {
 		o.buf = make([]byte, len(p), min(max(len(p), 4<<10), outputPiece))
 	}
