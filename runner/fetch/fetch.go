@@ -574,7 +574,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	defer resp.Body.Close()
 	// The reason phrase is the server's text in pace's lines: it may
 	// echo what the request sent, or hold escape sequences.
-	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(printable(resp.Status, false)), resp.Proto
+	h.StatusCode, h.Status, h.Proto = resp.StatusCode, s.red.String(runner.Printable(resp.Status, false)), resp.Proto
 	h.Policy, h.PolicyHeader = info.Policy, info.PolicyHeader
 	h.RetryAfter, h.PauseUntil, h.PauseReason = info.RetryAfter, info.PauseUntil, info.PauseReason
 	if h.Status == "" {
@@ -593,7 +593,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		res.ExitCode = 1
 		res.Stderr = runner.NewCapture(errorBodyLimit, e.opts.TempDir)
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-		res.Stderr.Write([]byte(s.red.String(printable(string(body), true))))
+		res.Stderr.Write([]byte(s.red.String(runner.Printable(string(body), true))))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		res.Err = fmt.Errorf("job %d: %s %s: %w", job.Seq, e.opts.Method, s.redURL,
 			&statusError{Code: resp.StatusCode, Status: h.Status})

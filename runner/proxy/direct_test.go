@@ -135,3 +135,40 @@ func TestEndlessResponseHeadersAre502(t *testing.T) {
 		t.Errorf("endless headers: %d %q, want 502", code, body)
 	}
 }
+
+// An upstream's reason phrase reaches pace's report with its control
+// characters escaped: it is printed in pace's lines (-v, failures), and
+// must not drive the terminal.
+func TestUpstreamReasonIsEscaped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 404 \x1b]0;pwned\x07 Gone\r\nContent-Length: 0\r\n\r\n")
+			}()
+		}
+	}()
+	tp := startProxy(t, "http://"+ln.Addr().String(), "", 0, nil)
+	if code, _ := tp.get(t, "/x"); code != 404 {
+		t.Fatalf("GET /x: %d, want the upstream's 404", code)
+	}
+	ev := tp.doneN(t, 1)[0]
+	if got := ev.Result.HTTP.Status; strings.ContainsAny(got, "\x1b\x07") || !strings.Contains(got, `\x1b]0;pwned\a Gone`) {
+		t.Errorf("status %q: want its control characters escaped", got)
+	}
+	if msg := ev.Result.Err.Error(); strings.ContainsAny(msg, "\x1b\x07") {
+		t.Errorf("error %q holds control characters", msg)
+	}
+}

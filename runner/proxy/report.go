@@ -93,7 +93,9 @@ func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
 	res, h := &rq.res, &rq.http
 	res.HTTP = h
 	if resp != nil {
-		h.StatusCode, h.Status, h.Proto = resp.StatusCode, resp.Status, resp.Proto
+		// The reason phrase is the upstream's text, printed in pace's
+		// lines: it must not drive the terminal.
+		h.StatusCode, h.Status, h.Proto = resp.StatusCode, runner.Printable(resp.Status, false), resp.Proto
 	}
 	var ne net.Error
 	switch {

@@ -1,4 +1,4 @@
-package fetch
+package runner
 
 import (
 	"strconv"
@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// printable returns s, text a server sent (a reason phrase, an error
+// Printable returns s, text a server sent (a reason phrase, an error
 // body), fit to print in pace's own lines on a terminal: every rune that
 // is not graphic (strconv.IsPrint) and not a space, such as ESC, BEL,
 // a carriage return, C1 controls and bidirectional overrides, is written
@@ -15,7 +15,7 @@ import (
 // the server cannot drive the terminal, not that the text can be read
 // back. With lines, s may be several lines: '\n' and '\t' are kept, and
 // "\r\n" is read as '\n'; otherwise they are escaped too.
-func printable(s string, lines bool) string {
+func Printable(s string, lines bool) string {
 	if isPlain(s, lines) {
 		return s
 	}
@@ -44,7 +44,7 @@ func printable(s string, lines bool) string {
 }
 
 // isPlain reports whether s holds only printable ASCII (and, with lines,
-// '\n' and '\t'), which printable returns as it is.
+// '\n' and '\t'), which Printable returns as it is.
 func isPlain(s string, lines bool) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -1,4 +1,4 @@
-package fetch
+package runner
 
 import (
 	"strings"
@@ -23,8 +23,8 @@ func TestPrintable(t *testing.T) {
 		{"", true, ""},
 	}
 	for _, tt := range tests {
-		if got := printable(tt.in, tt.lines); got != tt.want {
-			t.Errorf("printable(%q, %v) = %q, want %q", tt.in, tt.lines, got, tt.want)
+		if got := Printable(tt.in, tt.lines); got != tt.want {
+			t.Errorf("Printable(%q, %v) = %q, want %q", tt.in, tt.lines, got, tt.want)
 		}
 	}
 }
@@ -36,23 +36,23 @@ func FuzzPrintable(f *testing.F) {
 	f.Add("a\r\n\r\r\n\xc3", false)
 	f.Add("Não ✓ \u202e \u2028", true)
 	f.Fuzz(func(t *testing.T, s string, lines bool) {
-		got := printable(s, lines)
+		got := Printable(s, lines)
 		if !utf8.ValidString(got) {
-			t.Errorf("printable(%q, %v) = %q, not UTF-8", s, lines, got)
+			t.Errorf("Printable(%q, %v) = %q, not UTF-8", s, lines, got)
 		}
 		for _, r := range got {
 			if r == '\n' || r == '\t' {
 				if !lines {
-					t.Errorf("printable(%q, false) = %q, holds %q", s, got, r)
+					t.Errorf("Printable(%q, false) = %q, holds %q", s, got, r)
 				}
 				continue
 			}
 			if unicode.IsControl(r) || !unicode.IsPrint(r) && r != ' ' {
-				t.Errorf("printable(%q, %v) = %q, holds %U", s, lines, got, r)
+				t.Errorf("Printable(%q, %v) = %q, holds %U", s, lines, got, r)
 			}
 		}
 		if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || r != ' ' && !unicode.IsPrint(r) }) && got != s {
-			t.Errorf("printable(%q, %v) = %q, want it unchanged", s, lines, got)
+			t.Errorf("Printable(%q, %v) = %q, want it unchanged", s, lines, got)
 		}
 	})
 }
