@@ -122,8 +122,8 @@ func (o *output) Write(b []byte) (int, error) {
 // writePiece writes p from a goroutine of its own, with a copy of p, so
 // that a write blocked for good can be left behind. Requires o.mu held.
 func (o *output) writePiece(p []byte) (int, error) {
-	if o.steady {
-		return o.w.Write(p) // its writes end
+	if o.steady || len(p) == 0 {
+		return o.w.Write(p) // a device's writes end, and so does an empty one
 	}
 	if cap(o.buf) < len(p) {
 		o.buf = make([]byte, len(p), min(max(len(p), 4<<10), outputPiece))
