@@ -31,9 +31,10 @@ var ErrGraceOver = errors.New("grace period over")
 // Arm once the run starts; Close at the end. It is safe for concurrent
 // use.
 //
-// The handler's messages are written by a goroutine of their own: a write to Out that blocks (a
-// display busy with a stalled stdout, a terminal paused with Ctrl-S)
-// holds up no stop, no kill and no later signal.
+// The handler's messages are written by a goroutine of their own: a
+// write to Out that blocks (a display busy with a stalled stdout, a
+// terminal paused with Ctrl-S) holds up no stop, no kill and no later
+// signal.
 type Handler struct {
 	Signals <-chan os.Signal
 	Grace   time.Duration
