@@ -42,16 +42,17 @@ func shownItem(j *runner.Job, item string) string {
 // redactLogged returns line, a job log's Command column, as pace now
 // writes it: rows written before commands were redacted hold credentials,
 // which neither a resumed run's check nor its messages may show. A line
-// that holds a placeholder was written redacted and is returned as is. A line
-// that is not a command line as runner.Job.CommandLine writes them (pace
-// fetch's METHOD URL, GNU parallel's, or one edited by hand) is redacted
-// as a shell script, which leaves pace fetch's rows as they are.
+// that holds a placeholder was written redacted and is returned as is; one
+// an earlier pace wrote with control characters raw comes back quoted as
+// now. A line that is not a command line as runner.Job.CommandLine writes
+// them (pace fetch's METHOD URL, GNU parallel's, or one edited by hand) is
+// redacted as a shell script, which leaves pace fetch's rows as they are.
 func redactLogged(line string) string {
 	if strings.Contains(line, redact.Placeholder) {
 		return line // written redacted
 	}
 	argv, ok := runner.SplitCommandLine(line)
-	if !ok || (&runner.Job{Argv: argv}).CommandLine() != line {
+	if !ok {
 		return redact.New().Argv([]string{line})[0]
 	}
 	return shownCommand(&runner.Job{Argv: argv})

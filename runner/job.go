@@ -3,8 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -92,15 +94,19 @@ type Job struct {
 	Prepared any
 }
 
-// CommandLine returns Argv as one line, each argument quoted for a POSIX
-// shell where needed, so that the line can be pasted into one.
-func (j *Job) CommandLine() string {
+// CommandLine returns Argv as one line, each argument quoted for a shell
+// where needed (Quote), so that the line can be pasted into one, stays on
+// one line and cannot drive a terminal.
+func (j *Job) CommandLine() string { return commandLine(j.Argv, Quote) }
+
+// commandLine joins argv quoted with quote.
+func commandLine(argv []string, quote func(string) string) string {
 	var b strings.Builder
-	for i, a := range j.Argv {
+	for i, a := range argv {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		q := Quote(a)
+		q := quote(a)
 		if i == 0 && q == a && strings.Contains(a, "=") {
 			q = "'" + a + "'" // NAME=value first would be an assignment
 		}
@@ -112,9 +118,20 @@ func (j *Job) CommandLine() string {
 // SplitCommandLine splits line, as Job.CommandLine quotes it, back
 // into its arguments: words separated by single spaces, each bare, in
 // single quotes (a single quote in a word closes them, is escaped and
-// opens them again) or in double quotes. ok is false
-// for a line that CommandLine could not have written.
+// opens them again), in double quotes or in ANSI-C quotes ($'...'). ok is
+// false for a line that CommandLine could not have written, now or before
+// it wrote control characters in ANSI-C quotes (when it wrote them raw in
+// single quotes: a job log of an earlier pace).
 func SplitCommandLine(line string) (argv []string, ok bool) {
+	argv, ok = splitWords(line)
+	if !ok || commandLine(argv, Quote) != line && commandLine(argv, quotePOSIX) != line {
+		return nil, false
+	}
+	return argv, true
+}
+
+// splitWords reads line's words for SplitCommandLine.
+func splitWords(line string) (argv []string, ok bool) {
 	if line == "" {
 		return nil, false
 	}
@@ -129,6 +146,14 @@ func SplitCommandLine(line string) (argv []string, ok bool) {
 			argv = append(argv, b.String())
 			b.Reset()
 			inWord = false
+		case '$':
+			text, n, ok := UnquoteANSI(line[i:])
+			if !ok {
+				return nil, false // Quote writes '$' in quotes only
+			}
+			b.WriteString(text)
+			i += n - 1 // at the closing quote
+			inWord = true
 		case '\'', '"':
 			end := strings.IndexByte(line[i+1:], c)
 			if end < 0 {
@@ -155,11 +180,117 @@ func SplitCommandLine(line string) (argv []string, ok bool) {
 	return append(argv, b.String()), true
 }
 
-// Quote returns s quoted for a POSIX shell: unchanged when it is made only
-// of characters no shell treats specially, else in quotes: double quotes
-// for a string with a single quote and nothing double quotes expand,
-// single quotes otherwise.
+// The escapes Quote writes in ANSI-C quotes: a backslash and the letter
+// at an index of escapeLetters stand for the byte at that index of
+// escapeBytes.
+const (
+	escapeLetters = "abefnrtv\\'"
+	escapeBytes   = "\a\b\x1b\f\n\r\t\v\\'"
+)
+
+// UnquoteANSI reads the ANSI-C quotes ($'...') that begin s, as Quote
+// writes them: it returns their text and how many bytes of s they take,
+// from the '$' to the closing quote. ok is false when s does not begin
+// with them, they are not closed, or they hold an escape Quote does not
+// write (\x41, \u00e9, \cA, \", an octal escape of fewer than three
+// digits), which is left to a shell.
+func UnquoteANSI(s string) (text string, n int, ok bool) {
+	if !strings.HasPrefix(s, "$'") {
+		return "", 0, false
+	}
+	var b strings.Builder
+	for i := 2; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'':
+			return b.String(), i + 1, true
+		case '\\':
+			if i+1 < len(s) {
+				if k := strings.IndexByte(escapeLetters, s[i+1]); k >= 0 {
+					b.WriteByte(escapeBytes[k])
+					i++
+					continue
+				}
+			}
+			if i+3 >= len(s) || !isOctal(s[i+1]) || s[i+1] > '3' || !isOctal(s[i+2]) || !isOctal(s[i+3]) {
+				return "", 0, false
+			}
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", 0, false
+}
+
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }
+
+// Quote returns s quoted for a shell: unchanged when it is made only of
+// characters no shell treats specially; in ANSI-C quotes ($'...', as
+// bash's printf %q writes them) when it holds a control character, a rune
+// that is not printable (strconv.IsPrint: bidirectional overrides, C1
+// controls) or invalid UTF-8, each written as an escape (\n, \t, \e,
+// \ooo for each byte of the rest), so that it stays on one line and cannot
+// drive a terminal; else in quotes as a POSIX shell reads them: double
+// quotes for a string with a single quote and nothing double quotes
+// expand, single quotes otherwise. bash, zsh, ksh and the sh of
+// POSIX.1-2024 read ANSI-C quotes; dash 0.5.12 does not.
 func Quote(s string) string {
+	if !needsANSI(s) {
+		return quotePOSIX(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case s[i] == '\\' || s[i] == '\'':
+			writeEscape(&b, s[i])
+		case r != utf8.RuneError && r >= ' ' && strconv.IsPrint(r) || r == utf8.RuneError && size == 3:
+			b.WriteString(s[i : i+size]) // U+FFFD itself is printable
+		default:
+			for _, c := range []byte(s[i : i+size]) {
+				writeEscape(&b, c)
+			}
+		}
+		i += size
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// needsANSI reports whether Quote writes s in ANSI-C quotes.
+func needsANSI(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f {
+			return true
+		} else if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 || !strconv.IsPrint(r) {
+				return true
+			}
+			i += size - 1
+		}
+	}
+	return false
+}
+
+// writeEscape writes byte c as an escape in ANSI-C quotes.
+func writeEscape(b *strings.Builder, c byte) {
+	b.WriteByte('\\')
+	if k := strings.IndexByte(escapeBytes, c); k >= 0 {
+		b.WriteByte(escapeLetters[k])
+		return
+	}
+	b.WriteByte('0' + c>>6)
+	b.WriteByte('0' + c>>3&7)
+	b.WriteByte('0' + c&7)
+}
+
+// quotePOSIX is Quote without ANSI-C quotes, as pace quoted before them:
+// control characters raw in single quotes.
+func quotePOSIX(s string) string {
 	if s == "" {
 		return "''"
 	}

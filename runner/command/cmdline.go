@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mattn/go-shellwords"
 
@@ -28,7 +29,7 @@ var errBadLine = runner.Permanent(errors.New("bad command line"))
 // A line with an unterminated quote, or with nothing to run, is an error
 // wrapping errBadLine.
 func parseLine(line string, shell bool) ([]string, error) {
-	needs, err := scanLine(line)
+	needs, plain, err := scanLine(line)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s in %q", errBadLine, err, line)
 	}
@@ -39,7 +40,10 @@ func parseLine(line string, shell bool) ([]string, error) {
 		return []string{shellProgram, "-c", line}, nil
 	}
 	p := shellwords.NewParser()
-	argv, err := p.Parse(line)
+	argv, err := p.Parse(escapeInvalid(plain))
+	for i := range argv {
+		argv[i] = unescapeInvalid(argv[i])
+	}
 	if err == nil && p.Position >= 0 {
 		// Unreachable: scanLine sends every operator to the shell.
 		err = errors.New("shell operator")
@@ -53,32 +57,88 @@ func parseLine(line string, shell bool) ([]string, error) {
 	return argv, nil
 }
 
+// go-shellwords reads a line rune by rune and writes each byte of invalid
+// UTF-8 (a Latin-1 file name) as U+FFFD, so the command would run with
+// other bytes. escapeInvalid writes each such byte b as the rune
+// invalidBase+b before it splits the line, and unescapeInvalid turns them
+// back into their bytes. The runes are private use, at the very end of
+// Unicode; a line that holds one of them itself goes to the shell
+// (scanLine).
+const invalidBase = 0x10ff00
+
+// escapeInvalid returns s with each byte of invalid UTF-8 written as a rune
+// from invalidBase.
+func escapeInvalid(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(invalidBase + rune(s[i]))
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// unescapeInvalid undoes escapeInvalid.
+func unescapeInvalid(s string) string {
+	if !strings.ContainsFunc(s, isEscapedByte) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isEscapedByte(r) {
+			b.WriteByte(byte(r - invalidBase))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isEscapedByte(r rune) bool { return r >= invalidBase+0x80 && r <= invalidBase+0xff }
+
 // scanLine reports whether line needs a shell to mean what it says, or
 // why it can never be run. It follows POSIX sh quoting: nothing is
 // special inside single quotes; inside double quotes only '$', '`' and
-// '\' are.
-func scanLine(line string) (needsShell bool, err error) {
+// '\' are. ANSI-C quotes as runner.Quote writes them ($'a\nb', in a job
+// log's Command or --dry-run's lines) need no shell: plain is line with
+// each of them written in single quotes instead, for go-shellwords, which
+// does not read them (sh may not either: dash 0.5.12 does not).
+func scanLine(line string) (needsShell bool, plain string, err error) {
 	const (
-		plain = iota
+		unquoted = iota
 		single
 		double
 	)
-	state := plain
+	state := unquoted
 	wordStart := true    // the next character begins a word
 	firstWord := true    // still in the first word of the line
 	firstQuoted := false // the first word has quotes in it so far
+	var rewritten strings.Builder
+	copied := 0 // line[:copied] is in rewritten
 	for i := 0; i < len(line); i++ {
 		c := line[i]
+		if c == 0xf4 { // the first byte of escapeInvalid's runes
+			if r, _ := utf8.DecodeRuneInString(line[i:]); isEscapedByte(r) {
+				needsShell = true // escapeInvalid could not tell it from a byte
+			}
+		}
 		switch state {
 		case single:
 			if c == '\'' {
-				state = plain
+				state = unquoted
 			}
 			continue
 		case double:
 			switch c {
 			case '"':
-				state = plain
+				state = unquoted
 			case '\\':
 				needsShell = true
 				i++ // the next character is escaped
@@ -104,7 +164,17 @@ func scanLine(line string) (needsShell bool, err error) {
 		case '\\':
 			needsShell = true
 			i++ // the next character is escaped
-		case '|', '&', ';', '<', '>', '(', ')', '`', '$', '*', '?', '[', '\n', '\r':
+		case '$':
+			if text, n, ok := runner.UnquoteANSI(line[i:]); ok {
+				rewritten.WriteString(line[copied:i])
+				rewritten.WriteString("'" + strings.ReplaceAll(text, "'", `'"'"'`) + "'")
+				copied = i + n
+				i += n - 1
+				firstQuoted = firstQuoted || firstWord
+				continue
+			}
+			needsShell = true
+		case '|', '&', ';', '<', '>', '(', ')', '`', '*', '?', '[', '\n', '\r':
 			needsShell = true
 		case '~', '#':
 			if atStart {
@@ -119,11 +189,15 @@ func scanLine(line string) (needsShell bool, err error) {
 	}
 	switch state {
 	case single:
-		return false, errors.New("unterminated single quote")
+		return false, "", errors.New("unterminated single quote")
 	case double:
-		return false, errors.New("unterminated double quote")
+		return false, "", errors.New("unterminated double quote")
 	}
-	return needsShell, nil
+	if copied == 0 {
+		return needsShell, line, nil
+	}
+	rewritten.WriteString(line[copied:])
+	return needsShell, rewritten.String(), nil
 }
 
 // isName reports whether s is a shell variable name.

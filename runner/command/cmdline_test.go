@@ -27,6 +27,16 @@ func TestParseLine(t *testing.T) {
 		{`echo 'a;b|c>d'`, []string{"echo", "a;b|c>d"}},
 		{"echo a~b x#y", []string{"echo", "a~b", "x#y"}},
 		{`"FOO=1" env`, []string{"FOO=1", "env"}},
+		// ANSI-C quotes as runner.Quote writes them are read here: sh may
+		// be dash, which does not read them.
+		{`printf '[%s]' $'a\nb' x$'\e'"y" $'it\'s' $'\377'`, []string{"printf", "[%s]", "a\nb", "x\x1by", "it's", "\xff"}},
+		{`$'pr\151ntf' ok`, []string{"printf", "ok"}},
+		// Bytes of invalid UTF-8 run as they are, not as U+FFFD.
+		{"ls 'caf\xe9' \xff", []string{"ls", "caf\xe9", "\xff"}},
+		{"echo \U0010ffe9", sh("echo \U0010ffe9")},
+		// ... and left to the shell with escapes Quote does not write.
+		{`echo $'\x41'`, sh(`echo $'\x41'`)},
+		{`echo $'\u00e9' $'a\nb'`, sh(`echo $'\u00e9' $'a\nb'`)},
 		// Shell syntax goes to sh -c.
 		{"echo a | tr a b", sh("echo a | tr a b")},
 		{"echo a > out", sh("echo a > out")},
@@ -92,26 +102,32 @@ func TestQuote(t *testing.T) {
 	}
 }
 
+// Quote's words read back through a shell: sh reads every word without
+// control characters, and bash (ANSI-C quotes) every word.
 func TestQuoteRoundTripsThroughSh(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
-	items := []string{"plain", "a b", "it's", `"dq"`, "$(id)", "`id`", "a\nb", "\\", "*", "~", "-n", ""}
-	var script strings.Builder
-	script.WriteString("printf '[%s]'")
-	for _, it := range items {
-		script.WriteString(" " + runner.Quote(it))
-	}
-	out, err := exec.Command("sh", "-c", script.String()).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want strings.Builder
-	for _, it := range items {
-		want.WriteString("[" + it + "]")
-	}
-	if string(out) != want.String() {
-		t.Errorf("sh printed %q, want %q", out, want.String())
+	plain := []string{"plain", "a b", "it's", `"dq"`, "$(id)", "`id`", "\\", "*", "~", "-n", "", "caf\u00e9"}
+	controls := []string{"a\nb", "tab\t", "\x1b[2J", "it's\r\\", "\xff\u202e", "\x01\x7f", "$'x'"}
+	for _, tt := range []struct {
+		shell string
+		items []string
+	}{{"sh", plain}, {"bash", append(plain, controls...)}} {
+		if _, err := exec.LookPath(tt.shell); err != nil {
+			t.Logf("no %s: skipped", tt.shell)
+			continue
+		}
+		var script, want strings.Builder
+		script.WriteString("printf '[%s]'")
+		for _, it := range tt.items {
+			script.WriteString(" " + runner.Quote(it))
+			want.WriteString("[" + it + "]")
+		}
+		out, err := exec.Command(tt.shell, "-c", script.String()).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != want.String() {
+			t.Errorf("%s printed %q, want %q", tt.shell, out, want.String())
+		}
 	}
 }
 
