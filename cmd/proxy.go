@@ -101,10 +101,10 @@ The server has the last word, as with pace fetch:
 Clients come and go:
   A client that disconnects while its request waits spends nothing; one
   that disconnects mid-response frees its slot at once. A request body of
-  up to 64 KiB (with a length, or chunked) is read before the wait so that
-  a client gone is seen; a longer body, or one sent after Expect:
-  100-continue, streams upstream and its client is seen gone only once
-  the request is admitted. --max-wait D
+  up to 64 KiB (with a length, or chunked) is read before the wait; a
+  longer body, or one sent after Expect: 100-continue, streams upstream
+  once admitted, and on Linux its client's connection is looked at every
+  20ms while it waits. --max-wait D
   answers 429, with a Retry-After computed from the rules, to a request
   that would wait longer than D, so that clients' own retry logic works;
   without it, requests wait. The proxy answers 502 when the upstream

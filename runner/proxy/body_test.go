@@ -34,15 +34,26 @@ func holdUpstream(t *testing.T) (url string, release func(), bodied *atomic.Int6
 	return srv.URL, release, bodied
 }
 
-// A client that sends a small body (with a length, or chunked) and
-// closes its connection while the request waits for a -j slot is seen
-// gone: its request is never sent.
+// A client that sends a body and closes its connection (or resets it)
+// while the request waits for a -j slot is seen gone: its request is never
+// sent. A small body (with a length, or chunked) is read before the wait,
+// and net/http sees the close; a long one, one sent in part, or one that
+// waits for 100 Continue is not read, and the proxy looks at the socket.
 func TestBodiedClientGoneWhileWaitingForASlotSpendsNothing(t *testing.T) {
-	for _, head := range []string{
-		"POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
-		"PUT /gone HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	long := strings.Repeat("x", 2000)
+	for _, tc := range []struct {
+		name, head string
+		reset      bool
+	}{
+		{"POST", "POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", false},
+		{"PUT chunked", "PUT /gone HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", false},
+		{"long, in part", "POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + long, false},
+		{"long, in part, reset", "POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + long, true},
+		{"long chunked, in part", "PUT /gone HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n11000\r\n" + strings.Repeat("x", 0x11000) + "\r\n100\r\n" + long[:100], false},
+		{"100-continue", "POST /gone HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", false},
 	} {
-		t.Run(strings.Fields(head)[0], func(t *testing.T) {
+		head := tc.head
+		t.Run(tc.name, func(t *testing.T) {
 			url, release, bodied := holdUpstream(t)
 			tp := startProxy(t, url, "", 1, nil)
 			held := make(chan struct{})
@@ -59,6 +70,9 @@ func TestBodiedClientGoneWhileWaitingForASlotSpendsNothing(t *testing.T) {
 			}
 			io.WriteString(c, head)
 			eventually(t, "the request waiting", func() bool { return tp.p.Stats().Waiting == 1 })
+			if tc.reset {
+				c.(*net.TCPConn).SetLinger(0)
+			}
 			c.Close()
 			eventually(t, "the client seen gone", func() bool { return tp.p.Stats().Gone == 1 })
 			release()

@@ -354,7 +354,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
-	held, err := p.readBody(r)
+	held, whole, err := p.readBody(r)
 	defer p.unreserve(held)
 	if err != nil {
 		// The client closed its connection or sent a malformed body: net/http
@@ -387,6 +387,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	defer stop()
+	if !whole {
+		defer watchHangup(r, rq)()
+	}
 	p.waitingN.Add(1)
 	rq.ctx = requestCtx{Context: ctx, rq: rq}
 	ctx = &rq.ctx

@@ -40,7 +40,8 @@ import (
 
 // Server serves HTTP.Handler. Set HTTP, then call Serve; Shutdown and
 // Close stop both the loop and HTTP. Its methods are safe for concurrent
-// use.
+// use. Where the loop serves, Serve sets HTTP.ConnContext, so that a
+// handler can find its client's connection (ClientConn).
 //
 // The loop follows HTTP's MaxHeaderBytes, ReadHeaderTimeout (a head that
 // has not come whole that long after its first byte, or after the
@@ -63,6 +64,7 @@ type Server struct {
 	stopped  chan struct{} // closed by Shutdown and Close: the watcher stops
 	fallback sync.Once     // HTTP.Serve(handoff) started
 
+	isLean   bool        // the loop may serve (see lean), set by init
 	shutting atomic.Bool // Shutdown or Close called
 	watching atomic.Bool // the watcher runs (see watch.go)
 
@@ -83,14 +85,38 @@ func (s *Server) init() {
 		s.stopped = make(chan struct{})
 		s.lns = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
+		h := s.HTTP
+		s.isLean = h.TLSConfig == nil && h.ReadTimeout == 0 && h.WriteTimeout == 0 && h.ConnState == nil &&
+			h.ConnContext == nil && h.BaseContext == nil
+		if s.isLean {
+			h.ConnContext = withClientConn
+		}
 	})
 }
 
-// lean reports whether the loop may serve HTTP's connections at all.
-func (s *Server) lean() bool {
-	h := s.HTTP
-	return h.TLSConfig == nil && h.ReadTimeout == 0 && h.WriteTimeout == 0 && h.ConnState == nil &&
-		h.ConnContext == nil && h.BaseContext == nil
+// lean reports whether the loop may serve HTTP's connections at all, as
+// HTTP was when the server first served.
+func (s *Server) lean() bool { return s.isLean }
+
+// clientConnKey is the context key of a request's connection.
+type clientConnKey struct{}
+
+// withClientConn is HTTP's ConnContext: a request on a connection the loop
+// handed over can find its connection (ClientConn).
+func withClientConn(ctx context.Context, c net.Conn) context.Context {
+	if h, ok := c.(*handedConn); ok {
+		c = h.Conn
+	}
+	return context.WithValue(ctx, clientConnKey{}, c)
+}
+
+// ClientConn returns the client's connection of the request whose context
+// ctx is or derives from, for a request the loop handed to HTTP (one with
+// a body, an upgrade, ...): its socket, under the bytes net/http has not
+// read, for a look such as rawconn.HungUp. nil otherwise.
+func ClientConn(ctx context.Context) net.Conn {
+	c, _ := ctx.Value(clientConnKey{}).(net.Conn)
+	return c
 }
 
 // Serve accepts connections on ln and serves them until Shutdown or
