@@ -109,6 +109,49 @@ func TestSymlinkRefused(t *testing.T) {
 	}
 }
 
+// TestSlotsSwappedAfterOpen: the slots' directory, replaced by a link
+// once the store is open (by another member of the group), leads
+// nowhere: the slot files are made in the directory that was opened, and
+// a file of this user's where the link points is neither created nor
+// emptied.
+func TestSlotsSwappedAfterOpen(t *testing.T) {
+	dir := sharedDir(t)
+	s, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "y",
+		Rules: []throttle.Rule{{N: 5, Window: time.Second}}, GlobalJobs: 2, Jitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other := t.TempDir()
+	victim := filepath.Join(other, "0")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	slots := filepath.Join(dir, "y.slots")
+	if err := os.Rename(slots, filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, slots); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release()
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the file where the link points was changed to %q", b)
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 1 {
+		t.Errorf("%d files where the link points, want the 1 that was there", len(ents))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "moved")); len(ents) != 2 {
+		t.Errorf("%d slot files in the directory opened, want 2", len(ents))
+	}
+}
+
 // TestSharePermOwnFilesOnly: in a shared state directory, the store makes
 // the group's only the files this user owns and that have no other name:
 // a file of another user, or another file linked in, keeps its mode.

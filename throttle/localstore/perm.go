@@ -51,18 +51,25 @@ func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		}
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
+	if err := regular(f, path); err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, notAFile(path, fi.Mode())
 	}
 	// O_NONBLOCK means nothing for a regular file's reads, writes and
 	// locks.
 	return f, nil
+}
+
+// regular returns nil if f, opened at path, is a regular file; else it
+// closes f and says what is there.
+func regular(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notAFile(path, fi.Mode())
+	}
+	if err != nil {
+		_ = f.Close()
+	}
+	return err
 }
 
 // notAFile is the error for something at a store file's name that is

@@ -21,15 +21,44 @@ import (
 // for Inspect, and empties it before it lets go. The files are opened
 // once and kept open for the Store's life. It is safe for concurrent use.
 type slotSet struct {
-	dir string
+	dir  string
+	root *os.Root    // dir, opened once (see newSlotSet)
+	perm os.FileMode // of the slot files (permIn)
 
 	mu    sync.Mutex // held for a pass over the slots, a release, or close
 	files []*os.File // slot i's file, nil until first tried
 	busy  []bool     // slot i is held by this process
 }
 
-func newSlotSet(dir string, n int) *slotSet {
-	return &slotSet{dir: dir, files: make([]*os.File, n), busy: make([]bool, n)}
+// newSlotSet opens dir, the slot directory mkdirShared made, for n slots.
+// The directory is opened once, and checked to be the one at dir (not a
+// link), and every slot file is opened in it: a link that someone else
+// who may write the state directory puts in dir's place later leads
+// nowhere, and a link inside it cannot lead out of it (os.Root).
+func newSlotSet(dir string, n int) (*slotSet, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	in, err := root.Stat(".")
+	if err == nil {
+		var at os.FileInfo
+		if at, err = os.Lstat(dir); err == nil && !os.SameFile(in, at) {
+			err = notAFile(dir, at.Mode())
+			if at.IsDir() {
+				err = fmt.Errorf("%s was replaced while pace opened it", dir)
+			}
+		}
+	}
+	if err != nil {
+		_ = root.Close()
+		return nil, err
+	}
+	perm := os.FileMode(0o600)
+	if in.Mode().Perm()&0o020 != 0 {
+		perm = 0o660 // as permIn gives
+	}
+	return &slotSet{dir: dir, root: root, perm: perm, files: make([]*os.File, n), busy: make([]bool, n)}, nil
 }
 
 // slotPath returns the file of slot i.
@@ -50,7 +79,7 @@ func (ss *slotSet) tryTake(opened time.Time) (int, error) {
 		}
 		if f == nil {
 			var err error
-			if f, err = openShared(slotPath(ss.dir, i), os.O_RDWR|os.O_CREATE); err != nil {
+			if f, err = ss.open(i); err != nil {
 				return -1, err
 			}
 			ss.files[i] = f
@@ -72,6 +101,24 @@ func (ss *slotSet) tryTake(opened time.Time) (int, error) {
 		return i, nil
 	}
 	return -1, nil
+}
+
+// open opens slot i's file in the slot directory, as openShared opens a
+// file: a regular file only, the group's bits given where it is shared.
+func (ss *slotSet) open(i int) (*os.File, error) {
+	name := strconv.Itoa(i)
+	f, err := ss.root.OpenFile(name, os.O_RDWR|os.O_CREATE|openFlags, ss.perm)
+	if err != nil {
+		if fi, lerr := ss.root.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, notAFile(slotPath(ss.dir, i), fi.Mode())
+		}
+		return nil, err
+	}
+	if err := regular(f, slotPath(ss.dir, i)); err != nil {
+		return nil, err
+	}
+	sharePerm(f, ss.perm)
+	return f, nil
 }
 
 // release gives slot i back: empties its file, then unlocks it.
@@ -100,6 +147,7 @@ func (ss *slotSet) close() {
 		}
 		_ = f.Close() // releases the lock
 	}
+	_ = ss.root.Close()
 	ss.files, ss.busy = nil, nil
 }
 

@@ -206,11 +206,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			}
 			return nil, err
 		}
-		s.slots = newSlotSet(s.paths.slot, cf.GlobalJobs)
+		if s.slots, err = newSlotSet(s.paths.slot, cf.GlobalJobs); err != nil {
+			_ = s.present.Close()
+			if se := (*storeError)(nil); !errors.As(err, &se) {
+				err = unusableDir(cf.Dir, err)
+			}
+			return nil, err
+		}
 	}
 	if err := s.checkStored(ctx); err != nil {
 		s.txLock.close()
 		_ = s.present.Close()
+		if s.slots != nil {
+			s.slots.close()
+		}
 		return nil, err
 	}
 	return s, nil
