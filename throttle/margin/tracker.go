@@ -68,6 +68,11 @@ type tracker struct {
 	minLatency, minGap time.Duration
 	roundTrip          bool          // latencies are half round trips and the hand-over (Config.RoundTrip)
 	cut                time.Duration // how much sooner than their answers calls arrived at the latest (observeAnswered)
+	// oneWindow's summaries of the samples before built, blockSize at a
+	// time (see onewindow.go).
+	blocks    []block
+	built     int
+	blockHits int // blocks read, for the tests
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -139,12 +144,14 @@ func (m *tracker) started(at time.Time, latency time.Duration) {
 		i--
 	}
 	m.samples = slices.Insert(m.samples, i, lagSample{at: ns, lo: unknownLag, hi: unknownLag, pending: true, latency: latency, gap: unknownLag})
+	m.changed(i)
 }
 
 // forget drops the pending call admitted at at: it never left.
 func (m *tracker) forget(at time.Time) {
 	if i := m.pendingAt(at); i >= 0 {
 		m.samples = slices.Delete(m.samples, i, i+1)
+		m.changed(i)
 	}
 }
 
@@ -233,7 +240,7 @@ func (m *tracker) ended(at time.Time) (i int, lat, d, kept time.Duration) {
 // the margin from now on.
 func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 	m.samples[i] = s
-	m.sortTie(i)
+	m.changed(m.sortTie(i))
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
 	// not shifted at every call.
@@ -244,6 +251,7 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 	}
 	if old > 0 && old >= len(m.samples)/4 {
 		m.samples = slices.Delete(m.samples, 0, old)
+		m.changed(0)
 		old = 0
 		m.minLatency, m.minGap = leastOf(m.samples)
 	}
@@ -292,77 +300,13 @@ func leastOf(samples []lagSample) (latency, gap time.Duration) {
 	return latency, gap
 }
 
-// oneWindow returns what lateLeast returns for live (most, least) and
-// for the calls of live admitted from from on with upper set (bound),
-// where a group holds every sample: no window is complete (but perhaps
-// the first call's), so the lower pass has one window, the first call's,
-// and the upper pass counts, for each call, the calls after it (see
-// trailing). One pass from the newest call back does both, after one that
-// finds the least lag and m.underWay. The suffixes' least, lag plus
-// admission from a call on, is the same from whichever base it is
-// counted, so it needs no base.
-func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
-	least = unknownLag
-	var latest, stretched time.Duration
-	for i := range live {
-		if s := &live[i]; !s.pending {
-			least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
-		}
-	}
-	m.underWay = latest + m.floor + stretched
-	const none = math.MaxInt64
-	var (
-		minSeen   int64 = none // the least lo + at over the calls seen
-		firstSeen int64        // the admission of the first call seen
-		under     int          // calls under way
-		suffix    int64 = none // the least lag + at from j on, a call under way's lag 0
-		run             = time.Duration(math.MinInt64)
-		upper     int64 = none // from from on: the least arrival (hi + at) from j on
-	)
-	// runs[j] is the most, over the calls from j on, of suffix - at.
-	runs := slices.Grow(m.vals[:0], len(live))[:len(live)]
-	m.vals = runs
-	for j := len(live) - 1; j >= 0; j-- {
-		s := &live[j]
-		b := s.at
-		if !s.pending {
-			b += int64(s.lo)
-			minSeen, firstSeen = min(minSeen, b), s.at
-		} else {
-			under++
-		}
-		suffix = min(suffix, b)
-		run = max(run, time.Duration(suffix-s.at))
-		runs[j] = run
-		if s.at >= from {
-			switch {
-			case s.pending:
-				upper = min(upper, int64(s.latency+m.underWay)+s.at)
-			case s.hi != unknownLag:
-				upper = min(upper, int64(m.hiOf(s))+s.at)
-			}
-			if upper != none {
-				bound = max(bound, time.Duration(upper-s.at))
-			} else {
-				bound = unknownLag
-			}
-		}
-	}
-	if n := len(live) - under; n > 0 {
-		// As lateLeastOne: the window's least, then the last n calls'
-		// suffixes, those under way included.
-		most = max(0, time.Duration(minSeen-firstSeen), runs[len(live)-n])
-	}
-	return most, least, bound
-}
-
 // sortTie moves sample i among the samples admitted at the same instant,
 // so that they stand by their soonest lag, the calls under way last. A
 // server counts arrivals, not pace's order: of calls admitted together,
 // the one that arrives last is the one a window admitted later can
 // collide with, so it must stand last, where the windows that the calls
-// after it open begin.
-func (m *tracker) sortTie(i int) {
+// after it open begin. It returns the lowest index it changed.
+func (m *tracker) sortTie(i int) (lowest int) {
 	key := func(s lagSample) time.Duration {
 		if s.pending {
 			return unknownLag
@@ -373,10 +317,12 @@ func (m *tracker) sortTie(i int) {
 		m.samples[i-1], m.samples[i] = m.samples[i], m.samples[i-1]
 		i--
 	}
+	lowest = i
 	for i+1 < len(m.samples) && m.samples[i+1].at == m.samples[i].at && key(m.samples[i+1]) < key(m.samples[i]) {
 		m.samples[i+1], m.samples[i] = m.samples[i], m.samples[i+1]
 		i++
 	}
+	return lowest
 }
 
 // lateLeast returns the largest, over the samples x admitted from from on

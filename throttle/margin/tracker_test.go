@@ -518,6 +518,79 @@ func TestTrackerMatchesReference(t *testing.T) {
 	}
 }
 
+// As TestTrackerMatchesReference for runs like pace fetch's: a few calls
+// in flight, ending mostly in the order they started, so that the samples
+// before those under way have ended and oneWindow reads them from its
+// blocks (blockHits counts them).
+func TestTrackerMatchesReferenceInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	hits := 0
+	for run := range 10 {
+		floor := ms(float64(1 + rng.IntN(20)))
+		least := []time.Duration{floor, ms(float64(rng.IntN(10)))}[rng.IntN(2)]
+		longest := []time.Duration{ms(20), ms(50), time.Second}[rng.IntN(3)]
+		group := []int{2000, 100000}[rng.IntN(2)]
+		m, ref := newTracker(floor, least, longest, group), newRefTracker(floor, least, longest, group)
+		m.roundTrip = rng.IntN(2) == 0
+		ref.roundTrip = m.roundTrip
+		inFlight := 1 + rng.IntN(40)
+		now := t0
+		var pending []time.Time
+		for step := range 6000 {
+			now = now.Add(time.Duration(rng.IntN(200)) * time.Microsecond)
+			if rng.IntN(2000) == 0 {
+				now = now.Add(time.Duration(rng.IntN(20)) * time.Second) // samples leave the span
+			}
+			if len(pending) < inFlight && rng.IntN(3) > 0 {
+				at := now
+				if rng.IntN(8) == 0 && len(pending) > 0 {
+					at = pending[len(pending)-1] // a burst: the same instant
+				}
+				lat := time.Duration(rng.IntN(300)) * time.Microsecond
+				m.started(at, lat)
+				ref.started(at, lat)
+				pending = append(pending, at)
+				continue
+			}
+			if len(pending) == 0 {
+				continue
+			}
+			i := rng.IntN(min(len(pending), 3)) // mostly the oldest
+			if rng.IntN(50) == 0 {
+				i = rng.IntN(len(pending))
+			}
+			at := pending[i]
+			pending = append(pending[:i], pending[i+1:]...)
+			if rng.IntN(100) == 0 {
+				m.forget(at)
+				ref.forget(at)
+				continue
+			}
+			lag := time.Duration(rng.ExpFloat64() * float64(300*time.Microsecond))
+			var got, want time.Duration
+			if rng.IntN(4) > 0 {
+				answered := lag + time.Duration(rng.ExpFloat64()*float64(500*time.Microsecond))
+				newConn := rng.IntN(40) == 0
+				got, want = m.observeAnswered(now, at, lag, answered, newConn), ref.observeAnswered(now, at, lag, answered, newConn)
+			} else {
+				runtime := lag + time.Duration(rng.IntN(2000))*time.Microsecond
+				got, want = m.observe(now, at, lag, runtime), ref.observe(now, at, lag, runtime)
+			}
+			if got != want {
+				t.Fatalf("run %d (floor %v, least %v, window %v, group %d, in flight %d), step %d: margin %v, want %v",
+					run, floor, least, longest, group, inFlight, step, got, want)
+			}
+		}
+		hits += m.blockHits
+	}
+	if hits == 0 {
+		t.Error("oneWindow read no block: the test does not cover them")
+	}
+	if testing.Verbose() {
+		t.Logf("blocks read: %d", hits)
+	}
+}
+
 // BenchmarkMarginTrackerFetch is BenchmarkMarginTrackerFull for pace
 // fetch, whose least is the floor, under a rule that never binds (a group
 // larger than the samples kept).

@@ -1,0 +1,247 @@
+package margin
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// The one window, in blocks.
+//
+// Where a group holds every sample (a rule that does not bind, the case of
+// pace fetch under a generous limit), every observation asks the same of
+// all the samples kept, up to maxLagSamples: the least and latest lags,
+// and, for each call, the least of a lag plus admission over it and the
+// calls after it (a suffix minimum), less its own admission. Asked
+// sample by sample that is a pass over a thousand samples a call, a tenth
+// of pace fetch's CPU. But only the calls under way and those after the
+// first of them change from one observation to the next; the samples
+// before, all ended, are summarised once, blockSize at a time, and a
+// block answers for any suffix minimum coming from its right in a binary
+// search: its own suffix minima rise from left to right, so those below
+// the incoming one are its own (their best is a prefix maximum), and the
+// rest take the incoming one, best at the block's first admission above
+// them. A block is built when all its samples have ended, and dropped
+// (with every block after it) when a sample at or before its end changes
+// (changed); the latest bounds, which subtract the tracker's cut, are
+// rebuilt when the cut has moved. TestTrackerMatchesReference checks the
+// margins against the plain recomputation.
+
+// blockSize is the samples a block summarises.
+const blockSize = 32
+
+// block summarises blockSize ended samples.
+type block struct {
+	minLo, maxLo, maxStretch time.Duration
+	minB                     int64 // the least lo + at
+	// sufB[k] is the least lo + at over samples k.. of the block; preB[k]
+	// the most of sufB[i] - at over i <= k. sufA and preA are the same for
+	// the latest bound plus admission (hiOf + at; none where hi is not
+	// known), computed with the cut cut.
+	sufB, preB [blockSize]int64
+	sufA, preA [blockSize]int64
+	cut        time.Duration
+}
+
+// none stands for a minimum over nothing.
+const none = math.MaxInt64
+
+// changed says that the samples from index i on have changed: the blocks
+// that hold them are dropped.
+func (m *tracker) changed(i int) {
+	m.built = min(m.built, i/blockSize*blockSize)
+}
+
+// buildBlocks summarises the samples after m.built, a block at a time,
+// while a whole block of them has ended.
+func (m *tracker) buildBlocks() {
+	for m.built+blockSize <= len(m.samples) {
+		seg := m.samples[m.built : m.built+blockSize]
+		for i := range seg {
+			if seg[i].pending {
+				return
+			}
+		}
+		bi := m.built / blockSize
+		if bi == len(m.blocks) {
+			m.blocks = append(m.blocks, block{})
+		}
+		b := &m.blocks[bi]
+		b.minLo, b.maxLo, b.maxStretch = unknownLag, 0, 0
+		suffix := int64(none)
+		for k := blockSize - 1; k >= 0; k-- {
+			s := &seg[k]
+			b.minLo, b.maxLo, b.maxStretch = min(b.minLo, s.lo), max(b.maxLo, s.lo), max(b.maxStretch, s.stretch)
+			suffix = min(suffix, s.at+int64(s.lo))
+			b.sufB[k] = suffix
+		}
+		b.minB = suffix
+		prefixMost(&b.preB, &b.sufB, seg)
+		m.buildA(b, seg)
+		m.built += blockSize
+	}
+}
+
+// buildA computes b's latest bounds, with the tracker's cut.
+func (m *tracker) buildA(b *block, seg []lagSample) {
+	suffix := int64(none)
+	for k := blockSize - 1; k >= 0; k-- {
+		if s := &seg[k]; s.hi != unknownLag {
+			suffix = min(suffix, int64(m.hiOf(s))+s.at)
+		}
+		b.sufA[k] = suffix
+	}
+	prefixMost(&b.preA, &b.sufA, seg)
+	b.cut = m.cut
+}
+
+// prefixMost sets pre[k] to the most of suf[i] - seg[i].at over i <= k.
+func prefixMost(pre, suf *[blockSize]int64, seg []lagSample) {
+	most := int64(math.MinInt64)
+	for k := range pre {
+		most = max(most, suf[k]-seg[k].at)
+		pre[k] = most
+	}
+}
+
+// blockMost returns the most, over the samples k of a block (seg), of
+// min(suf[k], x) - seg[k].at: suf rises with k, so below the first k
+// whose suf exceeds x the most is pre's, and from it on x's at that k.
+// x is not none.
+func blockMost(suf, pre *[blockSize]int64, seg []lagSample, x int64) time.Duration {
+	r := 0 // the first k with suf[k] > x
+	switch {
+	case x >= suf[blockSize-1]:
+		r = blockSize
+	case x >= suf[0]:
+		lo, hi := 1, blockSize-1
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); suf[mid] <= x {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		r = lo
+	}
+	most := int64(math.MinInt64)
+	if r > 0 {
+		most = pre[r-1]
+	}
+	if r < blockSize {
+		most = max(most, x-seg[r].at)
+	}
+	return time.Duration(most)
+}
+
+// oneWindow returns what lateLeast returns for live (most, least) and
+// for the calls of live admitted from from on with upper set (bound),
+// where a group holds every sample: no window is complete (but perhaps
+// the first call's), so the lower pass has one window, the first call's,
+// and the upper pass counts, for each call, the calls after it (see
+// trailing). One pass from the newest call back does both, after one that
+// finds the least lag and m.underWay. The suffixes' least, lag plus
+// admission from a call on, is the same from whichever base it is
+// counted, so it needs no base. live is the end of m.samples; the ended
+// samples before the first under way are read from their blocks.
+func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
+	m.buildBlocks()
+	first, end := len(m.samples)-len(live), len(m.samples)
+	fb := (first + blockSize - 1) / blockSize // the first block wholly in live
+	lb := m.built / blockSize                 // after the last block built
+	headEnd, tailStart := end, end            // live is head, blocks fb..lb-1, tail
+	if fb < lb {
+		headEnd, tailStart = fb*blockSize, lb*blockSize
+	} else {
+		fb, lb = 0, 0
+	}
+
+	least = unknownLag
+	var latest, stretched time.Duration
+	under := 0 // calls under way
+	ends := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if s := &m.samples[i]; s.pending {
+				under++
+			} else {
+				least, latest, stretched = min(least, s.lo), max(latest, s.lo), max(stretched, s.stretch)
+			}
+		}
+	}
+	ends(first, headEnd)
+	for bi := fb; bi < lb; bi++ {
+		b := &m.blocks[bi]
+		least, latest, stretched = min(least, b.minLo), max(latest, b.maxLo), max(stretched, b.maxStretch)
+	}
+	ends(tailStart, end)
+	m.underWay = latest + m.floor + stretched
+
+	fromAt, _ := slices.BinarySearchFunc(live, from, func(s lagSample, t int64) int {
+		if s.at < t {
+			return -1
+		}
+		return 1
+	})
+	fromAt += first // the first sample admitted from from on
+	runFrom := first + under
+	var (
+		minSeen   int64 = none // the least lo + at over the calls seen
+		firstSeen int64        // the admission of the first call seen
+		suffix    int64 = none // the least lag + at from j on, a call under way's lag 0
+		run             = time.Duration(math.MinInt64)
+		upper     int64 = none // from from on: the least arrival (hi + at) from j on
+	)
+	// back scans the samples hi-1 down to lo one by one.
+	back := func(lo, hi int) {
+		for j := hi - 1; j >= lo; j-- {
+			s := &m.samples[j]
+			b := s.at
+			if !s.pending {
+				b += int64(s.lo)
+				minSeen, firstSeen = min(minSeen, b), s.at
+			}
+			suffix = min(suffix, b)
+			if j >= runFrom {
+				run = max(run, time.Duration(suffix-s.at))
+			}
+			if j >= fromAt {
+				switch {
+				case s.pending:
+					upper = min(upper, int64(s.latency+m.underWay)+s.at)
+				case s.hi != unknownLag:
+					upper = min(upper, int64(m.hiOf(s))+s.at)
+				}
+				if upper != none {
+					bound = max(bound, time.Duration(upper-s.at))
+				} else {
+					bound = unknownLag
+				}
+			}
+		}
+	}
+	back(tailStart, end)
+	for bi := lb - 1; bi >= fb; bi-- {
+		lo := bi * blockSize
+		b, seg := &m.blocks[bi], m.samples[lo:lo+blockSize]
+		if lo < runFrom || lo < fromAt || upper == none || suffix == none {
+			back(lo, lo+blockSize) // a block in part, or one that ends the suffixes
+			continue
+		}
+		m.blockHits++
+		minSeen, firstSeen = min(minSeen, b.minB), seg[0].at
+		run = max(run, blockMost(&b.sufB, &b.preB, seg, suffix))
+		suffix = min(suffix, b.sufB[0])
+		if b.cut != m.cut {
+			m.buildA(b, seg)
+		}
+		bound = max(bound, blockMost(&b.sufA, &b.preA, seg, upper))
+		upper = min(upper, b.sufA[0])
+	}
+	back(first, headEnd)
+	if n := len(live) - under; n > 0 {
+		// As lateLeastOne: the window's least, then the last n calls'
+		// suffixes, those under way included.
+		most = max(0, time.Duration(minSeen-firstSeen), run)
+	}
+	return most, least, bound
+}
