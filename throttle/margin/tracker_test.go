@@ -525,7 +525,7 @@ func TestTrackerMatchesReference(t *testing.T) {
 func TestTrackerMatchesReferenceInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	hits := 0
-	for run := range 10 {
+	for run := range 6 {
 		floor := ms(float64(1 + rng.IntN(20)))
 		least := []time.Duration{floor, ms(float64(rng.IntN(10)))}[rng.IntN(2)]
 		longest := []time.Duration{ms(20), ms(50), time.Second}[rng.IntN(3)]
@@ -536,7 +536,7 @@ func TestTrackerMatchesReferenceInOrder(t *testing.T) {
 		inFlight := 1 + rng.IntN(40)
 		now := t0
 		var pending []time.Time
-		for step := range 6000 {
+		for step := range 3000 {
 			now = now.Add(time.Duration(rng.IntN(200)) * time.Microsecond)
 			if rng.IntN(2000) == 0 {
 				now = now.Add(time.Duration(rng.IntN(20)) * time.Second) // samples leave the span
