@@ -28,16 +28,12 @@ type pollFd struct {
 // its writing, and still reads, counts as gone too, as net/http's server
 // counts it.
 func HungUp(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := syscallConn(c)
 	if !ok {
 		return false
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
 	hung := false
-	err = rc.Control(func(fd uintptr) {
+	err := rc.Control(func(fd uintptr) {
 		p := pollFd{fd: int32(fd), events: pollRDHup}
 		var zero syscall.Timespec // do not wait
 		n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&p)), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)

@@ -13,20 +13,26 @@ import (
 // that the server closed meanwhile is found so before a request is
 // written on it, not after, when the request may have been read.
 func Closed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := syscallConn(c)
 	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return false
 	}
 	closed := false
 	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		closed = n > 0 || err == nil || err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
 		return true // never wait
 	})
 	return closed || err != nil
+}
+
+// syscallConn returns c's socket, if it has one.
+func syscallConn(c net.Conn) (syscall.RawConn, bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	return rc, err == nil
 }
