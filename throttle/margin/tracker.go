@@ -73,6 +73,7 @@ type tracker struct {
 	blocks    []block
 	built     int
 	blockHits int // blocks read, for the tests
+	old       int // the samples before it no longer counted at the last call
 }
 
 // lagSample is one call's lag: admitted at at, it left no sooner than lo
@@ -244,15 +245,22 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 	// Samples older than the span, or beyond the most kept, no longer
 	// count; they are dropped a quarter at a time, so that the slice is
 	// not shifted at every call.
+	// Those no longer counting are a prefix (admissions rise with the
+	// index): its end moves from where it was at the last call.
 	first := now.UnixNano() - int64(m.span)
-	old := 0
-	for old < len(m.samples)-1 && (m.samples[old].at < first || len(m.samples)-old > maxLagSamples) {
+	gone := func(i int) bool { return m.samples[i].at < first || len(m.samples)-i > maxLagSamples }
+	old := min(m.old, len(m.samples)-1)
+	for old > 0 && !gone(old-1) {
+		old--
+	}
+	for old < len(m.samples)-1 && gone(old) {
 		old++
 	}
+	m.old = old
 	if old > 0 && old >= len(m.samples)/4 {
 		m.samples = slices.Delete(m.samples, 0, old)
 		m.changed(0)
-		old = 0
+		old, m.old = 0, 0
 		m.minLatency, m.minGap = leastOf(m.samples)
 	}
 	m.cut = 0
