@@ -34,6 +34,28 @@ func holdUpstream(t *testing.T) (url string, release func(), bodied *atomic.Int6
 	return srv.URL, release, bodied
 }
 
+// waitBehindHeld has a GET of /hold take tp's only slot (held is closed
+// once it is answered), then sends head on a connection of its own and
+// returns that connection once its request waits for the slot.
+func waitBehindHeld(t *testing.T, tp *testProxy, head string) (c net.Conn, held <-chan struct{}) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.Get(tp.url + "/hold"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	eventually(t, "the slot held", func() bool { return tp.p.Stats().InFlight == 1 })
+	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, head)
+	eventually(t, "the request waiting", func() bool { return tp.p.Stats().Waiting == 1 })
+	return c, done
+}
+
 // A client that sends a body and closes its connection (or resets it)
 // while the request waits for a -j slot is seen gone: its request is never
 // sent. A small body (with a length, or chunked) is read before the wait,
@@ -56,20 +78,7 @@ func TestBodiedClientGoneWhileWaitingForASlotSpendsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, release, bodied := holdUpstream(t)
 			tp := startProxy(t, url, "", 1, nil)
-			held := make(chan struct{})
-			go func() {
-				defer close(held)
-				if resp, err := http.Get(tp.url + "/hold"); err == nil {
-					resp.Body.Close()
-				}
-			}()
-			eventually(t, "the slot held", func() bool { return tp.p.Stats().InFlight == 1 })
-			c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.WriteString(c, head)
-			eventually(t, "the request waiting", func() bool { return tp.p.Stats().Waiting == 1 })
+			c, held := waitBehindHeld(t, tp, head)
 			if tc.reset {
 				c.(*net.TCPConn).SetLinger(0)
 			}
@@ -156,21 +165,8 @@ func TestBodiesGoUpstreamWholeAndLongOnesStream(t *testing.T) {
 func TestExpectContinueIsNotAnsweredBeforeTheAdmission(t *testing.T) {
 	url, release, _ := holdUpstream(t)
 	tp := startProxy(t, url, "", 1, nil)
-	held := make(chan struct{})
-	go func() {
-		defer close(held)
-		if resp, err := http.Get(tp.url + "/hold"); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	eventually(t, "the slot held", func() bool { return tp.p.Stats().InFlight == 1 })
-	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, held := waitBehindHeld(t, tp, "POST /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
 	defer c.Close()
-	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	eventually(t, "the request waiting", func() bool { return tp.p.Stats().Waiting == 1 })
 	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	if b, err := c.Read(make([]byte, 64)); err == nil || b > 0 {
 		t.Fatalf("the client got %d bytes while its request waited for the slot, want none", b)

@@ -11,35 +11,46 @@ import (
 	"testing"
 )
 
-// An upstream that drops each connection after one answer, without
-// saying so (no Connection: close): the proxy's kept connection is stale
-// at the next request, which goes again on a fresh one and is answered.
-func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
+// rawUpstream is an upstream that speaks HTTP by hand: it serves each
+// connection with serve, on a goroutine, and closes it after, until the
+// test ends. It returns its URL.
+func rawUpstream(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	var conns atomic.Int32
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			conns.Add(1)
 			go func() {
 				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				body := "answer to " + req.URL.Path
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				serve(c)
 			}()
 		}
 	}()
-	tp := startProxy(t, "http://"+ln.Addr().String(), "", 0, nil)
+	return "http://" + ln.Addr().String()
+}
+
+// An upstream that drops each connection after one answer, without
+// saying so (no Connection: close): the proxy's kept connection is stale
+// at the next request, which goes again on a fresh one and is answered.
+func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
+	var conns atomic.Int32
+	up := rawUpstream(t, func(c net.Conn) {
+		conns.Add(1)
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		body := "answer to " + req.URL.Path
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	tp := startProxy(t, up, "", 0, nil)
 	for i := range 5 {
 		path := fmt.Sprintf("/r%d", i)
 		if code, body := tp.get(t, path); code != 200 || body != "answer to "+path {
@@ -104,33 +115,19 @@ func TestDirectPathFramings(t *testing.T) {
 // An upstream whose headers never end is a bad gateway once they pass
 // 10 MiB; the proxy holds a buffer of them, not all.
 func TestEndlessResponseHeadersAre502(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
+	up := rawUpstream(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Endless: " + strings.Repeat("a", 1<<10) + "\r\n"
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.WriteString(c, line); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\n")
-				line := "X-Endless: " + strings.Repeat("a", 1<<10) + "\r\n"
-				for {
-					if _, err := io.WriteString(c, line); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	tp := startProxy(t, "http://"+ln.Addr().String(), "", 0, nil)
+	})
+	tp := startProxy(t, up, "", 0, nil)
 	if code, body := tp.get(t, "/"); code != http.StatusBadGateway {
 		t.Errorf("endless headers: %d %q, want 502", code, body)
 	}
@@ -140,27 +137,13 @@ func TestEndlessResponseHeadersAre502(t *testing.T) {
 // characters escaped: it is printed in pace's lines (-v, failures), and
 // must not drive the terminal.
 func TestUpstreamReasonIsEscaped(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 404 \x1b]0;pwned\x07 Gone\r\nContent-Length: 0\r\n\r\n")
-			}()
+	up := rawUpstream(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	tp := startProxy(t, "http://"+ln.Addr().String(), "", 0, nil)
+		io.WriteString(c, "HTTP/1.1 404 \x1b]0;pwned\x07 Gone\r\nContent-Length: 0\r\n\r\n")
+	})
+	tp := startProxy(t, up, "", 0, nil)
 	if code, _ := tp.get(t, "/x"); code != 404 {
 		t.Fatalf("GET /x: %d, want the upstream's 404", code)
 	}
