@@ -27,7 +27,17 @@ import (
 // permIn returns the permission of a file the store creates in dir, and
 // of a directory it creates there.
 func permIn(dir string) (file, subdir os.FileMode) {
-	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o020 != 0 {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return permFor(0)
+	}
+	return permFor(st.Mode())
+}
+
+// permFor is permIn for a directory of mode dir: the group's if the
+// group may write in it, else the user's alone.
+func permFor(dir os.FileMode) (file, subdir os.FileMode) {
+	if dir.Perm()&0o020 != 0 {
 		return 0o660, 0o770
 	}
 	return 0o600, 0o700

@@ -54,10 +54,7 @@ func newSlotSet(dir string, n int) (*slotSet, error) {
 		_ = root.Close()
 		return nil, err
 	}
-	perm := os.FileMode(0o600)
-	if in.Mode().Perm()&0o020 != 0 {
-		perm = 0o660 // as permIn gives
-	}
+	perm, _ := permFor(in.Mode())
 	return &slotSet{dir: dir, root: root, perm: perm, files: make([]*os.File, n), busy: make([]bool, n)}, nil
 }
 
