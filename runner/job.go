@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -247,8 +246,8 @@ func Quote(s string) string {
 		switch {
 		case s[i] == '\\' || s[i] == '\'':
 			writeEscape(&b, s[i])
-		case r != utf8.RuneError && r >= ' ' && strconv.IsPrint(r) || r == utf8.RuneError && size == 3:
-			b.WriteString(s[i : i+size]) // U+FFFD itself is printable
+		case shownRaw(r, size):
+			b.WriteString(s[i : i+size])
 		default:
 			for _, c := range []byte(s[i : i+size]) {
 				writeEscape(&b, c)
@@ -267,7 +266,7 @@ func needsANSI(s string) bool {
 			return true
 		} else if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 || !strconv.IsPrint(r) {
+			if !shownRaw(r, size) {
 				return true
 			}
 			i += size - 1

@@ -32,7 +32,7 @@ func Printable(s string, lines bool) string {
 			b.WriteRune(r)
 		case lines && r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
 			// the '\n' follows
-		case r == ' ' || r != '\t' && r != '\n' && strconv.IsPrint(r):
+		case shownRaw(r, size):
 			b.WriteString(s[i : i+size])
 		default:
 			q := strconv.QuoteRune(r)
@@ -41,6 +41,13 @@ func Printable(s string, lines bool) string {
 		i += size
 	}
 	return b.String()
+}
+
+// shownRaw reports whether the rune r, size bytes of UTF-8, is one that
+// Printable and Quote write as it is: graphic or the space
+// (strconv.IsPrint), and not a byte of invalid UTF-8.
+func shownRaw(r rune, size int) bool {
+	return strconv.IsPrint(r) && (r != utf8.RuneError || size > 1)
 }
 
 // isPlain reports whether s holds only printable ASCII (and, with lines,
