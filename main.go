@@ -6,10 +6,14 @@ import (
 	"os"
 
 	"github.com/pace-cli/pace/cmd"
+	"github.com/pace-cli/pace/internal/gctune"
 	// Huge pages for start-up's heap: about 200 fewer page faults a call.
 	_ "github.com/pace-cli/pace/internal/hugeheap"
 )
 
 func main() {
+	// A fixed headroom for the collector while the heap is small: two or
+	// three collections for 5,000 fetches instead of twelve.
+	gctune.Start()
 	os.Exit(cmd.Main())
 }
