@@ -22,6 +22,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // Headroom is how far past the live heap its goal is set while the live
@@ -52,8 +53,7 @@ var (
 	once sync.Once
 	// tuned, if set, is called after each retuning with the percentage
 	// set (tests).
-	tuned func(int)
-	live  = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	tuned atomic.Pointer[func(int)]
 )
 
 // Start sets the percentage now and after every collection, unless the
@@ -81,14 +81,17 @@ func arm() {
 // retune sets the percentage for the live heap the last collection
 // found, and arms the next sentinel.
 func retune() {
+	// A sample of its own: cleanups may run in parallel (none of these
+	// do, as each arms the next only when done, but nothing is shared).
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(live)
 	p := 100
 	if live[0].Value.Kind() == metrics.KindUint64 {
 		p = Percent(live[0].Value.Uint64())
 	}
 	debug.SetGCPercent(p)
-	if tuned != nil {
-		tuned(p)
+	if f := tuned.Load(); f != nil {
+		(*f)(p)
 	}
 	arm()
 }

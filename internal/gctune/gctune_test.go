@@ -57,13 +57,14 @@ func TestStartRetunes(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
 	got := make(chan int, 64)
-	tuned = func(p int) {
+	report := func(p int) {
 		select {
 		case got <- p:
 		default:
 		}
 	}
-	defer func() { tuned = nil }()
+	tuned.Store(&report)
+	defer tuned.Store(nil)
 	Start()
 	keep := make([][]byte, 12)
 	for i := range keep {
