@@ -81,9 +81,13 @@ func TestMetricsDuringRun(t *testing.T) {
 	})
 	waitFor(t, "5 requests answered", func() bool { return served.Load() == 5 })
 	var m map[string]float64
-	waitFor(t, "5 items ok in the metrics", func() bool {
+	// The sixth call is admitted after the fifth (the pool asks once the
+	// one before holds its place), so the fifth can be answered and
+	// counted first: wait for the state the held request makes, 5 ok and
+	// the sixth admitted and in flight.
+	waitFor(t, "5 items ok and the sixth in flight in the metrics", func() bool {
 		m = scrape(t, url)
-		return m[`pace_calls_total{outcome="ok"}`] == 5
+		return m[`pace_calls_total{outcome="ok"}`] == 5 && m["pace_calls_admitted_total"] == 6 && m["pace_in_flight"] == 1
 	})
 	for name, want := range map[string]float64{
 		"pace_calls_admitted_total":           6,
