@@ -8,6 +8,8 @@
 #   scripts/bench.sh            # everything (about 20 minutes on 2 cores)
 #   QUICK=1 scripts/bench.sh    # fewer repetitions (about 8 minutes)
 #   KEEP=DIR scripts/bench.sh   # also keep every run's summaries and logs in DIR
+#   FLEETS=40 ONLY=slowlink KEEP=DIR scripts/bench.sh  # more fleet runs (10), all kept:
+#                                   # a rare refusal's job logs and the server's arrivals
 #   OUT=FILE scripts/bench.sh   # write FILE instead of docs/benchmarks.md
 #   PACE_BIN=FILE scripts/bench.sh  # measure this pace binary instead of building one
 #   ONLY=run,exec scripts/bench.sh  # only these scenarios (run: pace run vs xargs and
@@ -26,11 +28,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 reps=${REPS:-3}  # runs of each comparison
-fleets=10        # runs of each fleet scenario (issues #10 and #14)
+fleets=${FLEETS:-10} # runs of each fleet scenario (issues #10, #14 and #22's slow links)
 accs=5           # runs of each 30-call accuracy scenario at the default margin
 quick=""
 if [ -n "${QUICK:-}" ]; then
-	reps=1 fleets=2 accs=2 quick=" (QUICK=1)"
+	reps=1 fleets=${FLEETS:-2} accs=2 quick=" (QUICK=1)"
 fi
 out=${OUT:-docs/benchmarks.md}
 [ -n "${ONLY:-}" ] && out=${OUT:-/dev/stdout}
@@ -759,7 +761,7 @@ fleet_slow() {
 	done
 	for p in 1 2 3 4; do
 		"$pace" fetch -r 20/1s -r 60/5s ${margin:+--margin "$margin"} -j "$jobs" --retries 0 --summary none \
-			--summary-file "$tmp/runs/slow-$run-$p.json" \
+			--summary-file "$tmp/runs/slow-$run-$p.json" --joblog "$tmp/runs/slow-$run-$p.joblog" \
 			--redis "redis://127.0.0.1:${rports[p]}" --key "slow$run" -a "$tmp/slow$p" >/dev/null 2>>"$tmp/runs/slow-$run-$p.err" &
 		fp+=("$!")
 	done
@@ -829,7 +831,7 @@ scenario_slowlink() {
 		add "| $d ± $j, \`-j 8\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
 	done
 	add ""
-	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN -a slowP (-j 8, --margin M in the rows that say so)   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
+	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN --joblog slowP.log -a slowP (-j 8, --margin M in the rows that say so)   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
 }
 
 # scenario_throttle: package throttle's Go benchmarks against
