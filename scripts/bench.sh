@@ -9,7 +9,7 @@
 #   QUICK=1 scripts/bench.sh    # fewer repetitions (about 8 minutes)
 #   KEEP=DIR scripts/bench.sh   # also keep every run's summaries and logs in DIR
 #   FLEETS=40 ONLY=slowlink KEEP=DIR scripts/bench.sh  # more fleet runs (10), all kept:
-#                                   # a rare refusal's job logs and the server's arrivals
+#                                   # a rare refusal's job logs and the server's record of every request
 #   SLOWLINKS=40ms FLEETS=40 ONLY=slowlink KEEP=DIR scripts/bench.sh  # only the 40±15 ms
 #                                   # link's runs (SLOWLINKS=20ms: only 20±5 ms), no variants
 #   OUT=FILE scripts/bench.sh   # write FILE instead of docs/benchmarks.md
@@ -86,7 +86,7 @@ start_strict() {
 	local rules=$1
 	shift
 	rm -f "$tmp/port"
-	"$tmp/strictd" -rules "$rules" -portfile "$tmp/port" -calls "$tmp/runs/calls-$run" "$@" >"$tmp/strictd.out" &
+	"$tmp/strictd" -rules "$rules" -portfile "$tmp/port" -calls "$tmp/runs/calls-$run" -requests "$tmp/runs/requests-$run" "$@" >"$tmp/strictd.out" &
 	strict_pid=$!
 	pids+=("$strict_pid")
 	for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done

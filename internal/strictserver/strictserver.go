@@ -91,6 +91,16 @@ type Options struct {
 	// it as usage.total_tokens.
 	CostParam   string
 	UsageFactor float64
+	// Record keeps every request as the server decided it, for Requests:
+	// a refusal can then be read next to the calls around it.
+	Record bool
+}
+
+// Request is one request as a Server with Options.Record decided it.
+type Request struct {
+	At      time.Time // its arrival time, as the rules counted it
+	Path    string    // the request URI
+	Outcome string    // "accepted", "refused" or "reset"
 }
 
 // Stats counts what a Server has seen.
@@ -122,6 +132,7 @@ type Server struct {
 	costs    []int       // their costs, parallel to arrivals
 	refused  int64
 	reset    int64
+	requests []Request // with Options.Record, in arrival order
 }
 
 // New returns a Server enforcing opts.Rules, which must be valid.
@@ -169,6 +180,14 @@ func (s *Server) Arrivals() []time.Time {
 	return slices.Clone(s.arrivals)
 }
 
+// Requests returns a copy of the requests seen so far, in arrival order,
+// if Options.Record is set; else nil.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
 // verdict is what ServeHTTP decided under the mutex.
 type verdict int
 
@@ -178,6 +197,8 @@ const (
 	refuseFirst
 	resetConn
 )
+
+var outcomes = [...]string{accept: "accepted", refuseRule: "refused", refuseFirst: "refused", resetConn: "reset"}
 
 // ServeHTTP admits or refuses r; see the package comment.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -204,6 +225,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		i := countTo(s.arrivals, now)
 		s.arrivals = slices.Insert(s.arrivals, i, now)
 		s.costs = slices.Insert(s.costs, i, cost)
+	}
+	if s.opts.Record {
+		s.requests = append(s.requests, Request{At: now, Path: r.URL.RequestURI(), Outcome: outcomes[v]})
 	}
 	if (s.opts.Headers != NoHeaders || s.opts.Policy) && v != resetConn {
 		s.setHeaders(w.Header(), now)

@@ -1,12 +1,14 @@
 // Command strictd runs a strictserver on loopback for benchmark scripts.
 //
-//	strictd -rules 5/s,12/3s [-addr 127.0.0.1:0] [-portfile FILE] [-delay 10ms] [-calls FILE]
+//	strictd -rules 5/s,12/3s [-addr 127.0.0.1:0] [-portfile FILE] [-delay 10ms] [-calls FILE] [-requests FILE]
 //
 // It writes the port it listens on to FILE (atomically, with a newline),
 // serves GET /stats as JSON without counting it as an arrival, and on
 // SIGINT or SIGTERM writes the accepted arrivals to the -calls file (one
-// line "UNIXNANO COST" each, in arrival order), prints the same JSON as
-// one line to stdout and exits 0:
+// line "UNIXNANO COST" each, in arrival order) and every request to the
+// -requests file (one line "UNIXNANO OUTCOME PATH" each, in arrival order;
+// OUTCOME is accepted, refused or reset), prints the same JSON as one
+// line to stdout and exits 0:
 //
 //	{"accepted":30,"refused":0,"reset":0,"first":1700000000000000000,
 //	 "last":1700000007000000000,"makespan":7,"makespan_ns":7000000000}
@@ -53,6 +55,7 @@ func run(args []string) error {
 	costParam := fs.String("cost-param", "", "query `parameter` carrying each request's cost, for cost rules (cost:100/s); answers are then JSON with usage.total_tokens")
 	usage := fs.Float64("usage-factor", 0, "report usage.total_tokens as the cost times `F` (a true cost other than the estimate)")
 	calls := fs.String("calls", "", "on exit, write the accepted arrivals to `file`: lines \"UNIXNANO COST\" in arrival order")
+	requests := fs.String("requests", "", "on exit, write every request to `file`: lines \"UNIXNANO OUTCOME PATH\" in arrival order (OUTCOME: accepted, refused, reset)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,7 +64,7 @@ func run(args []string) error {
 		return err
 	}
 	srv, err := strictserver.New(strictserver.Options{Rules: rules, Delay: *delay, RuleRetryAfter: *retryAfter,
-		Policy: *policy, CostParam: *costParam, UsageFactor: *usage})
+		Policy: *policy, CostParam: *costParam, UsageFactor: *usage, Record: *requests != ""})
 	if err != nil {
 		return err
 	}
@@ -112,6 +115,15 @@ func run(args []string) error {
 			fmt.Fprintf(&b, "%d %d\n", c.At.UnixNano(), c.Cost)
 		}
 		if err := writeAtomic(*calls, b.String()); err != nil {
+			return err
+		}
+	}
+	if *requests != "" {
+		var b strings.Builder
+		for _, r := range srv.Requests() {
+			fmt.Fprintf(&b, "%d %s %s\n", r.At.UnixNano(), r.Outcome, r.Path)
+		}
+		if err := writeAtomic(*requests, b.String()); err != nil {
 			return err
 		}
 	}

@@ -33,7 +33,8 @@ func TestStrictd(t *testing.T) {
 		t.Fatal(err)
 	}
 	callsfile := filepath.Join(t.TempDir(), "calls")
-	cmd := exec.Command(exe, "-rules", "2/1h", "-portfile", portfile, "-calls", callsfile)
+	reqfile := filepath.Join(t.TempDir(), "requests")
+	cmd := exec.Command(exe, "-rules", "2/1h", "-portfile", portfile, "-calls", callsfile, "-requests", reqfile)
 	cmd.Env = append(os.Environ(), "STRICTD_TEST_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -90,6 +91,12 @@ func TestStrictd(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); err != nil || len(lines) != 2 ||
 		lines[0] != strconv.FormatInt(got.First, 10)+" 1" || lines[1] != strconv.FormatInt(got.Last, 10)+" 1" {
 		t.Errorf("-calls file = %q, %v; want the 2 accepted arrivals \"UNIXNANO 1\"", data, err)
+	}
+	data, err = os.ReadFile(reqfile)
+	want := strconv.FormatInt(got.First, 10) + " accepted /a\n" + strconv.FormatInt(got.Last, 10) + " accepted /b\n"
+	if err != nil || !strings.HasPrefix(string(data), want) || !strings.HasSuffix(string(data), " refused /c\n") ||
+		strings.Count(string(data), "\n") != 3 {
+		t.Errorf("-requests file = %q, %v; want %q and then \"UNIXNANO refused /c\" (/stats is not a request)", data, err, want)
 	}
 }
 
