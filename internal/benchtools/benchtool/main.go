@@ -8,6 +8,7 @@
 //	benchtool freeport
 //	benchtool linksim -to HOST:PORT -delay 20ms -jitter 5ms -portfile FILE
 //	benchtool upstream -portfile FILE
+//	benchtool lags -requests FILE [-rules 20/s,60/5s] JOBLOG...
 //
 // fastest prints the makespan in seconds (first to last admission) of the
 // fastest legal FIFO schedule (throttle.Plan
@@ -22,7 +23,10 @@
 // added in each direction, until it is sent SIGTERM or SIGINT. upstream
 // serves HTTP on a free port on 127.0.0.1 (written to FILE) until SIGTERM
 // or SIGINT: /small answers 64 bytes, /bytes/N answers N bytes made on the
-// fly (a gigabyte without storing it), both with a Content-Length.
+// fly (a gigabyte without storing it), both with a Content-Length. lags
+// matches strictd's record of every request with pace fetch's job logs and
+// prints the lags from admission to arrival, and what each refusal's
+// window held (see lags.go).
 package main
 
 import (
@@ -55,7 +59,7 @@ func main() {
 
 func run(args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("want a subcommand: fastest, items, freeport, linksim or upstream")
+		return errors.New("want a subcommand: fastest, items, freeport, linksim, upstream or lags")
 	}
 	switch args[0] {
 	case "fastest":
@@ -68,8 +72,10 @@ func run(args []string, out io.Writer) error {
 		return linkSim(args[1:])
 	case "upstream":
 		return upstream(args[1:])
+	case "lags":
+		return lags(args[1:], out)
 	}
-	return fmt.Errorf("unknown subcommand %q: want fastest, items, freeport, linksim or upstream", args[0])
+	return fmt.Errorf("unknown subcommand %q: want fastest, items, freeport, linksim, upstream or lags", args[0])
 }
 
 // fastest prints the makespan of the fastest legal FIFO schedule.
