@@ -31,9 +31,13 @@ type request struct {
 // with the admissions the job logs hold, by path (the k-th request for a
 // path with the k-th row for it, in time order), and prints the lag from
 // admission to arrival: "lags N MIN P50 MAX" in milliseconds over the
-// requests matched. For every refused request it then prints, per rule of
-// -rules whose window at the refusal held N accepted arrivals, the oldest
-// of them, both admissions and both lags: what the margin had to cover.
+// requests matched. For each count rule of -rules it prints "slack RULE
+// MS": how much later than a window after the Nth accepted arrival before
+// it the closest accepted arrival came (negative: a refusal's worth). For
+// every refused request it then prints, per rule of
+// -rules whose window at the refusal held N accepted arrivals, the Nth
+// latest of them (the one the refused request had to come a window
+// after), both admissions and both lags: what the margin had to cover.
 // Admission and arrival are compared directly, so they must be on one
 // clock (the bench runs pace, Redis and strictd on one machine).
 func lags(args []string, out io.Writer) error {
@@ -82,6 +86,26 @@ func lags(args []string, out io.Writer) error {
 	}
 	slices.Sort(ls)
 	fmt.Fprintf(out, "lags %d %s %s %s\n", len(ls), ms(ls[0]), ms(ls[len(ls)/2]), ms(ls[len(ls)-1]))
+	// How close the run came to a refusal: the least, over the accepted
+	// arrivals, of how much later than a window after the arrival N before
+	// it each came (negative: the server would have refused it).
+	var accepted []time.Time
+	for _, r := range reqs {
+		if r.outcome == "accepted" {
+			accepted = append(accepted, r.at)
+		}
+	}
+	slices.SortFunc(accepted, func(a, b time.Time) int { return a.Compare(b) })
+	for _, rule := range rules {
+		if rule.Cost || len(accepted) <= rule.N {
+			continue
+		}
+		least := time.Duration(1<<63 - 1)
+		for i := rule.N; i < len(accepted); i++ {
+			least = min(least, accepted[i].Sub(accepted[i-rule.N])-rule.Window)
+		}
+		fmt.Fprintf(out, "slack %s %s\n", rule, ms(least))
+	}
 	for i, b := range reqs {
 		if b.outcome != "refused" {
 			continue
@@ -97,9 +121,9 @@ func lags(args []string, out io.Writer) error {
 			if len(in) < rule.N {
 				continue
 			}
-			a := in[0]
-			fmt.Fprintf(out, "  %s: %d accepted in the window; the oldest %s arrived %d admitted %s lag %s ms (%s)",
-				rule, len(in), a.path, a.at.UnixNano(), unixOrNone(a.admitted), lagOrNone(a), a.log)
+			a := in[len(in)-rule.N] // the arrival B needed to be a window after
+			fmt.Fprintf(out, "  %s: %d accepted in the window; %d back, %s arrived %d admitted %s lag %s ms (%s)",
+				rule, len(in), rule.N, a.path, a.at.UnixNano(), unixOrNone(a.admitted), lagOrNone(a), a.log)
 			if !a.admitted.IsZero() && !b.admitted.IsZero() {
 				fmt.Fprintf(out, "; admitted %s ms apart", ms(b.admitted.Sub(a.admitted)))
 			}

@@ -28,12 +28,14 @@ func TestLags(t *testing.T) {
 		"1\t:\t1001.100000\t     0.020\t0\t0\t429\t0\tGET http://127.0.0.1:1/c\n")
 	reqs := write("requests", "1000200000000 accepted /b\n1000300000000 accepted /a\n1001110000000 refused /c\n")
 	var out strings.Builder
-	if err := run([]string{"lags", "-requests", reqs, "-rules", "2/s", log1, log2}, &out); err != nil {
+	if err := run([]string{"lags", "-requests", reqs, "-rules", "2/s,1/s", log1, log2}, &out); err != nil {
 		t.Fatal(err)
 	}
 	want := "lags 3 10.0 150.0 300.0\n" +
+		"slack 1/s -900.0\n" + // /b and /a arrived 100 ms apart (2/s: too few arrivals to say)
 		"refused /c arrived 1001110000000 admitted 1001100000000 lag 10.0 ms (" + log2 + ")\n" +
-		"  2/s: 2 accepted in the window; the oldest /b arrived 1000200000000 admitted 1000050000000 lag 150.0 ms (" + log1 + "); admitted 1050.0 ms apart\n"
+		"  2/s: 2 accepted in the window; 2 back, /b arrived 1000200000000 admitted 1000050000000 lag 150.0 ms (" + log1 + "); admitted 1050.0 ms apart\n" +
+		"  1/s: 2 accepted in the window; 1 back, /a arrived 1000300000000 admitted 1000000000000 lag 300.0 ms (" + log1 + "); admitted 1100.0 ms apart\n"
 	if out.String() != want {
 		t.Errorf("lags printed\n%s\nwant\n%s", out.String(), want)
 	}
