@@ -770,6 +770,28 @@ fleet_slow() {
 	for p in "${fp[@]}"; do wait "$p" || failed=$((failed + 1)); done
 	stop_links
 	strict_result "$failed"
+	# Each call's lag from its admission (Redis's clock, the job logs) to
+	# its arrival (the server's clock): one machine, one clock.
+	"$tmp/benchtool" lags -rules 20/1s,60/5s -requests "$tmp/runs/requests-$run" \
+		"$tmp/runs/slow-$run-"[1-4].joblog >"$tmp/runs/lags-$run" 2>&1 || true
+}
+
+# lagspans N: "MIN–MAX" (ms) of the lags from admission to arrival at the
+# server, for each of the last N runs, from benchtool lags.
+lagspans() {
+	local r
+	for r in $(seq $((run - $1 + 1)) "$run"); do
+		awk '$1 == "lags" { printf "%.0f–%.0f ", $3, $5; f = 1 } END { if (!f) printf "? " }' "$tmp/runs/lags-$r" 2>/dev/null || printf '? '
+	done
+}
+
+# closest N: for each of the last N runs, how close it came to a refusal
+# (ms): the least slack over the count rules, from benchtool lags.
+closest() {
+	local r
+	for r in $(seq $((run - $1 + 1)) "$run"); do
+		awk '$1 == "slack" { if (!f || $3 < m) m = $3; f = 1 } END { if (f) printf "%.0f ", m; else printf "? " }' "$tmp/runs/lags-$r" 2>/dev/null || printf '? '
+	done
 }
 
 # efficiencies: optimum / makespan of every run of the last series.
@@ -807,15 +829,21 @@ scenario_slowlink() {
 	add "bursts of 20, so four calls of every burst wait for an answer to free a slot; the \`-j 8\` rows have slots"
 	add "to spare, and show what that costs."
 	add ""
-	add "| link (one way) | refused | makespan / optimum | efficiency | margin (ms) | makespan / optimum at that margin | accepted | failed |"
-	add "|---|---|---|---|---|---|---|---|"
+	add "\"lag\" is, for each run, the least and the most time from a call's admission (Redis's clock, the job"
+	add "logs) to its arrival at the server (its own clock; the same machine's): the margin must cover the"
+	add "difference between two calls' lags (docs/design.md). \"closest\" is how near each run came to a"
+	add "refusal: the least, over the accepted arrivals, of how much later than a window after the Nth"
+	add "arrival before it each came (N per window, either count rule; negative is a refusal)."
+	add ""
+	add "| link (one way) | refused | makespan / optimum | efficiency | margin (ms) | lag (ms) | closest (ms) | makespan / optimum at that margin | accepted | failed |"
+	add "|---|---|---|---|---|---|---|---|---|---|"
 	optargs=(-rules 20/1s,60/5s -n 200)
 	for link in "20ms 5ms 0.99" "40ms 15ms 0.98"; do
 		read -r d j target <<<"$link"
 		[ -n "${SLOWLINKS:-}" ] && [ "$SLOWLINKS" != "$d" ] && continue
 		maxr=$(awk -v e="$target" 'BEGIN { printf "%.4f", 1/e }')
 		series "$fleets" fleet_slow "$d" "$j"
-		add "| $d ± $j | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
+		add "| $d ± $j | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | $(lagspans "${#refs[@]}")| $(closest "${#refs[@]}")| ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
 		verdict "#22 Redis fleet over links of $d ± $j" "0 refused, efficiency ≥ $target" \
 			"$(judge 0 "$maxr" 200) (efficiency: $(efficiencies | sed 's/ $//'))"
 	done
@@ -829,13 +857,13 @@ scenario_slowlink() {
 	for link in "20ms 5ms 25ms" "40ms 15ms 65ms"; do
 		read -r d j m <<<"$link"
 		series "$reps" fleet_slow "$d" "$j" "$m"
-		add "| $d ± $j, \`--margin $m\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
+		add "| $d ± $j, \`--margin $m\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | $(lagspans "${#refs[@]}")| $(closest "${#refs[@]}")| ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
 	done
 	# With -j 8 the fleet's 32 slots hold a whole burst of 20.
 	for link in "20ms 5ms" "40ms 15ms"; do
 		read -r d j <<<"$link"
 		series "$reps" fleet_slow "$d" "$j" "" 8
-		add "| $d ± $j, \`-j 8\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
+		add "| $d ± $j, \`-j 8\` | ${refs[*]} | ${ratios[*]} | $(efficiencies)| ${margins[*]} | $(lagspans "${#refs[@]}")| $(closest "${#refs[@]}")| ${at_margin[*]} | ${accepted[*]} | ${failed[*]} |"
 	done
 	add ""
 	cmdline "4 × in parallel, each with its own two links: benchtool linksim -to 127.0.0.1:RPORT -delay D -jitter J -portfile F (and the same to PORT);  pace fetch -r 20/1s -r 60/5s -j 4 --retries 0 --summary none --redis redis://127.0.0.1:LINKED_RPORT --key slow\$RUN --joblog slowP.log -a slowP (-j 8, --margin M in the rows that say so)   # slowP: URLs on LINKED_PORT; strictd -rules 20/1s,60/5s; D ± J = 20ms ± 5ms, 40ms ± 15ms"
