@@ -229,7 +229,7 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false,
 		"keep the rules the server publishes (RateLimit-Policy, RateLimit-Limit with w=) as rules of the run, with -r")
 	fl.Var(sizeValue{&opts.MaxBody}, "max-body", "fail an item whose body is larger than `SIZE` (such as 64M or 2G)")
-	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "fail an item whose 429 or rate-limit headers ask to pause longer than `DURATION`")
+	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "fail an item whose 429 or rate-limit headers ask to pause longer than `DURATION`, and stop the run when a rule the server publishes (--rules-from-server) would hold the next call longer")
 	fl.StringArrayVar(&opts.RedactParams, "redact-param", nil, "hide the value of query parameter `NAME` wherever a URL is shown (repeatable)")
 	fl.Lookup("max-body").DefValue = spec.FormatSize(fetch.DefaultMaxBody)
 	fl.Lookup("max-server-pause").DefValue = fetch.DefaultMaxServerPause.String()

@@ -324,6 +324,25 @@ func TestFetchLimits(t *testing.T) {
 	}
 }
 
+// A rule the server publishes that would hold the next call past
+// --max-server-pause stops the run at once, exit 1, saying which rule:
+// a lying RateLimit-Policy cannot stall a run for a month.
+func TestFetchPublishedRuleTooSlow(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", "1;w=2592000")
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	start := time.Now()
+	code, stdout, stderr := execPace(t, "1\n2\n3\n", "fetch", "--summary", "none", "--progress", "never", "-j", "1",
+		"--rules-from-server", "--max-server-pause", "10s", srv.URL+"/{}")
+	want := "pace: the server publishes 1/30d (RateLimit-Policy): the next call would wait 720h0m, longer than --max-server-pause 10s"
+	if code != ExitFailed || stdout != "ok" || !strings.HasPrefix(stderr, want) || time.Since(start) > 10*time.Second {
+		t.Errorf("exit %d after %v, stdout %q, stderr %q; want exit 1 at once, one body, and %q", code, time.Since(start), stdout, stderr, want)
+	}
+}
+
 func TestFetchOutputFiles(t *testing.T) {
 	t.Parallel()
 	srv := itemServer(t)

@@ -204,7 +204,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	fl.BoolVar(&opts.IgnoreServerLimits, "ignore-server-limits", false,
 		"ignore RateLimit and X-RateLimit headers, and learn nothing from 429s\n(Retry-After is always honoured)")
 	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false, "keep the rules the server publishes (RateLimit-Policy) as rules, with -r")
-	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "take no pause longer than `DURATION` from a 429's Retry-After")
+	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "take no pause longer than `DURATION` from a 429's Retry-After, and answer 429 when a rule the server publishes (--rules-from-server) would hold a request longer")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log every request on stderr (method, redacted URL, status, wait)")
 	fl.Var(pathValue{&o.JobLog, "want a file name; leave --joblog out for no job log"}, "joblog", "append a row per request sent upstream to `FILE` (GNU parallel's format);\nearlier rows count against the rules")
 	addReportFlags(cmd, o)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/metrics"
@@ -17,6 +18,7 @@ import (
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/learn"
 	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
@@ -382,7 +384,12 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 		facts.learned = &l
 	}
 	facts.halted = rec.haltedBy()
-	if facts.limitErr != nil {
+	var long *learn.PolicyWaitTooLong
+	switch {
+	case errors.As(facts.limitErr, &long):
+		fmt.Fprintf(ios.ErrOut, "pace: the server publishes %s (%s): the next call would wait %s, longer than --max-server-pause %s; stopping (a longer --max-server-pause waits)\n",
+			long.Rule, long.Header, human.ETA(long.Wait), long.Max)
+	case facts.limitErr != nil:
 		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %s\n", userMessage(facts.limitErr))
 	}
 	if facts.readErr != nil {

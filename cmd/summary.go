@@ -12,6 +12,7 @@ import (
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/summary"
+	"github.com/pace-cli/pace/throttle/learn"
 )
 
 // ProxySummary is pace proxy's part of a Summary (package summary).
@@ -34,6 +35,10 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 		if f.signal != "" {
 			s.Interrupted = f.signal
 		}
+	case errors.As(f.limitErr, new(*learn.PolicyWaitTooLong)):
+		// Not the store's failure: every item left would wait as long.
+		code = ExitFailed
+		s.Stopped = "the server's published rule would hold the next call longer than --max-server-pause"
 	case f.limitErr != nil:
 		code = backendExitCode(f.limitErr, ExitBackend)
 		s.Stopped = "the limiter failed"

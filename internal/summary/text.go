@@ -204,7 +204,7 @@ func learnedText(l *Learned) string {
 		}
 		parts = append(parts, s)
 	} else if l.Refusals > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s; pace's rules were already tighter", l.Refusals, human.Plural(l.Refusals, "refusal")))
+		parts = append(parts, fmt.Sprintf("%d %s; no tighter rule learned", l.Refusals, human.Plural(l.Refusals, "refusal")))
 	}
 	if len(l.Adopted) > 0 {
 		parts = append(parts, fmt.Sprintf("kept the server's %s (--rules-from-server)", throttle.FormatRules(l.Adopted)))

@@ -43,6 +43,7 @@ import (
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/learn"
 	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
@@ -495,9 +496,14 @@ func (p *Proxy) estimate() time.Duration {
 
 // refuse answers 429 with the Retry-After of a wait of d.
 func (p *Proxy) refuse(w http.ResponseWriter, d time.Duration) {
+	p.refuseFor(w, d, fmt.Sprintf("the rules would hold this request for more than --max-wait %s", p.opts.MaxWait))
+}
+
+// refuseFor answers 429 with a Retry-After of d, saying why.
+func (p *Proxy) refuseFor(w http.ResponseWriter, d time.Duration, why string) {
 	secs := max(int64((d+time.Second-1)/time.Second), 1)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	plain(w, http.StatusTooManyRequests, fmt.Sprintf("pace proxy: the rules would hold this request for more than --max-wait %s; retry after %ds", p.opts.MaxWait, secs))
+	plain(w, http.StatusTooManyRequests, fmt.Sprintf("pace proxy: %s; retry after %ds", why, secs))
 }
 
 // answered counts the upstream's answer and logs the request.
@@ -539,6 +545,19 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case ctx.Err() != nil && !admitted:
 		p.gone.Add(1) // nobody to answer
+		return
+	case !admitted && errors.As(err, new(*learn.PolicyWaitTooLong)):
+		// The rule the server publishes would hold the request longer
+		// than the server may make anyone wait: its "stop" goes to the
+		// client, as a refusal's does.
+		var long *learn.PolicyWaitTooLong
+		errors.As(err, &long)
+		p.tooLong.Add(1)
+		p.refuseFor(w, long.Wait, fmt.Sprintf("the rule the server publishes, %s, would hold this request for %s, longer than --max-server-pause %s",
+			long.Rule, long.Wait.Round(time.Second), long.Max))
+		if p.opts.Log != nil {
+			p.opts.Log(fmt.Sprintf("%s %s: %s", r.Method, p.red.URL(r.URL), p.red.Error(err)))
+		}
 		return
 	case ctx.Err() != nil:
 		p.finished(rq, nil, 0, errClientGone) // the client went away mid-request

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,6 +259,43 @@ func TestLyingHeadersAreBounded(t *testing.T) {
 		if d := time.Since(start); d > maxPause+3*time.Second {
 			t.Errorf("after %s the next request waited %v, want at most about %v", path, d, maxPause)
 		}
+	}
+}
+
+// A rule the server publishes (adopted) that would hold a request past
+// MaxServerPause is passed on to the client as a 429 with the wait as
+// its Retry-After, at once and sent nowhere.
+func TestPublishedRuleTooSlowIs429(t *testing.T) {
+	var got atomic.Int64
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.Header().Set("RateLimit-Policy", "1;w=2592000")
+		io.WriteString(w, "x\n")
+	})
+	tp := startProxy(t, up.URL, "", 0, func(o *pacehttp.Options) {
+		o.Adopt, o.MaxServerPause = true, 10*time.Second
+	})
+	if code, _ := tp.get(t, "/first"); code != http.StatusOK {
+		t.Fatalf("first request: %d, want 200", code)
+	}
+	start := time.Now()
+	resp, err := http.Get(tp.url + "/second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || ra < 29*24*3600 || !strings.Contains(string(b), "1/30d") ||
+		!strings.Contains(string(b), "--max-server-pause 10s") || time.Since(start) > 5*time.Second {
+		t.Errorf("second request: %d, Retry-After %q, body %q after %v; want 429 at once, about 30 days, naming the rule and the bound",
+			resp.StatusCode, resp.Header.Get("Retry-After"), b, time.Since(start))
+	}
+	if n := got.Load(); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
+	if st := tp.p.Stats(); st.TooLong != 1 {
+		t.Errorf("stats %+v, want the refusal counted as answered 429", st)
 	}
 }
 

@@ -88,6 +88,28 @@ type Options struct {
 	// least W), so it raises only when R·W ≥ N(N+1)·max(W, Retry-After).
 	// It is called with the learner locked: it must not call the learner.
 	Remaining func() int64
+	// MaxWait, if positive, bounds how long a call may wait on the rules
+	// the server published (Adopt): a call those rules would hold longer
+	// is not admitted, and Admit returns a *PolicyWaitTooLong, as a
+	// refusal asking for a longer pause is not waited out. Without it a
+	// published rule of one call a month stalls a run for a month. The
+	// rule inferred from refusals is not bounded: its window comes from
+	// the pauses the server asked for, each within the caller's bound.
+	MaxWait time.Duration
+}
+
+// PolicyWaitTooLong is Admit's error when a rule the server published
+// would hold the call longer than Options.MaxWait.
+type PolicyWaitTooLong struct {
+	Rule   throttle.Rule // the published rule
+	Header string        // the header it came from, such as "RateLimit-Policy: 1;w=2592000"
+	Wait   time.Duration // how long the call would wait
+	Max    time.Duration // Options.MaxWait
+}
+
+func (e *PolicyWaitTooLong) Error() string {
+	return fmt.Sprintf("learn: under the rule the server publishes, %s (%s), the next call would wait %s, longer than the longest allowed, %s",
+		e.Rule, e.Header, e.Wait.Round(time.Second), e.Max)
 }
 
 // Backend is a throttle.Backend that keeps, in front of another, the
@@ -98,26 +120,27 @@ type Backend struct {
 	user []throttle.Rule // the caller's count rules
 	opts Options
 
-	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced when a reservation ends
-	rules       []throttle.Rule
-	margin      time.Duration
-	inferred    *throttle.Rule  // the rule inferred from refusals
-	adopted     []throttle.Rule // the rules the server published, adopted
-	published   []throttle.Rule // the latest rules the server published
-	recent      []call          // admissions, by instant, within the longest window
-	reserved    int             // admissions checked against the rules, not yet recorded
-	refusals    int
-	firstRule   throttle.Rule // the first rule inferred, for the report
-	quietFrom   time.Time     // since when no refusal came
-	lastRefusal time.Time     // when the latest refusal came
-	retryAfter  time.Duration // the latest refusal's Retry-After
-	raised      bool          // the inferred rule was raised, and no refusal came since
-	backoff     int           // the quiet stretch before a raise, in recoverWindows windows
-	hinted      map[string]bool
-	ruleSince   time.Time     // when the learned rules last changed
-	waits       int64         // admissions that waited on the learned rules
-	waitTime    time.Duration // how long, in all
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced when a reservation ends
+	rules        []throttle.Rule
+	margin       time.Duration
+	inferred     *throttle.Rule  // the rule inferred from refusals
+	adopted      []throttle.Rule // the rules the server published, adopted
+	policyHeader string          // the header adopted came from
+	published    []throttle.Rule // the latest rules the server published
+	recent       []call          // admissions, by instant, within the longest window
+	reserved     int             // admissions checked against the rules, not yet recorded
+	refusals     int
+	firstRule    throttle.Rule // the first rule inferred, for the report
+	quietFrom    time.Time     // since when no refusal came
+	lastRefusal  time.Time     // when the latest refusal came
+	retryAfter   time.Duration // the latest refusal's Retry-After
+	raised       bool          // the inferred rule was raised, and no refusal came since
+	backoff      int           // the quiet stretch before a raise, in recoverWindows windows
+	hinted       map[string]bool
+	ruleSince    time.Time     // when the learned rules last changed
+	waits        int64         // admissions that waited on the learned rules
+	waitTime     time.Duration // how long, in all
 }
 
 // call is one admission the learner recorded, by this process's clock.
@@ -148,7 +171,15 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 	reserved := false
 	for {
 		l.mu.Lock()
-		d, wake := l.delayLocked(time.Now())
+		now := time.Now()
+		d, wake := l.delayLocked(now)
+		if d > l.opts.MaxWait && l.opts.MaxWait > 0 && wake == nil {
+			if r, w := delayUnder(l.adopted, l.recent, l.reserved, l.margin, now); w > l.opts.MaxWait {
+				err := &PolicyWaitTooLong{Rule: r, Header: l.policyHeader, Wait: w, Max: l.opts.MaxWait}
+				l.mu.Unlock()
+				return throttle.Admission{}, err
+			}
+		}
 		if d == 0 {
 			if len(l.rules) > 0 {
 				l.reserved++
@@ -200,29 +231,44 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 // the reservations alone fill a rule, it returns a channel closed when one
 // ends. Requires l.mu held.
 func (l *Backend) delayLocked(now time.Time) (time.Duration, <-chan struct{}) {
-	var most time.Duration
 	for _, r := range l.rules {
-		room := r.N - l.reserved - 1 // recorded calls the window may hold
-		if room < 0 {
+		if r.N-l.reserved-1 < 0 {
 			return time.Hour, l.changed
+		}
+	}
+	_, most := delayUnder(l.rules, l.recent, l.reserved, l.margin, now)
+	return most, nil
+}
+
+// delayUnder returns how long a call at now must wait for rules, given
+// the calls recorded (recent, in order), the reservations counted as
+// calls made now and the margin, and the rule that holds it longest. A
+// rule the reservations alone fill counts for nothing here.
+func delayUnder(rules []throttle.Rule, recent []call, reserved int, margin time.Duration, now time.Time) (throttle.Rule, time.Duration) {
+	var most time.Duration
+	var which throttle.Rule
+	for _, r := range rules {
+		room := r.N - reserved - 1 // recorded calls the window may hold
+		if room < 0 {
+			continue
 		}
 		// The (room+1)th latest accepted call must have left the window.
 		k := 0
-		for i := len(l.recent) - 1; i >= 0; i-- {
-			c := l.recent[i]
+		for i := len(recent) - 1; i >= 0; i-- {
+			c := recent[i]
 			if c.refused {
 				continue
 			}
 			if k == room {
-				if d := c.at.Add(r.Window + l.margin).Sub(now); d > most {
-					most = d
+				if d := c.at.Add(r.Window + margin).Sub(now); d > most {
+					most, which = d, r
 				}
 				break
 			}
 			k++
 		}
 	}
-	return most, nil
+	return which, most
 }
 
 // insertLocked records c in order and forgets what no rule can count any
@@ -313,7 +359,7 @@ func (l *Backend) publishedLocked(now time.Time, o Outcome) {
 		}
 		return
 	}
-	l.adopted = ok
+	l.adopted, l.policyHeader = ok, o.PolicyHeader
 	l.rebuildLocked(now)
 }
 

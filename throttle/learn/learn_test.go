@@ -2,6 +2,7 @@ package learn
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -280,6 +281,46 @@ func TestLearnerCancelledWait(t *testing.T) {
 		time.Sleep(time.Minute)
 		if _, err := l.Admit(context.Background(), 1); err != nil {
 			t.Errorf("Admit a window later = %v, want nil", err)
+		}
+	})
+}
+
+// A published rule that would hold a call longer than MaxWait fails the
+// admission at once, saying which rule and for how long, and records
+// nothing; a wait within MaxWait is waited, and a wait on the rule
+// inferred from refusals is not bounded.
+func TestLearnerPolicyWaitTooLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(mem(t), nil, Options{Adopt: true, MaxWait: 10 * time.Second})
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		month := throttle.Rule{N: 1, Window: 30 * 24 * time.Hour}
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{month}, PolicyHeader: "RateLimit-Policy: 1;w=2592000"})
+		start := time.Now()
+		_, err = l.Admit(context.Background(), 1)
+		var long *PolicyWaitTooLong
+		if !errors.As(err, &long) {
+			t.Fatalf("Admit under 1 call a month = %v, want a *PolicyWaitTooLong", err)
+		}
+		if long.Rule != month || long.Max != 10*time.Second || long.Wait < 29*24*time.Hour || long.Header != "RateLimit-Policy: 1;w=2592000" {
+			t.Errorf("error = %+v, want the rule %v, its header, a wait of about 30 days and the bound 10s", *long, month)
+		}
+		if !strings.Contains(err.Error(), month.String()) {
+			t.Errorf("message %q does not name the rule", err)
+		}
+		if time.Since(start) != 0 || l.reserved != 0 {
+			t.Errorf("waited %v, %d reserved: want an answer at once and nothing held", time.Since(start), l.reserved)
+		}
+		// A published rule within the bound is waited out.
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 1, Window: 5 * time.Second}}, PolicyHeader: "RateLimit-Policy: 1;w=5"})
+		if _, err := l.Admit(context.Background(), 1); err != nil {
+			t.Fatalf("Admit under 1/5s = %v, want it admitted after a wait", err)
+		}
+		if w := time.Since(start); w < 5*time.Second {
+			t.Errorf("admitted after %v under 1/5s, want 5s", w)
 		}
 	})
 }

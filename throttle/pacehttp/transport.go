@@ -86,8 +86,10 @@ type Options struct {
 	// MaxServerPause is the longest pause a server may ask for. A refusal
 	// asking for longer pauses nothing (Info.PauseErr says so: the caller
 	// decides), unless CutServerPauses is set; rate-limit headers on a
-	// success asking for longer pause for MaxServerPause. 0 means
-	// DefaultMaxServerPause.
+	// success asking for longer pause for MaxServerPause. It bounds the
+	// wait under the rules the server publishes (Adopt) too: a request
+	// they would hold longer is not sent, and RoundTrip returns a
+	// *learn.PolicyWaitTooLong. 0 means DefaultMaxServerPause.
 	MaxServerPause time.Duration
 	// CutServerPauses makes a refusal that asks for a pause longer than
 	// MaxServerPause pause for MaxServerPause (Info.PauseErr still says
@@ -144,7 +146,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 		rules = append(rules, r.Rule)
 	}
 	if opts.Learn && !opts.IgnoreServerLimits {
-		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint, Remaining: opts.Remaining})
+		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint, Remaining: opts.Remaining, MaxWait: opts.MaxServerPause})
 		t.backend = t.learner
 	}
 	if !opts.FixedMargin && len(rules) > 0 {
