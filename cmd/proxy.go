@@ -262,6 +262,9 @@ func (o *ProxyOptions) check() error {
 	if err := c.checkReport(); err != nil {
 		return err
 	}
+	if err := c.checkPaths(pathFlag{flag: "--port-file", path: o.PortFile, output: true}); err != nil {
+		return err
+	}
 	return c.Redis.check(len(c.allRules()) > 0)
 }
 

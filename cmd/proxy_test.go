@@ -402,6 +402,10 @@ func TestProxyUsageErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://x", "--listen", "nonsense"}, `invalid argument "nonsense" for "--listen"`},
 		{[]string{"proxy", "--upstream", "http://x", "-j", "-1"}, `invalid argument -1 for "-j"`},
 		{[]string{"proxy", "--upstream", "http://x", "--cost", "2"}, "--cost gives each request a cost, but no --cost-rate"},
+		// Found before the proxy serves, not when it stops.
+		{[]string{"proxy", "--upstream", "http://x", "--joblog", "same", "--summary-file", "same"}, "--joblog and --summary-file both name same"},
+		{[]string{"proxy", "--upstream", "http://x", "--joblog", "same", "--port-file", "same"}, "--port-file and --joblog both name same"},
+		{[]string{"proxy", "--upstream", "http://x", "--summary-file", "/proc/nope/x"}, "--summary-file /proc/nope/x"},
 	} {
 		ios, _, _, errOut := Test()
 		code := Execute(&Factory{IOStreams: ios}, tt.args)
