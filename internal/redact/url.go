@@ -102,6 +102,12 @@ func authorityStart(s string) int {
 	}
 	i := strings.Index(s, "://")
 	if i < 0 || strings.ContainsAny(s[:i], "/?#@") {
+		// "http:/user:pw@host", a slash short: what follows the one
+		// slash is taken for the authority, so that a password there
+		// is hidden too.
+		if i = strings.Index(s, ":/"); i > 0 && !strings.HasPrefix(s[i:], "://") && !strings.ContainsAny(s[:i], "/?#@") {
+			return i + 2
+		}
 		return 0
 	}
 	return i + 3

@@ -38,6 +38,10 @@ func TestRawURLUserinfo(t *testing.T) {
 		// Already redacted.
 		{"https://alice:REDACTED@h/", "https://alice:REDACTED@h/"},
 		{"https://REDACTED@h/", "https://REDACTED@h/"},
+		// A slash short: the password is hidden all the same.
+		{"http:/user:s3cret@host/x", "http:/user:REDACTED@host/x"},
+		{"redis:/u:s3cret@127.0.0.1:1/", "redis:/u:REDACTED@127.0.0.1:1/"},
+		{"file:/tmp/a", "file:/tmp/a"},
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pace-cli/pace/internal/redact"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -27,11 +28,27 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 	fail := func(err error) (*redis.UniversalOptions, error) {
 		return nil, fmt.Errorf("redis url %q: %w", RedactURL(s), err)
 	}
+	scheme, after, ok := strings.Cut(s, ":")
+	if !ok || !strings.HasPrefix(after, "//") || strings.ContainsAny(scheme, "/?#@") {
+		// "redis:u:pw@host" or "redis:/u:pw@host": no authority to tell
+		// a password from a host by, so nothing after the scheme is
+		// shown. go-redis would take the first for localhost:6379.
+		shown := redact.Placeholder
+		if ok && !strings.ContainsAny(scheme, "/?#@") {
+			shown = scheme + ":" + redact.Placeholder
+		}
+		return nil, fmt.Errorf("redis url %q: not a URL such as redis://user:password@host:6379/0 (the scheme is followed by //)", shown)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		// The parser's message quotes part of the URL (url.Error all of
 		// it, "invalid port" what follows a # in a password): none of it.
 		return fail(errors.New("not a URL such as redis://user:password@host:6379/0: percent-encode characters such as # / ? @ % and spaces in the user name and password"))
+	}
+	if u.Host == "" && (u.Scheme == "redis" || u.Scheme == "rediss") {
+		// go-redis would take localhost:6379: a quota kept in another
+		// Redis than the user meant, without a word.
+		return fail(errors.New("no host: want redis://HOST:PORT, such as redis://localhost:6379"))
 	}
 	q := u.Query()
 	extra := q["addr"]

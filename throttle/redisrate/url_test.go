@@ -65,6 +65,11 @@ func TestParseURL(t *testing.T) {
 		"redis://u:s3cret@[::1",
 		"redis://u:s3cr/et@h:1",
 		"redis://u:s3cret\x7f@h:1",
+		"redis:u:s3cret@127.0.0.1:1/",  // no //: go-redis takes localhost:6379
+		"redis:/u:s3cret@127.0.0.1:1/", // one /
+		"redis://u:s3cret@/0",          // no host: localhost:6379 too
+		"rediss://:s3cret@",
+		"u:s3cret@h:1",
 	} {
 		_, err := redisrate.ParseURL(bad)
 		if err == nil {
