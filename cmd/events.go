@@ -148,8 +148,14 @@ func (r *recorder) print(res *runner.Result) error {
 	var outErr error
 	finish := func(errOut io.Writer) {
 		if outErr != nil && res.Err == nil {
-			// The job ran, but its output is lost: it failed.
+			// The job ran, but its output is lost: it failed, and a body
+			// that went nowhere was not kept (the job log's Receive,
+			// the summary's bytes).
 			res.Err = fmt.Errorf("job %d: output could not be written: %w", res.Job.Seq, outErr)
+			if res.HTTP != nil && res.HTTP.File == "" {
+				r.tally.NotKept(res.HTTP.Bytes)
+				res.HTTP.Bytes = 0
+			}
 		}
 		if !res.OK() && !errors.Is(outErr, errStdoutGone) && !errors.Is(outErr, errStdoutStalled) && !r.s.proxy {
 			reportFailure(errOut, res)

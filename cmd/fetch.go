@@ -91,7 +91,9 @@ Output:
   (bodies past a few MB wait in a temporary file, not in memory); -k
   keeps input order. With -o DIR each body goes to its own file instead,
   named by --output-name (default {#}); a file appears only once complete,
-  so an interrupted run leaves no partial files; -o /dev/null discards
+  so an interrupted run leaves no partial files, and an item whose name
+  another item of the run has (or, on --resume, had) fails before it is
+  sent rather than replace that body; -o /dev/null discards
   the bodies. Any other status fails
   the item: "pace: job 3: GET https://...: HTTP 404 Not Found" on stderr
   (with -v also the start of the error body), and the summary counts

@@ -32,6 +32,13 @@ type Executor interface {
 	Execute(ctx context.Context, job *Job) *Result
 }
 
+// Skipper is an Executor that is told of the jobs the pool skips (done by
+// an earlier run, on --resume), from the goroutine that calls Prepare:
+// pace fetch keeps their output files from being written again.
+type Skipper interface {
+	Skipped(job *Job)
+}
+
 // Options configure a Pool.
 type Options struct {
 	// Jobs caps the attempts in flight; it must be at least 1.
@@ -251,6 +258,9 @@ func (p *Pool) Run(ctx context.Context, items <-chan Item) error {
 			job := Job{Seq: s.next, Item: it.Text, Cols: it.Cols, Attempt: 1}
 			s.next++
 			if it.Skip {
+				if sk, ok := s.pool.opts.Executor.(Skipper); ok {
+					sk.Skipped(&job)
+				}
 				s.skip(job.Seq)
 				continue
 			}

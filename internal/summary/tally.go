@@ -100,6 +100,14 @@ func (t *Tally) Done(r *runner.Result, show func(*runner.Result) FailedItem) {
 	}
 }
 
+// NotKept takes back n body bytes counted when their attempt ended, that
+// then went nowhere (stdout could not be written).
+func (t *Tally) NotKept(n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.http.bytes -= n
+}
+
 // ItemsStarted returns the number of items whose first attempt started,
 // or that failed before.
 func (t *Tally) ItemsStarted() int64 {

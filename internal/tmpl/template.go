@@ -36,6 +36,23 @@ func (t *Template) HasPlaceholder() bool { return t.sum.placeholders }
 // so that the expansion depends on the item.
 func (t *Template) UsesItem() bool { return t.sum.usesItem }
 
+// SeqOnly reports whether the template's one placeholder is a single
+// {#}, all else literal text: its expansions differ from one job number
+// to another, as the same text around different numbers.
+func (t *Template) SeqOnly() bool {
+	n := 0
+	for _, f := range t.fields {
+		switch f.kind {
+		case literal:
+		case seqKind:
+			n++
+		default:
+			return false
+		}
+	}
+	return n == 1
+}
+
 // MaxColumn returns the highest column number a placeholder names, such
 // as 3 for {3} or {3/.}, or 0 if none does. An item with fewer columns
 // fails to expand.

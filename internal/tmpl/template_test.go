@@ -117,4 +117,9 @@ func TestTemplateQueries(t *testing.T) {
 			t.Errorf("Parse(%q).MaxColumn() = %d, want %d", tt.src, got, tt.maxColumn)
 		}
 	}
+	for src, want := range map[string]bool{"{#}": true, "page-{#}.html": true, "{#}{#}": false, "{#}-{%}": false, "{/}": false, "x": false, "{#}{}": false} {
+		if got := Parse(src).SeqOnly(); got != want {
+			t.Errorf("Parse(%q).SeqOnly() = %v, want %v", src, got, want)
+		}
+	}
 }

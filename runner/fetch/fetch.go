@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +182,14 @@ type Executor struct {
 	bufs    sync.Pool
 	tr      *pacehttp.Transport
 	client  *http.Client // opts.Client through tr
+
+	// names holds, for an output name template that may give two items
+	// one name, each output file of the run (a 128-bit hash of its path:
+	// 24 bytes a file, not the path) and the job that writes it, so that
+	// a second item refuses it rather than replace the first's body.
+	namesMu sync.Mutex
+	names   map[[2]uint64]int64
+	seeds   [2]maphash.Seed
 }
 
 // headerTemplate is one -H line, split.
@@ -257,6 +267,12 @@ func New(opts Options) (*Executor, error) {
 	}
 	if opts.OutputDir != "" {
 		e.name = tmpl.Parse(opts.OutputName)
+		// The default, {#}, names every item apart; so does any other
+		// single {#} among literal text, unless ".." can undo it.
+		if !e.name.SeqOnly() || strings.Contains(opts.OutputName, "..") {
+			e.names = map[[2]uint64]int64{}
+			e.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+		}
 	}
 	if !slices.ContainsFunc(e.headers, func(h headerTemplate) bool { return h.value.HasPlaceholder() }) {
 		// The same for every job: expanded once (a line break fails
@@ -424,8 +440,43 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 		if fi, err := os.Stat(s.out); err == nil && fi.IsDir() {
 			return fail(fmt.Errorf("output file %s is a directory", s.red.String(s.out)))
 		}
+		if other, ok := e.claim(s.out, job.Seq); !ok {
+			return fail(fmt.Errorf("output file %s is job %d's too: --output-name must give each item a name of its own (with {#}, say)",
+				s.red.String(s.out), other))
+		}
 	}
 	return s, nil
+}
+
+// claim records path as job seq's output file, unless another job of the
+// run has it: then it returns that job and false. A job may claim its
+// own file again (a retry).
+func (e *Executor) claim(path string, seq int64) (int64, bool) {
+	if e.names == nil {
+		return 0, true
+	}
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		path = strings.ToLower(path) // names that differ in case only are one file there
+	}
+	key := [2]uint64{maphash.String(e.seeds[0], path), maphash.String(e.seeds[1], path)}
+	e.namesMu.Lock()
+	defer e.namesMu.Unlock()
+	if other, ok := e.names[key]; ok && other != seq {
+		return other, false
+	}
+	e.names[key] = seq
+	return seq, true
+}
+
+// Skipped claims the output file of a job that an earlier run did (the
+// pool skips it on --resume), so that no item of this run replaces it.
+func (e *Executor) Skipped(job *runner.Job) {
+	if e.names == nil || e.name == nil {
+		return
+	}
+	if name, err := e.name.Expand(values(job)); err == nil {
+		e.claim(filepath.Join(e.opts.OutputDir, name), job.Seq)
+	}
 }
 
 // headers are a request's headers, expanded for one job, or for every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -92,6 +93,65 @@ func TestFetchOutputNameRefused(t *testing.T) {
 	}
 	if n := len(rec.all()); n != 0 {
 		t.Errorf("server saw %d requests, want none", n)
+	}
+}
+
+// TestFetchOutputNameClash: two items whose names are one file do not
+// leave one body: the later fails before it is sent, naming the job that
+// has the file. A retry keeps its own name, and a job an earlier run did
+// (skipped on --resume) keeps its file too. The default name, {#}, needs
+// no record of the names.
+func TestFetchOutputNameClash(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		mu.Unlock()
+		if r.URL.Path == "/c/other" && n == 1 {
+			w.WriteHeader(http.StatusInternalServerError) // retried, under the same name
+			return
+		}
+		fmt.Fprintf(w, "body of %s\n", r.URL.Path)
+	}))
+	dir := t.TempDir()
+	e := newFetch(t, Options{OutputDir: dir, OutputName: "{/}.html"})
+	done := runPool(t, runner.Options{Jobs: 1, Executor: e, Retries: 2}, srv.URL+"/a/index", srv.URL+"/b/index", srv.URL+"/c/other")
+	for _, r := range done {
+		switch r.Job.Seq {
+		case 2:
+			if r.OK() || !r.Start.IsZero() || r.Err == nil || !strings.Contains(r.Err.Error(), "index.html is job 1's too") {
+				t.Errorf("job 2: %s (%v), admitted %v; want a failure before admission naming job 1", r.Status(), r.Err, !r.Start.IsZero())
+			}
+		default:
+			if !r.OK() {
+				t.Errorf("job %d: %s (%v), want success", r.Job.Seq, r.Status(), r.Err)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "index.html")); string(b) != "body of /a/index\n" {
+		t.Errorf("index.html = %q, want job 1's body", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "other.html")); string(b) != "body of /c/other\n" {
+		t.Errorf("other.html = %q, want job 3's body after its retry", b)
+	}
+	if seen["/b/index"] != 0 {
+		t.Errorf("the server saw /b/index %d times, want never", seen["/b/index"])
+	}
+
+	// On --resume, the file of a job done before is kept.
+	e = newFetch(t, Options{OutputDir: dir, OutputName: "{/}.html"})
+	e.Skipped(&runner.Job{Seq: 1, Item: srv.URL + "/a/index"})
+	job := runner.Job{Seq: 2, Item: srv.URL + "/b/index", Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); err == nil || !strings.Contains(err.Error(), "job 1's too") {
+		t.Errorf("Prepare after job 1 was skipped = %v, want its file refused", err)
+	}
+
+	for name, kept := range map[string]bool{"": false, "{#}": false, "page-{#}.html": false, "{#}/../x": true, "{/}": true, "{#}-{%}": true} {
+		if e := newFetch(t, Options{OutputDir: dir, OutputName: name}); (e.names != nil) != kept {
+			t.Errorf("--output-name %q: names recorded %v, want %v", name, e.names != nil, kept)
+		}
 	}
 }
 
