@@ -65,7 +65,9 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 		c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.Seqs = append(c.Seqs, int64(e.Seq))
 		if format == joblog.JobLog {
-			c.Runtimes = append(c.Runtimes, e.Runtime)
+			// A negative runtime (a clock stepped back during the job)
+			// is a job of no time that can be told.
+			c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
 			if e.Failed() {
 				c.Failed++
 			}

@@ -93,3 +93,21 @@ func TestAuditTooManyCallsMessage(t *testing.T) {
 		t.Errorf("Read(endless, cap 3) = %v, want %q", err, want)
 	}
 }
+
+// A negative JobRuntime (a wall clock stepped back during the job) counts
+// as a job of no time, never as a negative median; a negative Send or
+// Receive is refused, naming the field.
+func TestReadNegativeFields(t *testing.T) {
+	row := func(runtime, send string) string {
+		return joblog.Header + "\n1\t:\t1700000000.000000\t" + runtime + "\t" + send + "\t0\t0\t0\tx\n"
+	}
+	c, err := Read(strings.NewReader(row("-100.000", "0")), 10)
+	if err != nil || len(c.Runtimes) != 1 || c.Runtimes[0] != 0 {
+		t.Errorf("Read(JobRuntime -100) = %+v, %v; want one runtime of 0", c, err)
+	}
+	for send, want := range map[string]string{"-9": `Send "-9" must be at least 0`, "99999999999999999999": `Send "99999999999999999999" is out of range`} {
+		if _, err := Read(strings.NewReader(row("1.000", send)), 10); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read(Send %s) error = %v, want %q", send, err, want)
+		}
+	}
+}

@@ -399,11 +399,23 @@ func parseRow(line string) (e Entry, msg string) {
 		return e, bad("JobRuntime", f[3], "seconds such as 1.250")
 	}
 	e.Runtime = (time.Duration(sec)*time.Second + time.Duration(ns)).Round(time.Millisecond)
-	if e.Send, err = strconv.ParseInt(strings.TrimSpace(f[4]), 10, 64); err != nil {
-		return e, bad("Send", f[4], "an integer")
+	count := func(field, value string) (int64, string) {
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Sprintf("%s %q is out of range", field, value)
+		case err != nil:
+			return 0, bad(field, value, "an integer")
+		case n < 0:
+			return 0, fmt.Sprintf("%s %q must be at least 0", field, value)
+		}
+		return n, ""
 	}
-	if e.Receive, err = strconv.ParseInt(strings.TrimSpace(f[5]), 10, 64); err != nil {
-		return e, bad("Receive", f[5], "an integer")
+	if e.Send, msg = count("Send", f[4]); msg != "" {
+		return e, msg
+	}
+	if e.Receive, msg = count("Receive", f[5]); msg != "" {
+		return e, msg
 	}
 	if e.Exit, err = strconv.Atoi(strings.TrimSpace(f[6])); err != nil {
 		return e, bad("Exitval", f[6], "an integer")
