@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -385,6 +386,27 @@ func TestProxyRunsTheCommandAndExitsWithItsStatus(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("stdout %q: with a command, the URL is in $PACE_PROXY_URL only", out)
+	}
+}
+
+// With -q and a command, a request that failed still shows the summary:
+// the exit status is the command's, so it cannot say so.
+func TestProxyQuietCommandShowsFailures(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not found: it is the command's client here")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	ios, _, _, errOut := Test()
+	f := &Factory{IOStreams: ios, Signals: make(chan os.Signal)}
+	code := Execute(f, []string{"proxy", "-q", "--upstream", dead, "--", "sh", "-c", `curl -s -o /dev/null "$PACE_PROXY_URL/y"`})
+	if code != 0 || !strings.Contains(errOut.String(), "0 ok, 1 failed") {
+		t.Errorf("exit %d, stderr %q; want the command's 0 and a summary counting the failure", code, errOut)
 	}
 }
 

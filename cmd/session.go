@@ -191,7 +191,9 @@ func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *
 	ios, o := s.f.IOStreams, s.opts
 	sum, code := summarize(res)
 	sum.Brief = briefSummary(sum, mode)
-	if !o.Quiet || code != ExitOK { // -q: no summary unless something failed
+	// -q: no summary unless something failed (pace proxy -- CMD exits
+	// with CMD's status, whatever the requests did).
+	if !o.Quiet || code != ExitOK || sum.Failed > 0 {
 		if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
 			code = ExitFailed
 		}
