@@ -550,6 +550,13 @@ func parseURL(raw string, red *redact.Redactor) (*url.URL, error) {
 	case u.Host == "":
 		return nil, bad("no host")
 	}
+	if p := u.Port(); p != "" {
+		// url.Parse takes any digits; a dial would fail each attempt,
+		// spending quota on a call that can never be made.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, bad(fmt.Sprintf("port %s is not a port (want 1 to 65535)", p))
+		}
+	}
 	return u, nil
 }
 

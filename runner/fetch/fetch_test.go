@@ -492,6 +492,8 @@ func TestFetchBadURLs(t *testing.T) {
 		{"http://[::1/x", "missing ']'"},
 		{"http://bob:hunter22@host:port/x", "invalid port"},
 		{"http:///path", "no host"},
+		{"http://bob:hunter22@127.0.0.1:99999/x", "port 99999 is not a port (want 1 to 65535)"},
+		{"http://127.0.0.1:0/x", "port 0 is not a port"},
 		{"http:opaque", "want scheme://host"},
 		{"http://h/%zz", "invalid URL escape"},
 		{"alice:hunter22@example.com/x", "no scheme"},
