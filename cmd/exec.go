@@ -16,6 +16,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/limiter"
+	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -204,7 +205,11 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
 	}
 	defer backend.Close()
-	stopNote := waitNote(admitCtx, opts.Shared, ios.ErrOut, opts.Verbose, ios.IsStderrTTY())
+	// A quota of one process (no --key) never makes its one call wait.
+	stopNote := func() {}
+	if o := opts.Shared; o.URL != "" || o.Local() {
+		stopNote = quota.WaitNote(admitCtx, o.URL, o.State, o.Key, ios.ErrOut, opts.Verbose, ios.IsStderrTTY())
+	}
 	adm, err := backend.Admit(admitCtx, opts.Cost)
 	stopNote()
 	sig = endWatch()
