@@ -24,20 +24,9 @@ func shownStatus(j *runner.Job, msg string) string {
 	return red.String(msg)
 }
 
-// shownItem returns item, job's item as shown returns it, hidden whole
-// when the command puts it where a credential goes (-H 'Authorization:
-// Bearer {}'), as pace fetch hides an item that goes into a secret header;
-// otherwise redacted as an argument (a URL with a password).
-func shownItem(j *runner.Job, item string) string {
-	if len(item) >= 3 {
-		for _, v := range redact.New().ArgvSecrets(j.Argv) {
-			if strings.Contains(v, item) {
-				return redact.Placeholder
-			}
-		}
-	}
-	return redact.New().Argv([]string{item})[0]
-}
+// shownItem returns item, job's item as shown returns it, with the
+// credentials it holds hidden (redact.Redactor.Item).
+func shownItem(j *runner.Job, item string) string { return redact.New().Item(j.Argv, item) }
 
 // redactLogged returns line, a job log's Command column, as pace now
 // writes it: rows written before commands were redacted hold credentials,

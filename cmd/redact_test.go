@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pace-cli/pace/runner"
@@ -31,6 +32,11 @@ func TestShownItem(t *testing.T) {
 	job = &runner.Job{Item: "http://u:pw@h/", Argv: []string{"curl", "http://u:pw@h/"}}
 	if got := shownItem(job, job.Item); got != "http://u:REDACTED@h/" {
 		t.Errorf("shownItem(%q) = %q", job.Item, got)
+	}
+	// The item holds a credential and more: the credential is hidden.
+	job = &runner.Job{Item: "alice:TOPSECRET", Argv: []string{"curl", "-s", "-u", "alice:TOPSECRET", "http://h/"}}
+	if got := shownItem(job, job.Item); strings.Contains(got, "TOPSECRET") {
+		t.Errorf("shownItem(%q) = %q, shows the password", job.Item, got)
 	}
 	job = &runner.Job{Item: "a b", Argv: []string{"echo", "a b"}}
 	if got := shownItem(job, job.Item); got != "a b" {

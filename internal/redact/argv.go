@@ -58,6 +58,24 @@ func (r *Redactor) ArgvSecrets(argv []string) []string {
 	return found
 }
 
+// Item returns item, an input item of a command whose argv is argv, as
+// it may be shown (--tag, a summary's failed items): hidden whole when a
+// credential of argv holds all of it (-H 'Authorization: Bearer {}'),
+// with the credentials of argv it holds hidden (-u {} with the item
+// alice:pw), and redacted as an argument of its own (a URL with a
+// password).
+func (r *Redactor) Item(argv []string, item string) string {
+	for _, v := range r.ArgvSecrets(argv) {
+		switch {
+		case len(item) >= 3 && strings.Contains(v, item):
+			return Placeholder
+		case v != "" && strings.Contains(item, v):
+			item = strings.ReplaceAll(item, v, Placeholder)
+		}
+	}
+	return r.Argv([]string{item})[0]
+}
+
 // argvFixed redacts argv until nothing changes: hiding one value can
 // change what the rules see in an argument (a header's end, a URL's), as
 // with String.
