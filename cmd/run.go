@@ -71,8 +71,11 @@ Commands:
   Without a placeholder the item is appended as the last argument.
   Substitution is per argument and never goes through a shell: the item
   "x; rm -rf ~" is one literal argument. In the script of a shell run as
-  sh -c 'echo {}' (bash, dash, zsh, ksh ...) the item is quoted as with
-  --shell; a script that is the item alone (sh -c {}) runs it as code.
+  sh -c 'echo {}' (bash, dash, zsh, ksh ...; after env, timeout, sudo
+  and the like too) the item is quoted as with --shell; a script that is
+  the item alone (sh -c {}) runs it as code. A placeholder in the quoted
+  script of a shell within a script (sh -c "sh -c 'echo {}'") is refused:
+  pass it as an argument (sh -c 'echo "$1"' sh {}).
 
   Without a COMMAND, each item is a command line. Plain lines are split
   into words (quotes respected) and run directly; lines using shell syntax

@@ -68,13 +68,27 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 		// A shell run as sh -c SCRIPT reads SCRIPT as code: there each
 		// value is quoted as in shell mode, so that an item stays one
 		// word. A script that is a placeholder alone runs the item as
-		// code, which is what sh -c {} asks for.
-		if i := scriptArg(args); i > 0 && hasPlaceholder(c.args[i]) && len(c.args[i]) > 1 {
-			script, err := shellScript(args[i:i+1], c.args[i:i+1], false)
-			if err != nil {
-				return nil, err
+		// code, which is what sh -c {} asks for. The shell may come
+		// after a program that runs it (env, nice, timeout, sudo, xargs,
+		// docker exec ... sh -c): every plain argument naming a shell
+		// is looked at, so that a wrapper does not turn quoting off.
+		for j := 0; j < len(args); j++ {
+			if hasPlaceholder(c.args[j]) {
+				continue
 			}
-			c.args[i] = script
+			i := scriptArg(args[j:])
+			if i < 0 {
+				continue
+			}
+			i += j
+			if hasPlaceholder(c.args[i]) && len(c.args[i]) > 1 {
+				script, err := shellScript(args[i:i+1], c.args[i:i+1], false)
+				if err != nil {
+					return nil, err
+				}
+				c.args[i] = script
+			}
+			j = i
 		}
 		return c, nil
 	}
@@ -116,6 +130,10 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 	}
 
 	src := strings.Join(args, " ")
+	if ph, ok := nestedScriptPlaceholder(src); ok {
+		return nil, templateErrorf("shell command %q: %s is in the script of a shell the script runs (sh -c '...'): quoted for the outer shell only, the inner one would run the item as code; "+
+			"pass it to the inner shell as an argument, as in sh -c 'echo \"$1\"' sh {}", src, ph)
+	}
 	l := newLexer()
 	for i := range script {
 		f := &script[i]
@@ -136,6 +154,67 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: unterminated %s: close it with %s", src, what, closer)
 	}
 	return script, nil
+}
+
+// nestedScriptPlaceholder finds, in src (a shell script), a placeholder
+// inside a quoted string that is the script of a shell the script runs,
+// as in sh -c 'echo {}' within the script: the outer quoting makes the
+// item one word of the outer script, which the inner shell then reads as
+// code. It returns the placeholder as written.
+func nestedScriptPlaceholder(src string) (string, bool) {
+	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+	for w := 0; w < len(words); w++ {
+		name := strings.TrimLeft(words[w], ";&|({`$\"'")
+		if !shellPrograms[path.Base(name)] {
+			continue
+		}
+		// Options up to one holding c; then the script must start with
+		// a quote.
+		c := false
+		k := w + 1
+		for ; k < len(words) && len(words[k]) > 1 && (words[k][0] == '-' || words[k][0] == '+'); k++ {
+			c = c || words[k][0] == '-' && !strings.HasPrefix(words[k], "--") && strings.ContainsRune(words[k][1:], 'c')
+		}
+		if !c || k >= len(words) {
+			continue
+		}
+		// Where that word starts in src, from the name's position on.
+		at := wordOffset(src, words, k)
+		if at < 0 || at >= len(src) || (src[at] != '\'' && src[at] != '"') {
+			continue
+		}
+		q := src[at]
+		end := at + 1
+		for end < len(src) && src[end] != q {
+			if q == '"' && src[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		for _, f := range parse(src[at+1 : min(end, len(src))]) {
+			if f.kind != literal && !f.numeric() { // numbers are safe anywhere
+				return f.text, true
+			}
+		}
+	}
+	return "", false
+}
+
+// wordOffset returns where words[k], a field of src split at blanks,
+// starts in src, or -1.
+func wordOffset(src string, words []string, k int) int {
+	at := 0
+	for i := 0; i <= k; i++ {
+		j := strings.Index(src[at:], words[i])
+		if j < 0 {
+			return -1
+		}
+		if i == k {
+			return at + j
+		}
+		at += j + len(words[i])
+	}
+	return -1
 }
 
 // shellPrograms are the programs whose -c option takes a script of shell code.
@@ -166,8 +245,8 @@ func scriptArg(args []string) int {
 				return i + 1
 			}
 			return -1
-		case a == "-o" || a == "+o" || a == "-O" || a == "+O":
-			i++ // an option name follows
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
+			i++ // an option name, or bash's file, follows
 		case strings.HasPrefix(a, "--"):
 			// a long option (--norc, --login)
 		case len(a) > 1 && a[0] == '-':

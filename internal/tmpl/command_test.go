@@ -3,6 +3,7 @@ package tmpl
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -165,6 +166,22 @@ func TestShellScript(t *testing.T) {
 	}
 }
 
+// In shell mode, a shell the script runs with -c and a quoted script
+// holding a placeholder is refused; a number there is safe, and a
+// placeholder outside that script is quoted as ever.
+func TestCommandNestedShell(t *testing.T) {
+	for _, src := range []string{`sh -c 'echo {}'`, `echo a | bash -c "cat {}"`} {
+		if _, err := ParseCommand([]string{src}, true); !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "as an argument") {
+			t.Errorf("ParseCommand(%q, true) = %v; want ErrTemplate saying to pass it as an argument", src, err)
+		}
+	}
+	for _, src := range []string{`sh -c 'echo {#}'`, `echo "{}"; sh -c 'ls'`, `sh -c 'echo "$1"' sh {}`, `echo sh -c {}`} {
+		if _, err := ParseCommand([]string{src}, true); err != nil {
+			t.Errorf("ParseCommand(%q, true) = %v; want it accepted", src, err)
+		}
+	}
+}
+
 // A shell's -c script is code: the values in it are quoted as in shell
 // mode, so that an item stays one word, and a script that is a
 // placeholder alone runs the item as code, as asked.
@@ -188,6 +205,14 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{[]string{"sh", "run.sh", "{}"}, "x; y", []string{"sh", "run.sh", "x; y"}},
 		{[]string{"python3", "-c", "print({})"}, "1", []string{"python3", "-c", "print(1)"}},
 		{[]string{"shfmt", "-c", "{}"}, "x y", []string{"shfmt", "-c", "x y"}},
+		// A shell behind a program that runs it is a shell all the same.
+		{[]string{"timeout", "5", "sh", "-c", "echo {}"}, "$(id)", []string{"timeout", "5", "sh", "-c", "echo '$(id)'"}},
+		{[]string{"env", "-i", "/bin/sh", "-c", "echo {}"}, "a;b", []string{"env", "-i", "/bin/sh", "-c", "echo 'a;b'"}},
+		{[]string{"nice", "-n", "5", "bash", "-ec", "echo {}"}, "`id`", []string{"nice", "-n", "5", "bash", "-ec", "echo '`id`'"}},
+		{[]string{"docker", "exec", "box", "sh", "-c", "echo {}"}, "a b", []string{"docker", "exec", "box", "sh", "-c", "echo 'a b'"}},
+		{[]string{"bash", "--rcfile", "/dev/null", "-c", "echo {}"}, "$(id)", []string{"bash", "--rcfile", "/dev/null", "-c", "echo '$(id)'"}},
+		// "sh" as a value after the script is an argument, not a shell.
+		{[]string{"sh", "-c", `echo "$1"`, "sh", "{}"}, "-c", []string{"sh", "-c", `echo "$1"`, "sh", "-c"}},
 	}
 	for _, tt := range tests {
 		c, err := ParseCommand(tt.args, false)
@@ -204,6 +229,10 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{"sh", "-c", "echo `{}`"},
 		{"bash", "-c", "echo {} # {}"},
 		{"sh", "-c", "echo '{}"},
+		// A shell within the script: the item would be code to it.
+		{"sh", "-c", `sh -c 'echo {}'`},
+		{"sh", "-c", `x=1; bash -ec "echo {}"`},
+		{"timeout", "5", "sh", "-c", `sh -c "echo {/}"`},
 	} {
 		if _, err := ParseCommand(args, false); !errors.Is(err, ErrTemplate) {
 			t.Errorf("ParseCommand(%q, false) = %v; want ErrTemplate", args, err)

@@ -191,3 +191,23 @@ func TestShapesParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseCommand: any command line parses or is refused with
+// ErrTemplate, and never panics, with or without a shell (the scans for
+// a shell's script behind a wrapper and within a script included).
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"sh -c 'echo {}'", `timeout 5 bash --rcfile x -ec "sh -c \"{}\""`, "env sh -c", "sh -c '", `x "sh -c '{}`} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, src string, shell bool) {
+		for _, args := range [][]string{strings.Fields(src), {src}} {
+			if len(args) == 0 {
+				continue
+			}
+			if _, err := ParseCommand(args, shell); err != nil && !errors.Is(err, ErrTemplate) {
+				t.Errorf("ParseCommand(%q, %v) = %v, want nil or ErrTemplate", args, shell, err)
+			}
+		}
+	})
+}
