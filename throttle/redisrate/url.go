@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/pace-cli/pace/internal/redact"
@@ -69,6 +71,16 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 	}
 	if len(extra) > 0 {
 		cluster = true
+	}
+	if o.Network != "unix" {
+		for _, addr := range append([]string{o.Addr}, extra...) {
+			// A dial would fail each time, for as long as the timeout
+			// allows, as if Redis were down.
+			_, port, err := net.SplitHostPort(addr)
+			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+				return fail(fmt.Errorf("address %q: want host:port with a port from 1 to 65535", RedactURL(addr)))
+			}
+		}
 	}
 	if cluster && o.Network == "unix" {
 		return fail(errors.New("a cluster is reached over tcp, not a unix socket"))

@@ -70,6 +70,9 @@ func TestParseURL(t *testing.T) {
 		"redis://u:s3cret@/0",          // no host: localhost:6379 too
 		"rediss://:s3cret@",
 		"u:s3cret@h:1",
+		"redis://:s3cret@127.0.0.1:65536",
+		"redis://:s3cret@127.0.0.1:0",
+		"redis://:s3cret@a:1?addr=b:99999",
 	} {
 		_, err := redisrate.ParseURL(bad)
 		if err == nil {
