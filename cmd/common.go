@@ -141,7 +141,9 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVar(&o.Reorder, "allow-reorder", false, "let a call that fits now overtake a costlier one waiting for room\n(throughput before order; in-memory limiter only: refused with --key or --redis)")
 	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "run at most `N` jobs at once (default: the number of CPUs)")
 	o.Input = "-"
-	fl.VarP(pathValue{&o.Input, "want a file name, or - for stdin"}, "input", "a", "read items from `FILE` (- means stdin)")
+	fl.VarP(oncePathValue{pathValue{&o.Input, "want a file name, or - for stdin"},
+		"pace reads one -a (for every combination of several files, as GNU parallel's -a A -a B, use :::: A B)", new(bool)},
+		"input", "a", "read items from `FILE` (- means stdin)")
 	fl.BoolVarP(&o.Null, "null", "0", false, "items are separated by NUL bytes, not newlines (find -print0)")
 	fl.Var(setStringValue{&o.ColSep, &o.colSepSet}, "colsep", "split each item into columns {1} {2} ... at every match of `REGEX`")
 	fl.Var(setDurationValue{&o.Margin, &o.MarginSet}, "margin",

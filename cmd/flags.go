@@ -162,6 +162,22 @@ func (p pathValue) Set(s string) error {
 
 func (pathValue) Type() string { return "string" }
 
+// oncePathValue is a pathValue given at most once: a second value is
+// refused with msg, not silently taken in place of the first.
+type oncePathValue struct {
+	pathValue
+	msg  string
+	seen *bool
+}
+
+func (p oncePathValue) Set(s string) error {
+	if *p.seen && s != "" {
+		return fmt.Errorf("%q came first: %s", *p.v, p.msg)
+	}
+	*p.seen = true
+	return p.pathValue.Set(s)
+}
+
 // setStringValue is a string flag that remembers it was given, so that an
 // empty value can be told from no flag.
 type setStringValue struct {

@@ -101,7 +101,10 @@ func (o *output) Write(b []byte) (int, error) {
 			return n, errStdoutGone
 		case o.stalled.Load():
 			return n, errStdoutStalled
-		case n == len(b) && n > 0:
+		case n == len(b):
+			// Written; or empty, which tells only whether stdout is
+			// gone: handed to a device, it would fail on /dev/full
+			// with nothing lost.
 			return n, nil
 		}
 		piece := b[n:min(len(b), n+outputPiece)]
@@ -113,7 +116,7 @@ func (o *output) Write(b []byte) (int, error) {
 			o.once.Do(o.broken)
 			return n, errStdoutGone
 		}
-		if err != nil || len(b) == 0 {
+		if err != nil {
 			return n, err
 		}
 	}

@@ -225,6 +225,7 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 		{[]string{"run", "--", "no-such-program-pace", ran}, `pace: command "no-such-program-pace" not found`},
 		{[]string{"run", "--", "touch " + ran}, `pace: command "touch ` + ran + `" is one word that holds spaces`},
 		{[]string{"run", "-a", filepath.Join(dir, "missing"), "--", "touch", ran}, "pace: open input: open " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{[]string{"run", "-a", "one", "-a", "two", "--", "touch", ran}, `pace: invalid argument "two" for "-a, --input" flag: "one" came first: pace reads one -a`},
 		{[]string{"run", "--colsep", "(", "--", "touch", ran}, `pace: invalid argument "(" for "--colsep": want a regular expression such as '\t' or ',' (missing closing ))`},
 	} {
 		code, stdout, stderr := execPace(t, "x\n", tt.args...)
