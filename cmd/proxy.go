@@ -103,11 +103,10 @@ Clients come and go:
   that disconnects mid-response frees its slot at once. A request body of
   up to 64 KiB (with a length, or chunked) is read before the wait; a
   longer body, or one sent after Expect: 100-continue, streams upstream
-  once admitted, and on Linux its client's connection is looked at every
-  20ms while it waits. Not seen gone: a client that leaves while more of
-  its body is unsent than the sockets' buffers hold (about 128 KiB here),
-  since its close waits behind that body; its request is sent once
-  admitted. --max-wait D
+  once admitted; while it waits, its body is read into a spool (memory,
+  then an unlinked temporary file; up to 256 MiB a request and 1 GiB in
+  all), so that a client gone mid-body is seen, and on Linux its
+  client's connection is looked at every 20ms. --max-wait D
   answers 429, with a Retry-After computed from the rules, to a request
   that would wait longer than D, so that clients' own retry logic works;
   without it, requests wait. The proxy answers 502 when the upstream

@@ -40,12 +40,9 @@ var errHungUp = errors.New("pace proxy: the client closed its connection while i
 // have to read the body), so the proxy looks at the socket itself every
 // hangupLook (watchHangup): a client that closed its connection or reset
 // it is seen behind the body's unread bytes, and its wait ends as a GET's
-// does, with nothing spent. Not when its close is still in its own
-// kernel, behind body bytes our receive window has no room for (about
-// 128 KiB of body past what the sockets hold): the close is not sent
-// until they are, and such a request is sent for nobody once admitted.
-// Reading the body into a spool on disk while it waits would let the
-// close through; not done yet (docs/design.md).
+// does, with nothing spent. A close still in the client's kernel, behind
+// body bytes our receive window has no room for, comes through because
+// the body is drained into a spool while the request waits (spool.go).
 
 // hangupLook is how often watchHangup looks at a waiting request's
 // connection.

@@ -42,6 +42,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/leanhttp"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/learn"
 	"github.com/pace-cli/pace/throttle/pacehttp"
@@ -121,6 +122,7 @@ type Proxy struct {
 	inFlight atomic.Int64
 	waitingN atomic.Int64
 	buffered atomic.Int64 // bytes of the bodies read before their wait (see body.go)
+	spooled  atomic.Int64 // bytes of the bodies drained to disk while they wait (spool.go)
 	seq      atomic.Int64 // the requests admitted so far
 	upMu     sync.Mutex
 	upgrades map[*upgradeBody]struct{} // upgraded connections open; guarded by upMu
@@ -390,6 +392,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	if !whole {
 		defer watchHangup(r, rq)()
+		if conn := leanhttp.ClientConn(r.Context()); conn != nil && !expectsContinue(r) {
+			// Read the body while the request waits, so that a client
+			// gone is seen even with much of its body unsent.
+			d := p.startDrain(r.Body, conn, func(error) {
+				if rq.state.Load() == stateWaiting {
+					rq.cancel(errHungUp)
+				}
+			})
+			r.Body = d
+			defer d.abort()
+		}
 	}
 	p.waitingN.Add(1)
 	rq.ctx = requestCtx{Context: ctx, rq: rq}
