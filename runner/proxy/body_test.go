@@ -56,6 +56,21 @@ func waitBehindHeld(t *testing.T, tp *testProxy, head string) (c net.Conn, held 
 	return c, done
 }
 
+// closeSeenGone closes c, a client's connection whose request waits
+// behind the held slot, and checks that the proxy sees the client gone,
+// serves on once the slot is released, and sends nothing upstream.
+func closeSeenGone(t *testing.T, tp *testProxy, c net.Conn, release func(), held <-chan struct{}, bodied *atomic.Int64) {
+	t.Helper()
+	c.Close()
+	eventually(t, "the client seen gone", func() bool { return tp.p.Stats().Gone == 1 })
+	release()
+	<-held
+	tp.stillServes(t)
+	if n := bodied.Load(); n != 0 {
+		t.Errorf("the upstream received %d requests with a body, want 0: the client had gone", n)
+	}
+}
+
 // A client that sends a body and closes its connection (or resets it)
 // while the request waits for a -j slot is seen gone: its request is never
 // sent. A small body (with a length, or chunked) is read before the wait,
@@ -82,14 +97,7 @@ func TestBodiedClientGoneWhileWaitingForASlotSpendsNothing(t *testing.T) {
 			if tc.reset {
 				c.(*net.TCPConn).SetLinger(0)
 			}
-			c.Close()
-			eventually(t, "the client seen gone", func() bool { return tp.p.Stats().Gone == 1 })
-			release()
-			<-held
-			tp.stillServes(t)
-			if n := bodied.Load(); n != 0 {
-				t.Errorf("the upstream received %d requests with a body, want 0: the client had gone", n)
-			}
+			closeSeenGone(t, tp, c, release, held, bodied)
 		})
 	}
 }

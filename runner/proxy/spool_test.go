@@ -43,14 +43,7 @@ func TestClientGoneBehindItsBodySpendsNothing(t *testing.T) {
 					io.WriteString(c, body)
 				}
 			}
-			c.Close()
-			eventually(t, "the client seen gone", func() bool { return tp.p.Stats().Gone == 1 })
-			release()
-			<-held
-			tp.stillServes(t)
-			if n := bodied.Load(); n != 0 {
-				t.Errorf("the upstream received %d requests with a body, want 0: the client had gone", n)
-			}
+			closeSeenGone(t, tp, c, release, held, bodied)
 			eventually(t, "the spool given back", func() bool { return tp.p.spooled.Load() == 0 && tp.p.buffered.Load() == 0 })
 		})
 	}
