@@ -106,12 +106,19 @@ func (e *Executor) grace() time.Duration {
 	return defaultKillGrace
 }
 
-// outputErr sets res.Err, if nothing else went wrong, when output was lost.
+// outputErr sets res.Err, if nothing else went wrong, when output was
+// lost. A stdout that could not be kept whole is dropped: its first part,
+// written as if it were all, would be taken for the job's output.
 func (e *Executor) outputErr(res *runner.Result) {
+	serr := res.Stdout.Err()
 	if res.Err == nil {
-		if cerr := errors.Join(res.Stdout.Err(), res.Stderr.Err()); cerr != nil {
+		if cerr := errors.Join(serr, res.Stderr.Err()); cerr != nil {
 			res.Err = fmt.Errorf("job %d: output: %w", res.Job.Seq, cerr)
 		}
+	}
+	if serr != nil {
+		res.Stdout.Close()
+		res.Stdout = nil
 	}
 }
 

@@ -165,6 +165,18 @@ func TestExecuteSpillsLargeOutput(t *testing.T) {
 	}
 }
 
+// A stdout that cannot spill (no room for its temporary file) fails the
+// job, and none of it is kept: a part would pass for the whole.
+func TestExecuteSpillFailureKeepsNoPart(t *testing.T) {
+	e, job := helperArgv(t, "bytes", "300000")
+	e.SpillLimit, e.TempDir = 64<<10, filepath.Join(t.TempDir(), "missing")
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if res.OK() || res.Err == nil || !strings.Contains(res.Err.Error(), "spill output") || res.Stdout != nil {
+		t.Errorf("got %s (%v), stdout %d bytes; want a failure saying the spill failed, and no stdout", res.Status(), res.Err, res.Stdout.Len())
+	}
+}
+
 // alive reports whether the process with the pid in file is running.
 func alive(t *testing.T, file string) bool {
 	t.Helper()
