@@ -75,7 +75,9 @@ Commands:
   and the like too) the item is quoted as with --shell; a script that is
   the item alone (sh -c {}) runs it as code. A placeholder in the quoted
   script of a shell within a script (sh -c "sh -c 'echo {}'") is refused:
-  pass it as an argument (sh -c 'echo "$1"' sh {}).
+  pass it as an argument (sh -c 'echo "$1"' sh {}). The command of
+  ssh HOST COMMAND... is read by the remote shell: its items are quoted
+  for it the same way (ssh HOST {} runs the item there as code).
 
   Without a COMMAND, each item is a command line. Plain lines are split
   into words (quotes respected) and run directly; lines using shell syntax

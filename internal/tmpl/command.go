@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -72,11 +73,17 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 		// after a program that runs it (env, nice, timeout, sudo, xargs,
 		// docker exec ... sh -c): every plain argument naming a shell
 		// is looked at, so that a wrapper does not turn quoting off.
-		for j := 0; j < len(args); j++ {
+		// Up to end, args and c.args are word for word; past it, ssh's
+		// remote command is one script, quoted already.
+		end, err := c.quoteRemote(args)
+		if err != nil {
+			return nil, err
+		}
+		for j := 0; j < end; j++ {
 			if hasPlaceholder(c.args[j]) {
 				continue
 			}
-			i := scriptArg(args[j:])
+			i := scriptArg(args[j:end])
 			if i < 0 {
 				continue
 			}
@@ -154,6 +161,71 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: unterminated %s: close it with %s", src, what, closer)
 	}
 	return script, nil
+}
+
+// quoteRemote makes the command of ssh HOST COMMAND... one script whose
+// values are quoted as in shell mode: ssh joins COMMAND's words with
+// spaces and the remote shell reads them as code, so that an item there
+// would otherwise run on the host. The item appended to such a command
+// goes into the script, quoted too. A remote command that is the item
+// alone (ssh host {}) runs it as code, as asked.
+//
+// It returns the index of the script in c.args, or len(args) if it made
+// none.
+func (c *Command) quoteRemote(args []string) (int, error) {
+	k := -1
+	for j := 0; j < len(args) && k < 0; j++ {
+		if !hasPlaceholder(c.args[j]) {
+			k = remoteCommandArg(args[j:])
+			if k > 0 {
+				k += j
+			}
+		}
+	}
+	if k < 0 || !c.appends && !slices.ContainsFunc(c.args[k:], hasPlaceholder) {
+		return len(args), nil
+	}
+	if !c.appends && len(args) == k+1 && len(c.args[k]) == 1 {
+		return len(args), nil // ssh host {}
+	}
+	script, err := shellScript(args[k:], c.args[k:], c.appends)
+	if err != nil {
+		return 0, err
+	}
+	c.args = append(c.args[:k], script)
+	c.appends = false
+	return k, nil
+}
+
+// sshValueOptions are ssh's options that take a value.
+const sshValueOptions = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// remoteCommandArg returns the index in args of the first word of the
+// remote command of ssh [options] destination command..., or -1: args[0]
+// is plain and names ssh, and a command follows the destination.
+func remoteCommandArg(args []string) int {
+	if path.Base(args[0]) != "ssh" {
+		return -1
+	}
+	i := 1
+	for ; i < len(args) && len(args[i]) > 1 && args[i][0] == '-'; i++ {
+		if args[i] == "--" {
+			i++
+			break
+		}
+		for n, ch := range args[i][1:] {
+			if strings.ContainsRune(sshValueOptions, ch) {
+				if n == len(args[i])-2 {
+					i++ // the value is the next word
+				}
+				break
+			}
+		}
+	}
+	if i+1 >= len(args) {
+		return -1 // no command: a login shell
+	}
+	return i + 1
 }
 
 // nestedScriptPlaceholder finds, in src (a shell script), a placeholder

@@ -211,6 +211,14 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{[]string{"nice", "-n", "5", "bash", "-ec", "echo {}"}, "`id`", []string{"nice", "-n", "5", "bash", "-ec", "echo '`id`'"}},
 		{[]string{"docker", "exec", "box", "sh", "-c", "echo {}"}, "a b", []string{"docker", "exec", "box", "sh", "-c", "echo 'a b'"}},
 		{[]string{"bash", "--rcfile", "/dev/null", "-c", "echo {}"}, "$(id)", []string{"bash", "--rcfile", "/dev/null", "-c", "echo '$(id)'"}},
+		// ssh's command is code to the remote shell: quoted as a script,
+		// in one word (ssh joins its words with spaces anyway).
+		{[]string{"ssh", "host", "echo", "{}"}, "$(id)", []string{"ssh", "host", "echo '$(id)'"}},
+		{[]string{"ssh", "-p", "22", "-o", "BatchMode=yes", "-vi", "key", "u@h", "touch", "{}"}, "a b", []string{"ssh", "-p", "22", "-o", "BatchMode=yes", "-vi", "key", "u@h", "touch 'a b'"}},
+		{[]string{"ssh", "-p22", "h", "cat"}, "x;y", []string{"ssh", "-p22", "h", "cat 'x;y'"}}, // the item appended, quoted
+		{[]string{"timeout", "9", "ssh", "h", "ls", "{}"}, "`id`", []string{"timeout", "9", "ssh", "h", "ls '`id`'"}},
+		{[]string{"ssh", "h", "{}"}, "uptime; w", []string{"ssh", "h", "uptime; w"}}, // the item as the command: code, as asked
+		{[]string{"ssh", "{}", "uptime"}, "h1", []string{"ssh", "h1", "uptime"}},     // the host, not the command
 		// "sh" as a value after the script is an argument, not a shell.
 		{[]string{"sh", "-c", `echo "$1"`, "sh", "{}"}, "-c", []string{"sh", "-c", `echo "$1"`, "sh", "-c"}},
 	}
