@@ -490,7 +490,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		facts.learned = &l
 	}
 	st := px.Stats()
-	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent}
+	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent, Connect: st.Connect}
 	rec.reportUnlogged(ios.ErrOut)
 	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err

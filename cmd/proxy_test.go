@@ -244,7 +244,7 @@ func TestProxyMaxWaitAnswers429WithRetryAfter(t *testing.T) {
 		t.Errorf("server accepted %d, refused %d; want 1 and 0", st.Accepted, st.Refused)
 	}
 	_, errOut := p.stop(t)
-	if !strings.Contains(errOut, "proxy      2 requests received; sent nowhere: 1 answered 429 (--max-wait)") {
+	if !strings.Contains(errOut, "proxy      2 requests received; sent nowhere: 1 answered 429 (the wait too long)") {
 		t.Errorf("summary does not count the 429:\n%s", errOut)
 	}
 }

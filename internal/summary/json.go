@@ -45,6 +45,7 @@ type (
 		MaxWait  int64 `json:"max_wait_429"`
 		Gone     int64 `json:"gone_while_waiting"`
 		Refused  int64 `json:"refused_503"`
+		Connect  int64 `json:"connect_405"`
 	}
 	learnedJSONForm struct {
 		Refusals int      `json:"refusals"`
@@ -167,7 +168,7 @@ func (s *Summary) jsonForm() summaryJSONForm {
 		j.Learned = lj
 	}
 	if p := s.Proxy; p != nil {
-		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused}
+		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect}
 	}
 	if st := s.Store; st != nil {
 		j.Store = &storeJSONForm{Name: st.Name, RoundTrips: st.RoundTrips, Failures: st.Failures, LeasesLost: st.LeasesLost}

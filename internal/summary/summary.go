@@ -76,7 +76,8 @@ type Summary struct {
 // nothing and have no row in the job log).
 type Proxy struct {
 	Requests int64 // received
-	MaxWait  int64 // answered 429 because the wait would pass --max-wait
+	MaxWait  int64 // answered 429 because the wait would pass --max-wait (or a published rule, --max-server-pause)
+	Connect  int64 // CONNECT requests, answered 405: pace proxy is not a forward proxy
 	Gone     int64 // the client went away while its request waited
 	Refused  int64 // answered 503: stopping, or the quota's store down
 }

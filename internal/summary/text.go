@@ -177,7 +177,8 @@ func (p *Proxy) writeText(tw *tabwriter.Writer) {
 	for _, n := range []struct {
 		n    int64
 		what string
-	}{{p.MaxWait, "answered 429 (--max-wait)"}, {p.Gone, "gone while waiting"}, {p.Refused, "answered 503 (stopping, or the store down)"}} {
+	}{{p.MaxWait, "answered 429 (the wait too long)"}, {p.Gone, "gone while waiting"}, {p.Refused, "answered 503 (stopping, or the store down)"},
+		{p.Connect, "answered 405 (CONNECT: not a forward proxy)"}} {
 		if n.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
 		}

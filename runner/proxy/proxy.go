@@ -87,7 +87,8 @@ type Stats struct {
 	Refused  int64         // upstream answers 429 or 503
 	Waits    int64         // requests that waited for a slot or the rules
 	WaitTime time.Duration // time they waited, in all
-	TooLong  int64         // answered 429 by the proxy (MaxWait)
+	TooLong  int64         // answered 429 by the proxy (MaxWait, or a published rule past MaxServerPause)
+	Connect  int64         // CONNECT requests, answered 405: not a forward proxy
 	Gone     int64         // clients gone while their request waited: nothing spent
 	Failed   int64         // admitted, then answered 502 or 504 by the proxy: the upstream down or slow
 	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
@@ -115,6 +116,7 @@ type Proxy struct {
 	waits    atomic.Int64
 	waitTime atomic.Int64
 	tooLong  atomic.Int64
+	connect  atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
 	unsent   atomic.Int64
@@ -286,7 +288,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -352,6 +354,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
 	p.enter()
 	defer p.leave()
+	if r.Method == http.MethodConnect {
+		// A client told to use the proxy as HTTPS_PROXY: sent upstream,
+		// the CONNECT would spend a call and fail there, obscurely.
+		p.connect.Add(1)
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		plain(w, http.StatusMethodNotAllowed, "pace proxy: CONNECT is not supported: pace proxy is a reverse proxy for its --upstream; "+
+			"send requests to it as to the upstream (the client's base URL), not through HTTP_PROXY or HTTPS_PROXY")
+		return
+	}
 	if p.stopCtx.Err() != nil {
 		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")

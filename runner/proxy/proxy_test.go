@@ -262,6 +262,33 @@ func TestLyingHeadersAreBounded(t *testing.T) {
 	}
 }
 
+// A CONNECT (a client given the proxy as HTTPS_PROXY) is answered 405
+// by the proxy, saying how to use it, and never sent upstream.
+func TestConnectIs405(t *testing.T) {
+	var got atomic.Int64
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { got.Add(1) })
+	tp := startProxy(t, up.URL, "1/s", 0, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(b), "HTTPS_PROXY") {
+		t.Errorf("CONNECT answered %d %q, want 405 saying not to use the proxy as HTTPS_PROXY", resp.StatusCode, b)
+	}
+	if st := tp.p.Stats(); got.Load() != 0 || st.Connect != 1 {
+		t.Errorf("upstream got %d requests, Connect %d; want 0 and 1", got.Load(), st.Connect)
+	}
+	tp.stillServes(t)
+}
+
 // A rule the server publishes (adopted) that would hold a request past
 // MaxServerPause is passed on to the client as a 429 with the wait as
 // its Retry-After, at once and sent nowhere.
