@@ -209,6 +209,18 @@ func waitGone(t *testing.T, file string) bool {
 	return false
 }
 
+// A timeout that ends before the program could start is a timeout, not
+// a program that could not start (which the job log would say as 127).
+func TestExecuteTimeoutBeforeStart(t *testing.T) {
+	e, job := helperArgv(t, "bytes", "1")
+	e.Timeout = time.Nanosecond
+	res := e.Execute(context.Background(), job)
+	defer res.Close()
+	if !res.TimedOut || res.OK() || res.Err != nil || !strings.HasPrefix(res.Status(), "timed out after 1ns") {
+		t.Errorf("got %s (timed out %v, err %v), want a timeout", res.Status(), res.TimedOut, res.Err)
+	}
+}
+
 func TestExecuteTimeoutKillsProcessGroup(t *testing.T) {
 	for _, mode := range []string{"hang", "ignore-term"} {
 		t.Run(mode, func(t *testing.T) {

@@ -133,6 +133,10 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv)
 	if err != nil {
+		if errors.Is(context.Cause(jctx), errTimeout) {
+			res.TimedOut = true // its time was up before it could start
+			return res
+		}
 		res.Err = startError(job, err)
 		return res
 	}

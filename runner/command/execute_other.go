@@ -65,6 +65,8 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	case err == nil, errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
 		// The exit status says it all; ErrWaitDelay only means a
 		// background child held the output open past the grace period.
+	case c.ProcessState == nil && errors.Is(context.Cause(jctx), errTimeout):
+		res.TimedOut = true // its time was up before it could start
 	case c.ProcessState == nil:
 		res.Err = startError(job, err)
 	default:
