@@ -141,6 +141,7 @@ type programFlag struct {
 // programFlags are the password flags of a few programs, by the
 // program's base name.
 var programFlags = map[string]map[string]programFlag{
+	"curl":         {"-E": {rule: userRule}}, // --cert's short form: cert[:password]
 	"http":         {"-a": {rule: userRule}},
 	"https":        {"-a": {rule: userRule}},
 	"xh":           {"-a": {rule: userRule}},

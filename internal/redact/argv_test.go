@@ -82,6 +82,9 @@ func TestArgvUserAndTokens(t *testing.T) {
 		{argv("http POST https://h/ token=abc name=x"), argv("http POST https://h/ token=REDACTED name=x")},
 		{argv("curl -d user=bob&password=pw4&x=1 https://h/"), argv("curl -d user=bob&password=REDACTED&x=1 https://h/")},
 		{argv("env API_TOKEN=t5 DEBUG=1 curl https://h/"), argv("env API_TOKEN=REDACTED DEBUG=1 curl https://h/")},
+		{argv("env PGPASSWORD=p6 MYSQL_PWD=p7 PWD=/x psql"), argv("env PGPASSWORD=REDACTED MYSQL_PWD=REDACTED PWD=/x psql")},
+		{argv("curl -E cert.pem:p8 https://h/"), argv("curl -E cert.pem:REDACTED https://h/")},
+		{argv("grep -E a:b f"), argv("grep -E a:b f")},
 		// URLs without a scheme.
 		{argv("curl example.com/x?api_key=K2&page=1"), argv("curl example.com/x?api_key=REDACTED&page=1")},
 		// Ordinary arguments stay.

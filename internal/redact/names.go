@@ -35,9 +35,13 @@ func isBuiltinSecretParam(name string) bool {
 		"jwt", "code", "access_token", "refresh_token", "id_token", "client_secret":
 		return true
 	}
+	if strings.Contains(name, "password") || strings.Contains(name, "passwd") {
+		return true // env PGPASSWORD=..., ADMINPASSWORD
+	}
 	for _, suf := range [...]string{
 		"_key", "-key", "_token", "-token", "_secret", "-secret",
 		"_password", "-password", "_signature", "-signature",
+		"_pwd",                // MYSQL_PWD
 		"sessionid", "sessid", // jsessionid, aspsessionid, phpsessid
 	} {
 		if strings.HasSuffix(name, suf) {
