@@ -312,8 +312,10 @@ func printOutput(tag bool) func(out, errOut io.Writer, r *runner.Result) error {
 			out = &prefixWriter{w: out, prefix: prefix}
 			errOut = &prefixWriter{w: errOut, prefix: prefix}
 		}
-		_, err := r.Stdout.WriteTo(out) // says whether stdout is gone, even empty
-		if r.Stderr.Len() > 0 {         // an empty write fails on /dev/full
+		// Even an empty stdout is handed over: it says whether stdout is
+		// gone. An empty write to stderr, a device, fails on /dev/full.
+		_, err := r.Stdout.WriteTo(out)
+		if r.Stderr.Len() > 0 {
 			if _, eerr := r.Stderr.WriteTo(errOut); err == nil {
 				err = eerr
 			}

@@ -776,23 +776,23 @@ fleet_slow() {
 		"$tmp/runs/slow-$run-"[1-4].joblog >"$tmp/runs/lags-$run" 2>&1 || true
 }
 
-# lagspans N: "MIN–MAX" (ms) of the lags from admission to arrival at the
-# server, for each of the last N runs, from benchtool lags.
-lagspans() {
-	local r
+# fromlags N AWK: for each of the last N runs, what the awk program AWK
+# prints of its benchtool lags output ("? " if it prints nothing).
+fromlags() {
+	local r out
 	for r in $(seq $((run - $1 + 1)) "$run"); do
-		awk '$1 == "lags" { printf "%.0f–%.0f ", $3, $5; f = 1 } END { if (!f) printf "? " }' "$tmp/runs/lags-$r" 2>/dev/null || printf '? '
+		out=$(awk "$2" "$tmp/runs/lags-$r" 2>/dev/null)
+		printf '%s ' "${out:-?}"
 	done
 }
 
+# lagspans N: "MIN–MAX" (ms) of the lags from admission to arrival at the
+# server, for each of the last N runs.
+lagspans() { fromlags "$1" '$1 == "lags" { printf "%.0f–%.0f", $3, $5 }'; }
+
 # closest N: for each of the last N runs, how close it came to a refusal
-# (ms): the least slack over the count rules, from benchtool lags.
-closest() {
-	local r
-	for r in $(seq $((run - $1 + 1)) "$run"); do
-		awk '$1 == "slack" { if (!f || $3 < m) m = $3; f = 1 } END { if (f) printf "%.0f ", m; else printf "? " }' "$tmp/runs/lags-$r" 2>/dev/null || printf '? '
-	done
-}
+# (ms): the least slack over the count rules.
+closest() { fromlags "$1" '$1 == "slack" { if (!f || $3 < m) m = $3; f = 1 } END { if (f) printf "%.0f", m }'; }
 
 # efficiencies: optimum / makespan of every run of the last series.
 efficiencies() { local r; for r in "${ratios[@]}"; do awk -v r="$r" 'BEGIN { if (r > 0) printf "%.3f ", 1/r; else printf "? " }'; done; }

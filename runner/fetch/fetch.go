@@ -471,7 +471,7 @@ func (e *Executor) claim(path string, seq int64) (int64, bool) {
 // Skipped claims the output file of a job that an earlier run did (the
 // pool skips it on --resume), so that no item of this run replaces it.
 func (e *Executor) Skipped(job *runner.Job) {
-	if e.names == nil || e.name == nil {
+	if e.names == nil { // only with a name template that may repeat
 		return
 	}
 	if name, err := e.name.Expand(values(job)); err == nil {

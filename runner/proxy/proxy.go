@@ -558,6 +558,7 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		state = rq.state.Load()
 	}
 	admitted := state == stateAdmitted
+	var long *learn.PolicyWaitTooLong
 	switch {
 	case state == stateExpired:
 		p.tooLong.Add(1)
@@ -570,12 +571,10 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case ctx.Err() != nil && !admitted:
 		p.gone.Add(1) // nobody to answer
 		return
-	case !admitted && errors.As(err, new(*learn.PolicyWaitTooLong)):
+	case !admitted && errors.As(err, &long):
 		// The rule the server publishes would hold the request longer
 		// than the server may make anyone wait: its "stop" goes to the
 		// client, as a refusal's does.
-		var long *learn.PolicyWaitTooLong
-		errors.As(err, &long)
 		p.tooLong.Add(1)
 		p.refuseFor(w, long.Wait, fmt.Sprintf("the rule the server publishes, %s, would hold this request for %s, longer than --max-server-pause %s",
 			long.Rule, long.Wait.Round(time.Second), long.Max))

@@ -52,7 +52,7 @@ var errDrainStopped = errors.New("pace proxy: the body's drain was stopped")
 type drain struct {
 	p    *Proxy
 	src  io.ReadCloser // the client's body
-	conn net.Conn      // its connection, to stop a read that blocks; may be nil
+	conn net.Conn      // its connection, to stop a read that blocks
 	gone func(error)   // told of a read that failed while nobody read the spool
 
 	mu       sync.Mutex
@@ -130,49 +130,59 @@ func (d *drain) stopLocked(err error) {
 }
 
 // spoolLocked appends b to the spool; what it may not hold (a bound, a
-// file that cannot be made or written) is kept in pending, and the drain
-// stops. Requires d.mu held.
+// file that cannot be made or written) waits in pending for the reader,
+// and the drain stops. Requires d.mu held.
 func (d *drain) spoolLocked(b []byte) {
-	if d.file == nil && d.memHeld == 0 && d.p.buffered.Add(spoolMem) <= bufferedBodiesBudget {
-		d.memHeld = spoolMem
-		d.mem = make([]byte, 0, spoolMem)
-	} else if d.file == nil && d.memHeld == 0 {
-		d.p.buffered.Add(-spoolMem)
-		d.memHeld = -1 // no room in memory: to the file
+	if d.closed {
+		return // the request is done: nothing reads the spool any more
 	}
-	if room := int64(cap(d.mem) - len(d.mem)); room > 0 && d.file == nil {
-		k := min(room, int64(len(b)))
+	if d.file == nil {
+		if d.memHeld == 0 {
+			d.memHeld = -1 // no room in memory: to the file
+			if d.p.buffered.Add(spoolMem) <= bufferedBodiesBudget {
+				d.memHeld, d.mem = spoolMem, make([]byte, 0, spoolMem)
+			} else {
+				d.p.buffered.Add(-spoolMem)
+			}
+		}
+		k := min(cap(d.mem)-len(d.mem), len(b))
 		d.mem = append(d.mem, b[:k]...)
 		if b = b[k:]; len(b) == 0 {
 			return
 		}
 	}
-	n := int64(len(b))
-	over := int64(len(d.mem))+d.filed+n > spoolMax
-	if !over {
-		if over = d.p.spooled.Add(n) > spoolBudget; over {
-			d.p.spooled.Add(-n)
-		} else {
-			d.reserved += n
-		}
-	}
-	if !over && d.file == nil {
-		f, err := os.CreateTemp("", "pace-proxy-body-*")
-		if over = err != nil; !over {
-			os.Remove(f.Name()) // unlinked: nothing is left behind, whatever happens
-			d.file = f
-		}
-	}
-	if !over {
-		_, err := d.file.WriteAt(b, d.filed)
-		over = err != nil
-	}
-	if over {
+	if !d.fileLocked(b) {
 		d.pending = append(d.pending, b...)
 		d.handover = true
-		return
+	}
+}
+
+// fileLocked appends b to the spool's file, made at the first call,
+// within spoolMax and spoolBudget; it reports whether it did. Requires
+// d.mu held.
+func (d *drain) fileLocked(b []byte) bool {
+	n := int64(len(b))
+	if int64(len(d.mem))+d.filed+n > spoolMax {
+		return false
+	}
+	if d.p.spooled.Add(n) > spoolBudget {
+		d.p.spooled.Add(-n)
+		return false
+	}
+	d.reserved += n
+	if d.file == nil {
+		f, err := os.CreateTemp("", "pace-proxy-body-*")
+		if err != nil {
+			return false
+		}
+		os.Remove(f.Name()) // unlinked: nothing is left behind, whatever happens
+		d.file = f
+	}
+	if _, err := d.file.WriteAt(b, d.filed); err != nil {
+		return false
 	}
 	d.filed += n
+	return true
 }
 
 // Read reads the spool, then what the drain read after the hand-over,
@@ -238,18 +248,18 @@ func (d *drain) abort() {
 		d.aborted, d.handover = true, true
 	}
 	d.mu.Unlock()
-	if running && d.conn != nil {
+	if running {
 		d.conn.SetReadDeadline(time.Unix(1, 0))
 	}
 	select {
 	case <-d.exited:
 	case <-time.After(time.Second):
-		// No connection to cut: the read ends when the client sends or
-		// goes, and the drain with it.
+		// A read the deadline does not reach: it ends when the client
+		// sends or goes, and spools nothing once the spool is closed.
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if running && d.conn != nil && d.err == io.EOF {
+	if running && d.err == io.EOF {
 		d.conn.SetReadDeadline(time.Time{}) // the body was whole after all
 	}
 	if d.closed {

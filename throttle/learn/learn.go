@@ -102,7 +102,7 @@ type Options struct {
 // would hold the call longer than Options.MaxWait.
 type PolicyWaitTooLong struct {
 	Rule   throttle.Rule // the published rule
-	Header string        // the header it came from, such as "RateLimit-Policy: 1;w=2592000"
+	Header string        // the header it came from (Outcome.PolicyHeader), such as "RateLimit-Policy"
 	Wait   time.Duration // how long the call would wait
 	Max    time.Duration // Options.MaxWait
 }
