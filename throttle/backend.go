@@ -141,13 +141,17 @@ func (a *Admission) Release() {
 // higher one makes later calls wait until the rules hold for the true
 // costs. The past cannot be undone: a window that held more than N because
 // the estimate was low stays over, but nothing more is admitted into it
-// until it holds less than N again. Correct may come before or after
+// until it holds less than N again. A cost above MaxLimit counts as
+// MaxLimit, which fills any rule. Correct may come before or after
 // Release; it must not be called concurrently with itself for one
 // admission.
 func (a *Admission) Correct(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("throttle: cost %d: %w", cost, ErrBadCost)
 	}
+	// A cost above the largest limit fills any rule: counted as more, it
+	// would overflow the sums a window keeps.
+	cost = min(cost, MaxLimit)
 	if cost == a.Cost {
 		return nil
 	}

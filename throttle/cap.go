@@ -62,8 +62,9 @@ func (s *slots) count() {
 // acquireSlow waits, in FIFO order, for a slot that takeLocked could not
 // take, and returns its handle and how long it waited. It requires mu
 // held, and returns with mu unlocked. If ctx ends first it holds nothing
-// and returns ctx's error.
-func (s *slots) acquireSlow(ctx context.Context, mu *lock) (uint64, time.Duration, error) {
+// and returns ctx's error; if done is closed first (the limiter's Close),
+// ErrClosed.
+func (s *slots) acquireSlow(ctx context.Context, done <-chan struct{}, mu *lock) (uint64, time.Duration, error) {
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	start := time.Now()
@@ -80,18 +81,26 @@ func (s *slots) acquireSlow(ctx context.Context, mu *lock) (uint64, time.Duratio
 		h := s.handles.take()
 		return h, waited, nil
 	case <-ctx.Done():
-		mu.Lock()
-		defer mu.Unlock()
-		for i, w := range s.waiters {
-			if w == ch {
-				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-				return 0, 0, ctx.Err()
-			}
-		}
-		// Granted while we were being cancelled: pass the slot on.
-		s.giveLocked()
-		return 0, 0, ctx.Err()
+		return 0, 0, s.leave(ch, mu, ctx.Err())
+	case <-done:
+		return 0, 0, s.leave(ch, mu, ErrClosed)
 	}
+}
+
+// leave takes the waiter ch out of the queue for a slot, passing the slot
+// on if it was granted meanwhile, and returns err.
+func (s *slots) leave(ch chan struct{}, mu *lock, err error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	for i, w := range s.waiters {
+		if w == ch {
+			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+			return err
+		}
+	}
+	// Granted while we were leaving: pass the slot on.
+	s.giveLocked()
+	return err
 }
 
 // release gives back the slot of handle h, handing it to the first

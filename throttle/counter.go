@@ -15,6 +15,7 @@ const counterBuckets = 1024
 type slidingCounter struct {
 	n     int
 	w, g  int64
+	nb    int     // the buckets g was chosen for
 	idx   []int64 // ring of bucket indexes, oldest at head
 	cnt   []int64 // weights, parallel to idx
 	head  int
@@ -27,7 +28,7 @@ func newSlidingCounter(n int, w int64, buckets int) *slidingCounter {
 	if g < 1 {
 		g = 1
 	}
-	c := &slidingCounter{n: n, w: w, g: g}
+	c := &slidingCounter{n: n, w: w, g: g, nb: buckets}
 	c.idx, c.cnt = make([]int64, c.slots()), make([]int64, c.slots())
 	return c
 }
@@ -117,9 +118,15 @@ func (c *slidingCounter) adjust(_ uint64, at int64, delta int) {
 }
 
 // setWidth keeps the bucket width and grows the ring if the wider window
-// overlaps more buckets.
+// overlaps more buckets. A window widened to more than twice the buckets
+// its width was chosen for (a margin far wider than the window) merges
+// buckets instead, k into one, so that the ring stays that small: a call
+// then leaves the count up to k bucket widths late, never early.
 func (c *slidingCounter) setWidth(w int64) {
 	c.w = w
+	if c.slots() > 2*c.nb+2 {
+		c.coarsen(int64((c.slots() - 2 + c.nb - 1) / c.nb))
+	}
 	if need := c.slots(); need > len(c.idx) {
 		idx, cnt := make([]int64, need), make([]int64, need)
 		for i := 0; i < c.size; i++ {
@@ -128,4 +135,28 @@ func (c *slidingCounter) setWidth(w int64) {
 		}
 		c.idx, c.cnt, c.head = idx, cnt, 0
 	}
+}
+
+// coarsen makes buckets k times wider, merging the live ones: bucket i
+// becomes floor(i/k), which covers it.
+func (c *slidingCounter) coarsen(k int64) {
+	if k <= 1 {
+		return
+	}
+	size := 0
+	for i := 0; i < c.size; i++ {
+		j := (c.head + i) % len(c.idx)
+		b, n := floorDiv(c.idx[j], k), c.cnt[j]
+		if size > 0 {
+			if last := (c.head + size - 1) % len(c.idx); c.idx[last] == b {
+				c.cnt[last] += n
+				continue
+			}
+		}
+		t := (c.head + size) % len(c.idx)
+		c.idx[t], c.cnt[t] = b, n
+		size++
+	}
+	c.size = size
+	c.g *= k
 }

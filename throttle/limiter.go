@@ -59,6 +59,7 @@ type Limiter struct {
 	tally   *tally.Tally
 	started bool // an admission or a Seed has happened
 	closed  bool
+	done    chan struct{} // closed by Close: wakes callers waiting for a slot
 }
 
 // waiter is a caller queued for admission.
@@ -118,7 +119,7 @@ func New(opts Options) (*Limiter, error) {
 	case counterAbove < 0:
 		counterAbove = 0
 	}
-	margin := max(opts.Margin, 0)
+	margin := clampMargin(opts.Margin)
 	l := &Limiter{
 		rules:   slices.Clone(opts.Rules),
 		margin:  margin,
@@ -126,6 +127,7 @@ func New(opts Options) (*Limiter, error) {
 		reorder: opts.Reorder,
 		epoch:   time.Now(),
 		wake:    make(chan struct{}),
+		done:    make(chan struct{}),
 		mu:      newLock(),
 		tally:   tally.New(len(opts.Rules)),
 	}
@@ -143,9 +145,10 @@ func New(opts Options) (*Limiter, error) {
 // SetMargin makes d the margin added to every window from now on. A
 // narrower margin frees room at once; calls already forgotten under a
 // narrower one are not remembered again by a wider one. A negative d is
-// treated as 0.
+// treated as 0, and one longer than the longest window a rule may have (a
+// century) as that.
 func (l *Limiter) SetMargin(d time.Duration) {
-	d = max(d, 0)
+	d = clampMargin(d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d == l.margin {
@@ -160,6 +163,11 @@ func (l *Limiter) SetMargin(d time.Duration) {
 		l.kickLocked()
 	}
 }
+
+// clampMargin bounds a margin to [0, maxWindow]: a window widened by it
+// then stays within int64 nanoseconds (two centuries), where a wider one
+// would overflow into a negative width that holds no call at all.
+func clampMargin(d time.Duration) time.Duration { return min(max(d, 0), maxWindow) }
 
 // nowLocked maps t onto the internal timeline. An instant earlier than one
 // already seen is taken as that one, for this call only: the timeline
@@ -434,8 +442,12 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		}
 		l.mu.Unlock()
 	} else {
+		if l.closed {
+			l.mu.Unlock()
+			return Admission{}, ErrClosed
+		}
 		var err error
-		if h, slotWait, err = l.slots.acquireSlow(ctx, &l.mu); err != nil {
+		if h, slotWait, err = l.slots.acquireSlow(ctx, l.done, &l.mu); err != nil {
 			return Admission{}, err
 		}
 	}
@@ -481,7 +493,11 @@ func (o *owner) Correct(serial uint64, at time.Time, from, to int) error {
 // reports false, holding nothing, otherwise, and while callers are queued
 // so as not to overtake them. Release the Admission as Admit's. An
 // instant t earlier than one the limiter has already seen is taken as
-// that one.
+// that one. Its instants and Admit's clock are one timeline: an instant
+// ahead of the clock moves the timeline there for every caller, so that
+// Admit then records its calls at that instant and waits for room there.
+// Use one or the other: instants of the caller's own (a simulation, a
+// test), or Admit's clock.
 func (l *Limiter) AllowN(t time.Time, cost int) (Admission, bool) {
 	if checkCost(l.rules, cost) != nil {
 		return Admission{}, false
@@ -539,8 +555,8 @@ func (l *Limiter) PauseUntil(t time.Time, reason string) {
 // Seed records calls made before this limiter existed, such as the
 // admissions in a job log of an earlier run, so that a rule holds across
 // restarts. Calls may come in any order; those later than now are taken
-// as now, and a cost below 1 as 1. Seed must be called before the first
-// admission.
+// as now, a cost below 1 as 1, and one above MaxLimit as MaxLimit (it
+// fills any rule). Seed must be called before the first admission.
 func (l *Limiter) Seed(calls []Call) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -557,7 +573,7 @@ func (l *Limiter) Seed(calls []Call) error {
 	}
 	ss := make([]seed, 0, len(calls))
 	for _, c := range calls {
-		ss = append(ss, seed{min(int64(c.At.Sub(l.epoch)), now), max(c.Cost, 1)})
+		ss = append(ss, seed{min(int64(c.At.Sub(l.epoch)), now), min(max(c.Cost, 1), MaxLimit)})
 	}
 	slices.SortStableFunc(ss, func(a, b seed) int { return cmp.Compare(a.t, b.t) })
 	for _, s := range ss {
@@ -580,6 +596,7 @@ func (l *Limiter) Close() error {
 	if !l.closed {
 		l.closed = true
 		l.kickLocked()
+		close(l.done)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -474,4 +475,94 @@ func rulesOf(l *Limiter) []Rule {
 		rules = append(rules, r.Rule)
 	}
 	return rules
+}
+
+// A margin past a century (a direct SetMargin, or Options.Margin) is kept
+// as a century: widened by more, a window overflowed into a negative width
+// that held no call, and every call was admitted; a counter's ring
+// panicked in New.
+func TestLimiterHugeMarginStillLimits(t *testing.T) {
+	for _, counter := range []bool{false, true} {
+		above := 0
+		if counter {
+			above = -1
+		}
+		t0 := time.Now()
+		l, err := New(Options{Rules: []Rule{{N: 1, Window: time.Second}}, Margin: math.MaxInt64, CounterAbove: above})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !allowN(l, t0, 1) {
+			t.Fatalf("counter=%v: the first call was refused", counter)
+		}
+		if allowN(l, t0.Add(time.Hour), 1) {
+			t.Errorf("counter=%v: a second call an hour later was admitted under 1/s with a century's margin", counter)
+		}
+		l.SetMargin(math.MaxInt64)
+		if allowN(l, t0.Add(2*time.Hour), 1) {
+			t.Errorf("counter=%v: SetMargin(MaxInt64) let a second call in", counter)
+		}
+	}
+}
+
+// A cost corrected (or seeded) far past any limit counts as MaxLimit: the
+// sums wrapped around to negative before, and every later call went in.
+func TestLimiterHugeCostStillLimits(t *testing.T) {
+	ctx := context.Background()
+	for _, spec := range []string{"cost:10/h", "cost:10/h,cost:2000000/h"} {
+		l := mustNew(t, spec)
+		a, err := l.Admit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Correct(math.MaxInt); err != nil {
+			t.Fatal(err)
+		}
+		if a.Cost != MaxLimit {
+			t.Errorf("%s: Correct(MaxInt) left Cost %d, want MaxLimit", spec, a.Cost)
+		}
+		if allowN(l, time.Now(), 1) {
+			t.Errorf("%s: a call was admitted after a cost was corrected to MaxInt", spec)
+		}
+		if u := l.Stats().Rules[0].Used; u < 10 {
+			t.Errorf("%s: the rule holds %d, want it full", spec, u)
+		}
+
+		s := mustNew(t, spec)
+		if err := s.Seed([]Call{{At: time.Now(), Cost: math.MaxInt}, {At: time.Now(), Cost: 5}}); err != nil {
+			t.Fatal(err)
+		}
+		if allowN(s, time.Now(), 1) {
+			t.Errorf("%s: a call was admitted after a seed of cost MaxInt", spec)
+		}
+	}
+}
+
+// Close wakes a caller waiting for an in-flight slot, and a later Admit
+// fails at once instead of waiting for a slot that never comes.
+func TestLimiterCloseWakesSlotWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := New(Options{MaxInFlight: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 1)
+		go func() { errs <- waitN(l, context.Background(), 1) }()
+		synctest.Wait()
+		l.Close()
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Errorf("a slot waiter after Close got %v, want ErrClosed", err)
+		}
+		if _, err := l.Admit(context.Background(), 1); !errors.Is(err, ErrClosed) {
+			t.Errorf("Admit after Close with no slot free = %v, want ErrClosed", err)
+		}
+		held.Release()
+		if s := l.Stats(); s.InFlight != 0 {
+			t.Errorf("InFlight = %d after every slot was given back, want 0", s.InFlight)
+		}
+	})
 }

@@ -256,3 +256,43 @@ func TestSlidingCounterBoundedMemory(t *testing.T) {
 		t.Error("widening forgot the calls held")
 	}
 }
+
+// A counter whose window is widened far past the one its buckets were cut
+// for (a margin much wider than the window) merges buckets instead of
+// growing its ring without bound, and still never holds more than n in a
+// window: a merged bucket covers its calls, later than they leave.
+func TestCounterWideMarginBoundedAndExact(t *testing.T) {
+	const n, w = 5, int64(1000)
+	c := newSlidingCounter(n, w, 8)
+	var calls []int64
+	now := int64(0)
+	admit := func(now int64) {
+		if c.delay(now, 1) == 0 {
+			c.record(now, 1, 0)
+			calls = append(calls, now)
+		}
+	}
+	for ; now < 3000; now += 37 {
+		admit(now)
+	}
+	c.setWidth(w * 1000) // a margin of 999 windows
+	if len(c.idx) > 2*8+2 {
+		t.Fatalf("ring of %d buckets after widening, want at most %d", len(c.idx), 2*8+2)
+	}
+	for ; now < 3_000_000; now += 997 {
+		admit(now)
+	}
+	c.setWidth(w) // narrower again: the coarse buckets stay, still safe
+	for ; now < 6_000_000; now += 13 {
+		admit(now)
+	}
+	for i := range calls {
+		j := i + n
+		if j < len(calls) && calls[j]-calls[i] < w {
+			t.Fatalf("calls %d and %d at %d and %d: %d calls within %d", i, j, calls[i], calls[j], n+1, w)
+		}
+	}
+	if len(calls) < 20 {
+		t.Errorf("only %d calls admitted: the counter stopped admitting", len(calls))
+	}
+}
