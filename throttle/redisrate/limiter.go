@@ -84,6 +84,10 @@ const (
 	DefaultTimeout = 30 * time.Second
 	DefaultJitter  = 10 * time.Millisecond
 	DefaultLease   = 15 * time.Second
+	// MinLease is the shortest Lease: a lease of a few milliseconds ran
+	// out between its holder's renewals (a round trip each), and another
+	// process took the slot while the call still ran.
+	MinLease = time.Second
 )
 
 // Retry pacing: backoff after a failed call, and how often a caller waiting
@@ -137,7 +141,8 @@ type Options struct {
 	Jitter time.Duration
 	// Lease is the lease of a fleet-wide slot: a holder renews it every
 	// Lease/3 while its call runs, and a slot whose holder died is free
-	// again at most Lease later; 0 means DefaultLease.
+	// again at most Lease later; 0 means DefaultLease, one shorter than
+	// MinLease is taken as MinLease, and a negative one is an error.
 	Lease time.Duration
 	// CounterAbove keeps every rule with N > CounterAbove in a bounded
 	// counter instead of an exact log; 0 means 100,000,
@@ -223,7 +228,10 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	cf := opts
 	cf.Key = cmp.Or(cf.Key, DefaultKey)
 	cf.Timeout = cmp.Or(cf.Timeout, DefaultTimeout)
-	cf.Lease = cmp.Or(cf.Lease, DefaultLease)
+	if cf.Lease < 0 {
+		return nil, fmt.Errorf("redisrate: lease %v: want a positive duration (0 for the default, %v)", cf.Lease, DefaultLease)
+	}
+	cf.Lease = max(cmp.Or(cf.Lease, DefaultLease), MinLease)
 	cf.slotPoll = cmp.Or(cf.slotPoll, slotPoll)
 	switch {
 	case cf.Jitter == 0:

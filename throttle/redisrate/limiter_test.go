@@ -164,6 +164,7 @@ func TestOpen(t *testing.T) {
 		{"key with }", newFake(), redisrate.Options{Key: "a}b", Rules: one}, false},
 		{"rule 0/s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 0, Window: time.Second}}}, true},
 		{"rule 1/0s", newFake(), redisrate.Options{Rules: []throttle.Rule{{N: 1}}}, true},
+		{"negative lease", newFake(), redisrate.Options{Rules: one, GlobalJobs: 1, Lease: -time.Second}, false},
 	} {
 		l, err := redisrate.Open(ctx, tt.client, tt.o)
 		if err == nil || tt.badRule && !errors.As(err, new(*throttle.RuleError)) {
@@ -183,6 +184,30 @@ func TestOpen(t *testing.T) {
 	if got := l.Rules(); !slices.Equal(got, one) {
 		t.Errorf("Rules() = %v, want %v", got, one)
 	}
+}
+
+// A lease of a few milliseconds ran out between its holder's renewals, so
+// that another process took the slot while the call still ran: a lease
+// shorter than MinLease is taken as MinLease.
+func TestShortLeaseIsMinLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		l := openFake(t, f, "", redisrate.Options{GlobalJobs: 1, Lease: time.Millisecond})
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		for _, c := range f.Calls() {
+			if c.op() == "take" {
+				if us := c.args[3].(int64); us != redisrate.MinLease.Microseconds() {
+					t.Errorf("a slot taken with a lease of %dµs, want MinLease (%v)", us, redisrate.MinLease)
+				}
+				return
+			}
+		}
+		t.Error("no slot was taken")
+	})
 }
 
 func TestOpenChecksStoredRules(t *testing.T) {

@@ -664,7 +664,7 @@ func TestLiveLeases(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	o := redisrate.Options{GlobalJobs: 1, Lease: 300 * time.Millisecond}
+	o := redisrate.Options{GlobalJobs: 1, Lease: redisrate.MinLease}
 	// stuck holds the slot, then hangs: it no longer reaches Redis to
 	// renew its lease.
 	frozen := &freezable{Client: liveClient(t, srv.Addr())}
@@ -681,9 +681,9 @@ func TestLiveLeases(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Admit once the stuck lease expires = %v", err)
 	}
-	// The stuck lease was taken before its admission and ran 300ms.
-	if d := got.At.Sub(held.At); d < 150*time.Millisecond {
-		t.Errorf("got the slot %v after the stuck holder, want once its 300ms lease expired", d)
+	// The stuck lease was taken before its admission and ran MinLease.
+	if d := got.At.Sub(held.At); d < redisrate.MinLease/2 {
+		t.Errorf("got the slot %v after the stuck holder, want once its %v lease expired", d, redisrate.MinLease)
 	}
 	if s := b.Stats(); s.SlotWaits != 1 {
 		t.Errorf("Stats() = %+v, want one slot wait", s)
@@ -694,7 +694,7 @@ func TestLiveLeases(t *testing.T) {
 
 	// b renews its lease while it holds it: c cannot take the slot.
 	c := liveOpen(t, liveClient(t, srv.Addr()), "lease", "1000/s", o)
-	short, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, redisrate.MinLease*7/3)
 	defer cancel()
 	if _, err := c.Admit(short, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Admit while the slot is held and renewed = %v, want DeadlineExceeded", err)
