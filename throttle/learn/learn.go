@@ -141,6 +141,8 @@ type Backend struct {
 	ruleSince    time.Time     // when the learned rules last changed
 	waits        int64         // admissions that waited on the learned rules
 	waitTime     time.Duration // how long, in all
+	closed       chan struct{} // closed by Close: wakes admissions waiting on the learned rules
+	closeOnce    sync.Once
 }
 
 // call is one admission the learner recorded, by this process's clock.
@@ -159,7 +161,15 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 			count = append(count, r)
 		}
 	}
-	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1}
+	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
+		closed: make(chan struct{})}
+}
+
+// Close makes admissions waiting on the learned rules, and later ones,
+// fail with throttle.ErrClosed, and closes the backend behind it.
+func (l *Backend) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Backend.Close()
 }
 
 // Admit waits until the learned rules allow one more call, then admits it
@@ -170,6 +180,11 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 	start := time.Now()
 	reserved := false
 	for {
+		select {
+		case <-l.closed:
+			return throttle.Admission{}, throttle.ErrClosed
+		default:
+		}
 		l.mu.Lock()
 		now := time.Now()
 		d, wake := l.delayLocked(now)
@@ -193,6 +208,8 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 		select {
 		case <-t.C:
 		case <-wake:
+			t.Stop()
+		case <-l.closed:
 			t.Stop()
 		case <-ctx.Done():
 			t.Stop()

@@ -285,6 +285,31 @@ func TestLearnerCancelledWait(t *testing.T) {
 	})
 }
 
+// Close wakes an admission waiting on a learned rule with ErrClosed (it
+// waited the rule out before), and a later one fails at once.
+func TestLearnerCloseWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(mem(t), nil, Options{Adopt: true})
+		a, _ := l.Admit(context.Background(), 1)
+		a.Release()
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 1, Window: time.Hour}}, PolicyHeader: "RateLimit-Policy"})
+		errs := make(chan error, 1)
+		go func() {
+			_, err := l.Admit(context.Background(), 1)
+			errs <- err
+		}()
+		synctest.Wait()
+		start := time.Now()
+		l.Close()
+		if err := <-errs; !errors.Is(err, throttle.ErrClosed) || time.Since(start) != 0 {
+			t.Errorf("a waiter got %v after %v, want ErrClosed at once", err, time.Since(start))
+		}
+		if _, err := l.Admit(context.Background(), 1); !errors.Is(err, throttle.ErrClosed) {
+			t.Errorf("Admit after Close = %v, want ErrClosed", err)
+		}
+	})
+}
+
 // A published rule that would hold a call longer than MaxWait fails the
 // admission at once, saying which rule and for how long, and records
 // nothing; a wait within MaxWait is waited, and a wait on the rule

@@ -23,6 +23,7 @@ package pacehttp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -332,8 +333,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		info = &Info{}
 	}
 	var returned time.Time
+	cost := info.Admission.Cost
 	if own {
-		cost := 1
+		cost = 1
 		if t.opts.Cost != nil {
 			var err error
 			if cost, err = t.opts.Cost(req); err != nil {
@@ -369,8 +371,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		hop.trace.WroteRequest, hop.trace.GotConn = hop.wrote, hop.gotConn
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &hop.trace))
 	}
+	// An attempt the base transport makes after the first is a call of
+	// its own (see resendGuard).
+	guard := &resendGuard{t: t, ctx: ctx, cost: max(cost, 1)}
+	guard.trace.GotConn = guard.gotConn
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &guard.trace))
 	resp, err := t.base.RoundTrip(req)
 	arrived := time.Now()
+	if err == nil && resp == nil {
+		// A RoundTripper must return one or the other; http.Client turns
+		// this into an error too.
+		err = errors.New("pacehttp: the base transport returned neither a response nor an error")
+	}
+	if ferr := guard.end(); ferr != nil {
+		if err == nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		resp, err = nil, ferr
+	}
 	if st != nil {
 		st.mu.Lock()
 		if info.Sent.IsZero() {
@@ -409,6 +427,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as http.Client fills it in
+	}
 	t.listen(a, resp, info)
 	json := t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)
 	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
@@ -425,6 +446,68 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// resendGuard admits each attempt after the first that the base
+// transport makes within one RoundTrip. net/http's Transport sends a
+// replayable request (a GET, or one with an Idempotency-Key) again, on
+// another connection, when a kept-alive one failed after it was written;
+// the server may have read the first, so the second is a call the rules
+// must admit. The guard sees each attempt's connection (the trace's
+// GotConn, before the request is written on it) and admits every one after
+// the first as a call of its own, on the request's slot; they are rule
+// records only, released when the base returns. If such an admission fails,
+// the guard closes an HTTP/1 connection, so that nothing is written on it,
+// and RoundTrip returns the admission's error. (HTTP/2 sends a request
+// again only when the server said it did not process it; its connection,
+// shared by other requests, is left alone.)
+type resendGuard struct {
+	t     *Transport
+	ctx   context.Context
+	cost  int
+	trace httptrace.ClientTrace
+	mu    sync.Mutex
+	conns int
+	extra []throttle.Admission
+	err   error
+}
+
+func (g *resendGuard) gotConn(c httptrace.GotConnInfo) {
+	g.mu.Lock()
+	g.conns++
+	again := g.conns > 1 && g.err == nil
+	g.mu.Unlock()
+	if !again {
+		return
+	}
+	a, err := g.t.backend.Admit(backend.WithSlotHeld(g.ctx), g.cost)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		g.err = err
+		if c.Conn != nil && !isH2(c.Conn) {
+			c.Conn.Close()
+		}
+		return
+	}
+	g.extra = append(g.extra, a)
+}
+
+// end releases the attempts' admissions and returns the error of one that
+// failed, if any.
+func (g *resendGuard) end() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.extra {
+		g.extra[i].Release()
+	}
+	return g.err
+}
+
+// isH2 reports whether c speaks HTTP/2 (negotiated over TLS).
+func isH2(c net.Conn) bool {
+	tc, ok := c.(interface{ ConnectionState() tls.ConnectionState })
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
 }
 
 // upgraded is the body of a 101 Switching Protocols response: the
@@ -578,6 +661,7 @@ type body struct {
 	a         throttle.Admission
 	info      *Info
 	own, json bool
+	mu        sync.Mutex // guards kept and over: Close may come from another goroutine than Read
 	kept      []byte
 	over      bool // the body grew past maxCostBody
 	once      sync.Once
@@ -585,12 +669,16 @@ type body struct {
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if b.json && !b.over {
-		if len(b.kept)+n > maxCostBody {
-			b.over, b.kept = true, nil
-		} else {
-			b.kept = append(b.kept, p[:n]...)
+	if b.json {
+		b.mu.Lock()
+		if !b.over {
+			if len(b.kept)+n > maxCostBody {
+				b.over, b.kept = true, nil
+			} else {
+				b.kept = append(b.kept, p[:n]...)
+			}
 		}
+		b.mu.Unlock()
 	}
 	if errors.Is(err, io.EOF) {
 		b.end(true)
@@ -608,6 +696,8 @@ func (b *body) Close() error {
 func (b *body) end(whole bool) {
 	b.once.Do(func() {
 		if b.json {
+			b.mu.Lock()
+			defer b.mu.Unlock()
 			switch {
 			case b.over:
 				b.t.correct(&b.a, b.own, b.info, func() (int, error) {
