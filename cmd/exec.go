@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
-	"os/signal"
-	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/foreground"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/quota"
@@ -180,7 +176,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	// Find the command before anything is spent: a typo costs no quota.
 	var path string
 	if !opts.WaitOnly {
-		p, code, err := lookCommand(opts.Command[0])
+		p, code, err := foreground.Look(opts.Command[0])
 		if err != nil {
 			return reportf(ios, code, "%v", err)
 		}
@@ -229,7 +225,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	if opts.WaitOnly {
 		return nil
 	}
-	code := runForeground(opts.Factory, path, opts.Command)
+	code := runForeground(opts.Factory, path, opts.Command, nil, opts.Factory.exits)
 	if code != ExitOK {
 		return &ExitError{Code: code}
 	}
@@ -240,108 +236,13 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 // 3339 to the microsecond, the precision of every backend's clock.
 const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
 
-// lookCommand finds name as a shell would, and says, as a shell's exit
-// status, why it cannot run: 127 not found, 126 found but not executable.
-func lookCommand(name string) (path string, code int, err error) {
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p, 0, nil
-	}
-	return "", startExitCode(err), startError(name, err)
-}
-
-// startExitCode is the shell's exit status for a command that could not
-// start because of err: 127 when it does not exist, else 126.
-func startExitCode(err error) int {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return 127
-	}
-	return 126
-}
-
-// startError says, for a user, why the command name could not start.
-func startError(name string, err error) error {
-	switch {
-	case errors.Is(err, exec.ErrDot):
-		return fmt.Errorf("%s: found only in the current directory through $PATH; run it as ./%s", name, name)
-	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s: command not found", name)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("%s: is a directory", name)
-	case errors.Is(err, fs.ErrPermission):
-		if fi, serr := os.Stat(name); serr == nil && fi.IsDir() {
-			return fmt.Errorf("%s: is a directory", name)
-		}
-		return fmt.Errorf("%s: permission denied (not executable)", name)
-	case errors.Is(err, syscall.ENOEXEC):
-		return fmt.Errorf("%s: cannot execute: not a program this system runs (a script needs a first line such as #!/bin/sh)", name)
-	}
-	// The innermost error, without the file name again.
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			break
-		}
-		err = u
-	}
-	return fmt.Errorf("%s: cannot execute: %v", name, err)
-}
-
-// runForeground runs argv (path found) with pace's standard streams,
-// sending it the signals pace receives meanwhile (SIGINT and SIGTERM from
-// f, and those notifyForwarded names), and returns its exit status as a
-// shell gives it. It is pace exec's: where the process exits after it
-// (f.exits), the signals caught for the command stay caught.
-func runForeground(f *Factory, path string, argv []string) int {
-	return runForegroundEnv(f, path, argv, nil, f.exits)
-}
-
-// runForegroundEnv is runForeground with the environment env (nil:
-// pace's). Unless last, it gives the signals it caught for the command
-// back to their default action before it returns; a process that exits
-// right after (last) need not pay the round trip to the runtime's signal
-// thread that each signal.Stop costs.
-func runForegroundEnv(f *Factory, path string, argv, env []string, last bool) int {
+// runForeground runs argv (path found) with pace's standard streams and
+// the environment env (nil: pace's), sending it the signals pace receives
+// meanwhile, and returns its exit status as a shell gives it (package
+// foreground). Unless last, the signals caught for the command go back to
+// their default action when it returns.
+func runForeground(f *Factory, path string, argv, env []string, last bool) int {
 	ios := f.IOStreams
-	c := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
-	// The thread that starts the command lives until it has exited (see
-	// dieWithPace).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	dieWithPace(c)
-	// The signals a shell leaves to its command (HUP, USR1, QUIT...) are
-	// caught from before the start, so that none kills pace (and with it
-	// the command, without its traps) or is lost.
-	more := make(chan os.Signal, 8)
-	notifyForwarded(more)
-	if !last {
-		defer signal.Stop(more)
-	}
-	if err := c.Start(); err != nil {
-		fmt.Fprintf(ios.ErrOut, "pace: %v\n", startError(argv[0], err))
-		return startExitCode(err)
-	}
-	done := make(chan struct{})
-	forwarded := make(chan struct{})
-	go func() {
-		defer close(forwarded)
-		for {
-			select {
-			case sig := <-f.Signals:
-				forwardSignal(c.Process, sig)
-			case sig := <-more:
-				forwardSignal(c.Process, sig)
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := c.Wait()
-	close(done)
-	<-forwarded
-	if c.ProcessState == nil { // copying a stream failed before the exit was known
-		fmt.Fprintf(ios.ErrOut, "pace: %s: %v\n", argv[0], err)
-		return ExitFailed
-	}
-	return exitStatus(c.ProcessState)
+	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: env,
+		Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut, Signals: f.Signals, Last: last})
 }

@@ -11,8 +11,13 @@ const (
 	ExitUsage = 2
 	// ExitBackend: the limiter's backend failed (throttle.ErrBackend).
 	ExitBackend = 3
+	// ExitHangup: stopped by SIGHUP, its terminal closed (128 + 1).
+	ExitHangup = 129
 	// ExitInterrupted: stopped by SIGINT (128 + 2).
 	ExitInterrupted = 130
+	// ExitQuit: stopped by SIGQUIT (Ctrl-\, 128 + 3): its jobs killed at
+	// once.
+	ExitQuit = 131
 	// ExitTerminated: stopped by SIGTERM (128 + 15).
 	ExitTerminated = 143
 	// ExitBrokenPipe: stdout was closed by its reader (128 + SIGPIPE's 13),
@@ -28,6 +33,8 @@ const exitCodesHelp = `Exit codes:
   2    usage, rule or input error found before anything ran
        (bad -r, unknown flag, unreadable input file, command not found)
   3    the limiter's backend failed
+  129  stopped by SIGHUP (its terminal closed)
   130  interrupted by SIGINT (Ctrl-C)
+  131  stopped by SIGQUIT (Ctrl-\): running jobs killed
   141  stdout closed by its reader (| head): running jobs killed
   143  terminated by SIGTERM`

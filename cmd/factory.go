@@ -23,6 +23,18 @@ type Factory struct {
 	// exits says that the process exits once Execute returns (Main):
 	// pace exec leaves the signals it caught for its command caught.
 	exits bool
+	// catchStops, if set, makes SIGHUP and SIGQUIT arrive on Signals too,
+	// for the commands that stop on them (run, fetch, proxy); pace exec
+	// sends them on to its command instead.
+	catchStops func()
+}
+
+// catchStopSignals makes SIGHUP and SIGQUIT arrive on Signals, if the
+// factory catches them.
+func (f *Factory) catchStopSignals() {
+	if f.catchStops != nil {
+		f.catchStops()
+	}
 }
 
 // openBackend makes the limiter of a run with o.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pace-cli/pace/internal/foreground"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/internal/outfile"
@@ -321,7 +322,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	ios, o := opts.IO, &opts.Common
 	var path string
 	if len(opts.Command) > 0 {
-		p, code, err := lookCommand(opts.Command[0])
+		p, code, err := foreground.Look(opts.Command[0])
 		if err != nil {
 			return reportf(ios, code, "%v", err)
 		}
@@ -337,6 +338,10 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	errOut := displayWriter{disp, ios.ErrOut}
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
+	if len(opts.Command) == 0 {
+		// With CMD, pace exec's forwarding sends them to CMD instead.
+		opts.Factory.catchStopSignals()
+	}
 	sigs := &interrupt.Handler{Signals: opts.Factory.Signals, Grace: o.Grace, Out: errOut,
 		Noun: "request", Stopping: "accepting no more requests"}
 	sigs.Watch(cancelSetup)
@@ -423,7 +428,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
 		watching = false
-		code := runForegroundEnv(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), false)
+		code := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), false)
 		facts.command = &code
 		stop()
 		grace := time.NewTimer(o.Grace)

@@ -113,6 +113,17 @@ func Main() int {
 	signal.Notify(pipes, syscall.SIGPIPE)
 	f := NewFactory(sigs)
 	f.exits = true
+	// A hangup (the terminal closed) and Ctrl-\ stop a run as the other
+	// signals do, so that its jobs, each in a process group of its own
+	// that the terminal's signal never reaches, die with it. Not when the
+	// signal is ignored (nohup): catching it would undo that.
+	f.catchStops = func() {
+		for _, s := range stopSignals {
+			if !signal.Ignored(s) {
+				signal.Notify(sigs, s)
+			}
+		}
+	}
 	return Execute(f, os.Args[1:])
 }
 

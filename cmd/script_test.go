@@ -91,6 +91,7 @@ func TestScripts(t *testing.T) {
 			"rows":         cmdRows,
 			"checkrate":    cmdCheckrate,
 			"sigterm":      cmdSigterm,
+			"signal":       cmdSignal,
 			"strictserver": cmdStrictserver, // fetch_test.go
 			"serverstats":  cmdServerstats,
 			"redis":        cmdRedis, // redis_test.go
@@ -177,6 +178,22 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
 	ts.Check(err)
 	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+}
+
+// signal SIG PIDFILE sends SIGSIG (HUP, QUIT, TERM) to the process whose
+// pid is in PIDFILE.
+func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
+	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "TERM": syscall.SIGTERM}
+	sig, ok := syscall.Signal(0), false
+	if len(args) == 2 {
+		sig, ok = sigs[args[0]]
+	}
+	if neg || !ok {
+		ts.Fatalf("usage: signal HUP|QUIT|TERM pidfile")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[1])))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, sig))
 }
 
 // calls1 returns one call of cost 1 per instant.

@@ -74,6 +74,7 @@ func (s *session) run(ctx context.Context) error {
 	// Interrupts: before the run, the first one cancels the setup.
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
+	s.f.catchStopSignals()
 	sigs := &interrupt.Handler{Signals: s.f.Signals, Grace: o.Grace, Out: errOut}
 	sigs.Watch(cancelSetup)
 	defer sigs.Close()

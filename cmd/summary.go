@@ -43,10 +43,7 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 		code = backendExitCode(f.limitErr, ExitBackend)
 		s.Stopped = "the limiter failed"
 	case f.signal != "":
-		code = ExitInterrupted
-		if f.signal == "SIGTERM" {
-			code = ExitTerminated
-		}
+		code = signalNameExitCode(f.signal)
 	case f.pipe:
 		s.Interrupted = "SIGPIPE"
 		code = ExitBrokenPipe

@@ -23,9 +23,10 @@ import (
 // grace period after an interrupt ends.
 var ErrGraceOver = errors.New("grace period over")
 
-// Handler turns SIGINT and SIGTERM into pace's two-stage stop: the first
-// signal stops admissions and starts the grace period; the second signal,
-// or the end of the grace period, kills the running jobs. Before the run
+// Handler turns SIGINT and SIGTERM (and SIGHUP, if it arrives) into
+// pace's two-stage stop: the first signal stops admissions and starts the
+// grace period; the second signal, or the end of the grace period, kills
+// the running jobs. SIGQUIT (Ctrl-\) does both at once. Before the run
 // starts (while the backend checks its rules, say) the first signal
 // cancels the setup instead. Set the exported fields, then call Watch;
 // Arm once the run starts; Close at the end. It is safe for concurrent
@@ -146,9 +147,15 @@ func (h *Handler) loop() {
 				}
 				continue
 			}
-			if first != nil {
+			if first != nil || sig == syscall.SIGQUIT {
+				// Again, or Ctrl-\ (quit now): kill what runs.
+				again := " again"
+				if first == nil {
+					stop()
+					again = ""
+				}
 				n := running()
-				h.say("pace: %s again: killing %d running %s\n", Name(sig), n, human.Plural(n, h.what()))
+				h.say("pace: %s%s: killing %d running %s\n", Name(sig), again, n, human.Plural(n, h.what()))
 				kill(runner.ErrKillNow)
 				continue
 			}
@@ -203,6 +210,10 @@ func Name(sig os.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
 	}
 	return sig.String()
 }

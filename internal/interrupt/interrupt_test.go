@@ -106,6 +106,42 @@ func TestSecondSignalKills(t *testing.T) {
 	})
 }
 
+// TestQuitKillsAtOnce: SIGQUIT (Ctrl-\) stops admissions and kills what
+// runs at once, with no grace; SIGHUP stops as SIGTERM does.
+func TestQuitKillsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sigs := make(chan os.Signal)
+		var out syncBuffer
+		var c calls
+		h := &Handler{Signals: sigs, Grace: time.Hour, Out: &out}
+		h.Watch(c.setup)
+		defer h.Close()
+		h.Arm(func() int { return 3 }, c.stop, c.kill)
+		sigs <- syscall.SIGQUIT
+		synctest.Wait()
+		if _, stops, kills := c.got(); stops != 1 || len(kills) != 1 || !errors.Is(kills[0], runner.ErrKillNow) {
+			t.Errorf("after SIGQUIT: %d stops, kills %v; want 1 stop and runner.ErrKillNow", stops, kills)
+		}
+		if want := "pace: SIGQUIT: killing 3 running jobs\n"; out.String() != want || h.Signal() != syscall.SIGQUIT {
+			t.Errorf("messages %q, Signal %v; want %q, SIGQUIT", out.String(), h.Signal(), want)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		sigs := make(chan os.Signal)
+		var out syncBuffer
+		var c calls
+		h := &Handler{Signals: sigs, Grace: time.Hour, Out: &out}
+		h.Watch(c.setup)
+		defer h.Close()
+		h.Arm(func() int { return 1 }, c.stop, c.kill)
+		sigs <- syscall.SIGHUP
+		synctest.Wait()
+		if _, stops, kills := c.got(); stops != 1 || len(kills) != 0 || !strings.HasPrefix(out.String(), "pace: SIGHUP: starting no more jobs") {
+			t.Errorf("after SIGHUP: %d stops, kills %v, messages %q; want a stop as SIGTERM's", stops, kills, out.String())
+		}
+	})
+}
+
 // TestGraceOver: the grace period's end kills with ErrGraceOver, exactly
 // at its end, and says so only when something still runs.
 func TestGraceOver(t *testing.T) {
@@ -174,7 +210,8 @@ func TestContext(t *testing.T) {
 }
 
 func TestName(t *testing.T) {
-	if Name(os.Interrupt) != "SIGINT" || Name(syscall.SIGTERM) != "SIGTERM" || Name(syscall.SIGHUP) != "hangup" {
-		t.Errorf("Name: %s %s %s", Name(os.Interrupt), Name(syscall.SIGTERM), Name(syscall.SIGHUP))
+	if Name(os.Interrupt) != "SIGINT" || Name(syscall.SIGTERM) != "SIGTERM" || Name(syscall.SIGHUP) != "SIGHUP" ||
+		Name(syscall.SIGQUIT) != "SIGQUIT" || Name(syscall.SIGUSR1) != "user defined signal 1" {
+		t.Errorf("Name: %s %s %s %s %s", Name(os.Interrupt), Name(syscall.SIGTERM), Name(syscall.SIGHUP), Name(syscall.SIGQUIT), Name(syscall.SIGUSR1))
 	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package foreground
 
 import (
 	"os/exec"

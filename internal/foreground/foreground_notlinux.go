@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cmd
+package foreground
 
 import "os/exec"
 
