@@ -239,6 +239,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		f:           opts.Factory,
 		opts:        o,
 		executor:    executor,
+		jobs:        ex,
 		input:       in,
 		readOpts:    readOpts,
 		print:       print,

@@ -355,3 +355,27 @@ func cmdRows(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 }
+
+// stopped PIDFILE waits (up to 10s) until the process whose pid is in
+// PIDFILE is stopped (state T in /proc, Linux); ! stopped, until it is
+// not.
+func cmdStopped(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: stopped pidfile")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	ts.Check(err)
+	state := func() string {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		ts.Check(err)
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return f[0]
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (state() == "T") != !neg {
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d: state %s, want it stopped: %v", pid, state(), !neg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

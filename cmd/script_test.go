@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -44,6 +45,24 @@ func TestMain(m *testing.M) {
 			f.Close()
 			code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
 			os.Exit(code)
+		},
+		"pace-job": func() {
+			// Runs pace as a shell with job control runs a job: in a
+			// process group of its own, under this process, which leads a
+			// session of its own. A process group whose members' parents
+			// are all outside its session (pace's under testscript) is
+			// orphaned, and the kernel stops none of it on SIGTSTP.
+			syscall.Setsid()
+			path, err := exec.LookPath("pace")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(125)
+			}
+			c := exec.Command(path, os.Args[1:]...)
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			c.Run()
+			os.Exit(c.ProcessState.ExitCode())
 		},
 		"pace-failing-backend": func() {
 			// Admits $PACE_TEST_ADMIT calls, then fails like a dead Redis.
@@ -92,6 +111,7 @@ func TestScripts(t *testing.T) {
 			"checkrate":    cmdCheckrate,
 			"sigterm":      cmdSigterm,
 			"signal":       cmdSignal,
+			"stopped":      cmdStopped,      // script_cmds_test.go
 			"strictserver": cmdStrictserver, // fetch_test.go
 			"serverstats":  cmdServerstats,
 			"redis":        cmdRedis, // redis_test.go
@@ -180,16 +200,17 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
 }
 
-// signal SIG PIDFILE sends SIGSIG (HUP, QUIT, TERM) to the process whose
+// signal SIG PIDFILE sends SIGSIG (HUP, QUIT, TERM, TSTP, CONT) to the process whose
 // pid is in PIDFILE.
 func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
-	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "TERM": syscall.SIGTERM}
+	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "TERM": syscall.SIGTERM,
+		"TSTP": syscall.SIGTSTP, "CONT": syscall.SIGCONT}
 	sig, ok := syscall.Signal(0), false
 	if len(args) == 2 {
 		sig, ok = sigs[args[0]]
 	}
 	if neg || !ok {
-		ts.Fatalf("usage: signal HUP|QUIT|TERM pidfile")
+		ts.Fatalf("usage: signal HUP|QUIT|TERM|TSTP|CONT pidfile")
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[1])))
 	ts.Check(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/jobctl"
 	"github.com/pace-cli/pace/internal/metrics"
 	"github.com/pace-cli/pace/internal/osfiles"
 	"github.com/pace-cli/pace/internal/runlog"
@@ -36,7 +38,10 @@ type session struct {
 	// which it listens to the server (pace fetch): the pool admits
 	// through its Backend, which keeps the rules learned from the server.
 	// hint says a thing on stderr.
-	executor   runner.Executor
+	executor runner.Executor
+	// jobs, if set, signals the running jobs' process groups: they stop
+	// and continue with pace (Ctrl-Z).
+	jobs       interface{ SignalRunning(os.Signal) }
 	useBackend func(b throttle.Backend, hint func(string), remaining func() int64) *pacehttp.Transport
 	// input and readOpts say where the items come from.
 	input    *items.Input
@@ -70,6 +75,9 @@ func (s *session) run(ctx context.Context) error {
 	ios, o := s.f.IOStreams, s.opts
 	disp := s.newDisplay()
 	errOut := displayWriter{disp, ios.ErrOut}
+	if s.jobs != nil {
+		defer jobctl.Follow(s.jobs.SignalRunning, disp.write)()
+	}
 
 	// Interrupts: before the run, the first one cancels the setup.
 	setupCtx, cancelSetup := context.WithCancel(ctx)

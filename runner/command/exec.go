@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
@@ -76,7 +77,46 @@ type Executor struct {
 	// Dir, if not empty, is the children's working directory.
 	Dir string
 
-	sp spawner // what the platform's Execute keeps between jobs
+	sp     spawner // what the platform's Execute keeps between jobs
+	groups groups  // the running jobs' process groups
+}
+
+// groups is the set of the running jobs' process groups, by their
+// leaders' pids: a count each, as a pid freed by one job's exit may be a
+// new job's before the first has given it back.
+type groups struct {
+	mu sync.Mutex
+	m  map[int]int
+}
+
+func (g *groups) add(pid int) {
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = map[int]int{}
+	}
+	g.m[pid]++
+	g.mu.Unlock()
+}
+
+func (g *groups) remove(pid int) {
+	g.mu.Lock()
+	if g.m[pid]--; g.m[pid] <= 0 {
+		delete(g.m, pid)
+	}
+	g.mu.Unlock()
+}
+
+// SignalRunning sends sig to the process group of every job running now,
+// the background children it left included, until its output has closed
+// (Unix; elsewhere it does nothing). pace stops and continues its jobs
+// with itself on Ctrl-Z: each is a process group of its own, which the
+// terminal's signal never reaches.
+func (e *Executor) SignalRunning(sig os.Signal) {
+	e.groups.mu.Lock()
+	defer e.groups.mu.Unlock()
+	for pid := range e.groups.m {
+		signalPgid(pid, sig)
+	}
 }
 
 // Prepare sets job.Argv. Its errors (an unparseable line) mean the job

@@ -141,6 +141,8 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	res.Sent = time.Now()
+	e.groups.add(p.Pid)
+	defer e.groups.remove(p.Pid)
 	var copies sync.WaitGroup
 	copies.Go(func() { drain(res.Stdout, outR) })
 	copies.Go(func() { drain(res.Stderr, errR) })

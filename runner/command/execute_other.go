@@ -49,7 +49,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	err := c.Start()
 	if err == nil {
 		res.Sent = time.Now()
+		e.groups.add(c.Process.Pid)
 		err = c.Wait()
+		e.groups.remove(c.Process.Pid)
 	}
 	if jctx.Err() != nil && c.Process != nil {
 		// Whatever survived the grace period in the job's group goes now.

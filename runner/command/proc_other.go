@@ -11,6 +11,9 @@ import (
 // children outlive a killed job, and the job outlives a killed pace.
 func procAttr() *syscall.SysProcAttr { return nil }
 
+// signalPgid does nothing: there are no process groups to stop.
+func signalPgid(int, os.Signal) {}
+
 // signalGroup kills p; without process groups its children survive it.
 func signalGroup(p *os.Process, _ bool) error { return p.Kill() }
 

@@ -32,6 +32,14 @@ func signalGroup(p *os.Process, hard bool) error {
 	return err
 }
 
+// signalPgid sends sig to the process group pgid; one already gone is no
+// error.
+func signalPgid(pgid int, sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(-pgid, s)
+	}
+}
+
 // exitSignal returns the number of the signal that killed the process, or 0.
 func exitSignal(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

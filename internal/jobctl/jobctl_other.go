@@ -1,0 +1,7 @@
+//go:build !unix
+
+package jobctl
+
+import "os"
+
+func follow(func(os.Signal), func(func())) func() { return func() {} }
