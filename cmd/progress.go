@@ -9,6 +9,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/progress"
 	"github.com/pace-cli/pace/internal/summary"
+	"github.com/pace-cli/pace/internal/termbar"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -44,8 +45,8 @@ type display struct {
 	waiting func() int64
 
 	mu      sync.Mutex
-	bar     *termBar // nil unless mode is progressAlways
-	midLine bool     // the screen's cursor follows output that did not end in a newline
+	bar     *termbar.Bar // nil unless mode is progressAlways
+	midLine bool         // the screen's cursor follows output that did not end in a newline
 	status  barStatus
 	done    int64 // items done
 	closed  bool
@@ -72,7 +73,7 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 	d := &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval),
 		width: ios.TerminalWidth, outOnScreen: ios.IsStdoutTTY()}
 	if mode == progressAlways {
-		d.bar = newTermBar(ios.ErrOut)
+		d.bar = termbar.New(ios.ErrOut)
 	}
 	return d
 }
@@ -132,7 +133,7 @@ func (d *display) add(n int) {
 // eraseLocked erases the bar. Requires d.mu held.
 func (d *display) eraseLocked() {
 	if d.bar != nil {
-		d.bar.clear()
+		d.bar.Clear()
 	}
 }
 
@@ -148,7 +149,7 @@ func (d *display) drawLocked() {
 		d.midLine = false
 	}
 	parts := append([]progress.Part{{Text: progress.CountText(d.done, d.status.total)}}, d.status.parts...)
-	d.bar.draw(d.done, d.status.total, parts, d.width())
+	d.bar.Draw(d.done, d.status.total, parts, d.width())
 }
 
 // close erases the bar for good, and ends a line that output left open,

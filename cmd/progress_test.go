@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/progress"
+	"github.com/pace-cli/pace/internal/termbar"
 )
 
 // writeLog records every Write as one entry, so that a test can tell one
@@ -66,7 +67,7 @@ func TestNewDisplayMode(t *testing.T) {
 // testDisplay returns a display with a bar on a screen cols wide.
 func testDisplay(cols int) (*display, *screen) {
 	scr := newScreen(cols)
-	d := &display{w: scr, mode: progressAlways, width: func() int { return cols }, outOnScreen: true, bar: newTermBar(scr)}
+	d := &display{w: scr, mode: progressAlways, width: func() int { return cols }, outOnScreen: true, bar: termbar.New(scr)}
 	return d, scr
 }
 

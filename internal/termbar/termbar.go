@@ -1,4 +1,7 @@
-package cmd
+// Package termbar draws pace's progress bar on a terminal, with
+// github.com/schollz/progressbar/v3, in place and never wider than the
+// terminal (docs/design.md, "The progress bar").
+package termbar
 
 import (
 	"io"
@@ -8,7 +11,7 @@ import (
 	"github.com/pace-cli/pace/internal/progress"
 )
 
-// termBar draws the progress bar on a terminal with progressbar/v3, and
+// Bar draws the progress bar on a terminal with progressbar/v3, and
 // makes up for what that library does not do (docs/design.md, "The
 // progress bar"):
 //
@@ -17,8 +20,8 @@ import (
 //     through a gate that pace opens for one RenderBlank at a time, with
 //     OptionThrottle(0), and pace's own ticker decides when to redraw.
 //   - Clear reads the bar's state without the bar's lock, and options are
-//     set after creation without it: every call is made by the display
-//     under the display's lock, and the library runs no goroutine of its
+//     set after creation without it: the caller (pace's display) makes
+//     every call under its own lock, and the library runs no goroutine of its
 //     own (spinner interval 0).
 //   - With an unknown total the library's count wraps modulo the bar's
 //     width: pace draws a spinner then, and makes a new bar when the total
@@ -27,8 +30,8 @@ import (
 //     *os.File, and never cuts the text: pace reads the width at each draw
 //     and cuts the text to fit it.
 //
-// It is not safe for concurrent use: the display serialises every call.
-type termBar struct {
+// It is not safe for concurrent use: its caller serialises every call.
+type Bar struct {
 	w     *gate
 	pb    *progressbar.ProgressBar
 	max   int64 // the total the bar was made for; -1: a spinner
@@ -60,10 +63,11 @@ const (
 // barTheme draws with the same cells as pace's status before.
 var barTheme = progressbar.Theme{Saucer: "█", SaucerPadding: "·", BarStart: "[", BarEnd: "]"}
 
-func newTermBar(w io.Writer) *termBar { return &termBar{w: &gate{w: w}, max: -2} }
+// New returns a bar that draws on w, a terminal, when told to.
+func New(w io.Writer) *Bar { return &Bar{w: &gate{w: w}, max: -2} }
 
 // reset makes a new bar for total items (-1: unknown, a spinner).
-func (b *termBar) reset(total int64) {
+func (b *Bar) reset(total int64) {
 	b.pb = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(b.w),
 		progressbar.OptionThrottle(0),
@@ -78,16 +82,16 @@ func (b *termBar) reset(total int64) {
 	b.max = total
 }
 
-// draw draws the bar in place of the one on screen, if any: done of
+// Draw draws the bar in place of the one on screen, if any: done of
 // total items (total < 1: unknown) and the status parts that fit in cols
 // columns, never the last one (a terminal may wrap there). The cursor is
 // at the start of a line the bar may have for itself.
-func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
+func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 1 {
 		total = -1
 	}
 	if total != b.max {
-		b.clear()
+		b.Clear()
 		b.reset(total)
 	}
 	overhead := barOverhead
@@ -96,7 +100,7 @@ func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
 	}
 	text, cells, ok := progress.Fit(parts, cols-1, overhead, total > 0)
 	if !ok {
-		b.clear()
+		b.Clear()
 		return
 	}
 	if total > 0 {
@@ -104,7 +108,7 @@ func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
 		if b.pb.IsFinished() {
 			// The library draws nothing more once full: the run is
 			// ending, the bar goes.
-			b.clear()
+			b.Clear()
 			return
 		}
 	}
@@ -116,8 +120,8 @@ func (b *termBar) draw(done, total int64, parts []progress.Part, cols int) {
 	b.drawn = true
 }
 
-// clear erases the bar, leaving the cursor at the start of its line.
-func (b *termBar) clear() {
+// Clear erases the bar, leaving the cursor at the start of its line.
+func (b *Bar) Clear() {
 	if !b.drawn {
 		return
 	}
