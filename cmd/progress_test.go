@@ -95,20 +95,20 @@ func TestDisplayKeepsOutput(t *testing.T) {
 	}
 	d.setStatus(1, 4, progress.Part{Text: "waiting on 2/s", Drop: 3})
 	// 40 columns: the rule is dropped rather than the bar made narrow.
-	check("first draw", "  25% [█████···············]  1/4 done")
+	check("first draw", "  25% [████··············]  1/4 done")
 	d.setStatus(2, 4)
-	check("redraw", "  50% [██████████··········]  2/4 done")
+	check("redraw", "  50% [█████████·········]  2/4 done")
 
 	out := d.screen(&bytesWriter{scr}, true)
 	d.write(func() { out.Write([]byte(`{"id":1}`)) })
-	check("output without a newline", `{"id":1}`, "  50% [██████████··········]  2/4 done")
+	check("output without a newline", `{"id":1}`, "  50% [█████████·········]  2/4 done")
 	d.write(func() { out.Write([]byte(`{"id":2}`)) })
-	check("more output", `{"id":1}`, `{"id":2}`, "  50% [██████████··········]  2/4 done")
+	check("more output", `{"id":1}`, `{"id":2}`, "  50% [█████████·········]  2/4 done")
 	d.write(func() { out.Write([]byte("line\n")) })
-	check("a whole line", `{"id":1}`, `{"id":2}`, "line", "  50% [██████████··········]  2/4 done")
+	check("a whole line", `{"id":1}`, `{"id":2}`, "line", "  50% [█████████·········]  2/4 done")
 	dw := displayWriter{d, scr}
 	fmt.Fprintf(dw, "pace: a warning\n")
-	check("a warning", `{"id":1}`, `{"id":2}`, "line", "pace: a warning", "  50% [██████████··········]  2/4 done")
+	check("a warning", `{"id":1}`, `{"id":2}`, "line", "pace: a warning", "  50% [█████████·········]  2/4 done")
 	d.write(func() { out.Write([]byte("last")) })
 	d.close()
 	scr.Write([]byte("pace: summary\n"))
@@ -143,7 +143,7 @@ func TestDisplayUnknownTotal(t *testing.T) {
 }
 
 // TestDisplayFitsTheWidth: at any width the bar's line leaves the last
-// column free; parts are dropped, rate first, before the bar gets under
+// three columns free; parts are dropped, rate first, before the bar gets under
 // ten cells, and the count is cut last.
 func TestDisplayFitsTheWidth(t *testing.T) {
 	parts := []progress.Part{{Text: "3 failed", Drop: 1}, {Text: "4.90/s", Drop: 4}, {Text: "waiting on 5/s", Drop: 3}, {Text: "ETA 3m20s", Drop: 2}}
@@ -153,14 +153,14 @@ func TestDisplayFitsTheWidth(t *testing.T) {
 		want  string
 	}{
 		{200, 1000, "  12% [████····································]  120/1000 done, 3 failed, 4.90/s, waiting on 5/s, ETA 3m20s"},
-		{80, 1000, "  12% [█·········]  120/1000 done, 3 failed, 4.90/s, waiting on 5/s, ETA 3m20s"},
-		{60, 1000, "  12% [█·············]  120/1000 done, 3 failed, ETA 3m20s"},
-		{40, 1000, "  12% [█··············]  120/1000 done"},
-		{25, 1000, "  12% []  120/1000 done"},
-		{24, 1000, "  12% []  120/1000 do…"},
-		{20, 1000, "  12% []  120/100…"},
+		{80, 1000, "  12% [█···············]  120/1000 done, 3 failed, waiting on 5/s, ETA 3m20s"},
+		{60, 1000, "  12% [█···········]  120/1000 done, 3 failed, ETA 3m20s"},
+		{40, 1000, "  12% [█············]  120/1000 done"},
+		{27, 1000, "  12% []  120/1000 done"},
+		{26, 1000, "  12% []  120/1000 do…"},
+		{22, 1000, "  12% []  120/100…"},
 		{40, -1, "⠋  120 done, 3 failed, ETA 3m20s"},
-		{10, -1, "⠋  120 …"},
+		{12, -1, "⠋  120 …"},
 	} {
 		d, scr := testDisplay(tt.cols)
 		d.setStatus(120, tt.total, parts...)
@@ -168,8 +168,27 @@ func TestDisplayFitsTheWidth(t *testing.T) {
 		if len(got) != 1 || got[0] != tt.want {
 			t.Errorf("%d columns, total %d: screen %q, want %q", tt.cols, tt.total, got, tt.want)
 		}
-		if len(got) == 1 && utf8.RuneCountInString(got[0]) > tt.cols-1 {
+		if len(got) == 1 && utf8.RuneCountInString(got[0]) > tt.cols-3 {
 			t.Errorf("%d columns: line %q is %d wide", tt.cols, got[0], utf8.RuneCountInString(got[0]))
+		}
+	}
+}
+
+// TestDisplayEchoDoesNotWrap: the terminal echoes ^C (or ^Z, ^\) after
+// the bar when the user types it; at any width the echo stays on the
+// bar's line, so erasing that line erases the bar whole.
+func TestDisplayEchoDoesNotWrap(t *testing.T) {
+	long := progress.Part{Text: strings.Repeat("waiting on 5/s, ", 20)} // never dropped: cut to fill the line
+	for cols := 12; cols <= 120; cols++ {
+		for _, total := range []int64{1000, -1} {
+			d, scr := testDisplay(cols)
+			d.setStatus(120, total, long)
+			scr.Write([]byte("^C"))
+			d.close()
+			// Too narrow for a bar, nothing is drawn and the echo stays.
+			if got := scr.text(); len(got) > 1 || len(got) == 1 && got[0] != "^C" || scr.wraps > 0 {
+				t.Errorf("%d columns, total %d: after ^C and erasing the bar, screen %q (%d wraps), want nothing of the bar", cols, total, got, scr.wraps)
+			}
 		}
 	}
 }
@@ -262,7 +281,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 		if len(lines) == 0 || !strings.HasPrefix(lines[0], "pace: 8 ok") || scr.wraps > 0 || len(scr.errs) > 0 {
 			t.Errorf("screen after the run:\n%s\nwant the summary alone (wraps %d, errors %q)", strings.Join(lines, "\n"), scr.wraps, scr.errs)
 		}
-		if want := regexp.MustCompile(`\r  50% \[█{14}·{14}\]  4/8 done, 4\.00/s, waiting on 4/s, ETA 1s \x1b\[0K`); !want.MatchString(raw) {
+		if want := regexp.MustCompile(`\r  50% \[█{13}·{13}\]  4/8 done, 4\.00/s, waiting on 4/s, ETA 1s \x1b\[0K`); !want.MatchString(raw) {
 			t.Errorf("stderr %q lacks a bar matching %s", raw, want)
 		}
 		for _, m := range regexp.MustCompile(`([0-9.]+)/s,`).FindAllStringSubmatch(raw, -1) {

@@ -60,6 +60,11 @@ const (
 	spinnerOverhead = 4  // spinner "  " text " "
 )
 
+// freeCols is how many columns the bar leaves free at the right: the
+// terminal echoes ^C, ^Z or ^\ after it, and an echo that reached the
+// last column would wrap, the bar left on the line above the one erased.
+const freeCols = 3
+
 // barTheme draws with the same cells as pace's status before.
 var barTheme = progressbar.Theme{Saucer: "█", SaucerPadding: "·", BarStart: "[", BarEnd: "]"}
 
@@ -84,8 +89,8 @@ func (b *Bar) reset(total int64) {
 
 // Draw draws the bar in place of the one on screen, if any: done of
 // total items (total < 1: unknown) and the status parts that fit in cols
-// columns, never the last one (a terminal may wrap there). The cursor is
-// at the start of a line the bar may have for itself.
+// columns, never the last free columns. The cursor is at the start of a
+// line the bar may have for itself.
 func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 1 {
 		total = -1
@@ -98,7 +103,7 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 0 {
 		overhead = spinnerOverhead
 	}
-	text, cells, ok := progress.Fit(parts, cols-1, overhead, total > 0)
+	text, cells, ok := progress.Fit(parts, cols-freeCols, overhead, total > 0)
 	if !ok {
 		b.Clear()
 		return
