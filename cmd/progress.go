@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,7 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 		width: ios.TerminalWidth, outOnScreen: ios.IsStdoutTTY()}
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
+		d.bar.Reflow = termbar.Reflows(os.Getenv)
 	}
 	return d
 }
@@ -133,7 +135,7 @@ func (d *display) add(n int) {
 // eraseLocked erases the bar. Requires d.mu held.
 func (d *display) eraseLocked() {
 	if d.bar != nil {
-		d.bar.Clear()
+		d.bar.Clear(d.width())
 	}
 }
 

@@ -193,6 +193,34 @@ func TestDisplayEchoDoesNotWrap(t *testing.T) {
 	}
 }
 
+// TestDisplayNarrowed: a terminal narrowed under the bar re-wraps it over
+// several rows (tmux, VTE); erasing it erases every one of them, and the
+// output above stays. A terminal that does not reflow (xterm) cuts the
+// bar instead: the rows above are output, and stay too.
+func TestDisplayNarrowed(t *testing.T) {
+	parts := []progress.Part{{Text: "3 failed", Drop: 1}, {Text: "waiting on 5/s", Drop: 3}, {Text: "ETA 3m20s", Drop: 2}}
+	for _, reflow := range []bool{true, false} {
+		for _, to := range []int{20, 33, 45, 60, 99} {
+			d, scr := testDisplay(120)
+			d.bar.Reflow = reflow
+			out := d.screen(&bytesWriter{scr}, true)
+			d.write(func() { out.Write([]byte("line 1\nline 2\n")) })
+			d.setStatus(120, 1000, parts...)
+			scr.resize(to, reflow)
+			d.width = func() int { return to }
+			d.write(func() { out.Write([]byte("line 3\n")) })
+			got := scr.text()
+			if len(got) != 4 || !slices.Equal(got[:3], []string{"line 1", "line 2", "line 3"}) || !strings.HasPrefix(got[3], "  12% [") {
+				t.Errorf("reflow %v, 120 columns narrowed to %d: screen\n%s\nwant the 3 lines of output and the bar", reflow, to, strings.Join(got, "\n"))
+			}
+			d.close()
+			if got, want := scr.text(), []string{"line 1", "line 2", "line 3"}; !slices.Equal(got, want) {
+				t.Errorf("reflow %v, 120 columns narrowed to %d, bar erased: screen\n%s\nwant only the output", reflow, to, strings.Join(got, "\n"))
+			}
+		}
+	}
+}
+
 func TestDisplayWithoutBar(t *testing.T) {
 	for _, mode := range []string{progressLines, progressNever} {
 		w := &writeLog{}

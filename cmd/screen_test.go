@@ -12,6 +12,7 @@ import (
 // pace and the programs in the tests write: printable runes (one cell
 // each), CR, LF, BS, TAB, and the CSI sequences K (erase in line), G
 // (column), C and D (forward, back), A and B (up, down), F (up, column 1),
+// J (erase below),
 // m (colours, ignored) and ?25l/?25h (cursor shown or hidden, ignored).
 // LF also returns the cursor to the first column, as a terminal does with
 // its default onlcr setting.
@@ -30,9 +31,14 @@ type screen struct {
 	wraps   int
 	wrapped []string
 	errs    []string
+	// cont marks the rows a rune wrapped to: the rest of the line above,
+	// which a terminal that reflows joins to it when resized.
+	cont map[int]bool
 }
 
-func newScreen(cols int) *screen { return &screen{cols: cols, lines: [][]rune{nil}} }
+func newScreen(cols int) *screen {
+	return &screen{cols: cols, lines: [][]rune{nil}, cont: map[int]bool{}}
+}
 
 func (s *screen) line() []rune {
 	for len(s.lines) <= s.row {
@@ -48,6 +54,7 @@ func (s *screen) put(r rune) {
 		s.row++
 		s.col = 0
 		s.pending = false
+		s.cont[s.row] = true
 	}
 	l := s.line()
 	for len(l) <= s.col {
@@ -136,6 +143,17 @@ func (s *screen) csi(params string, final byte) {
 		case 2:
 			s.eraseLine(0, len(s.line()))
 		}
+	case 'J': // erase below (0) only: what pace writes
+		if arg(0) != 0 {
+			s.errs = append(s.errs, fmt.Sprintf("CSI %s%c: only 0 is known", params, final))
+		}
+		s.eraseLine(s.col, len(s.line()))
+		s.lines = s.lines[:s.row+1]
+		for r := range s.cont {
+			if r > s.row {
+				delete(s.cont, r)
+			}
+		}
 	case 'G':
 		s.col = min(max(arg(1), 1), s.cols) - 1
 	case 'C':
@@ -169,4 +187,62 @@ func (s *screen) text() []string {
 		out = out[:len(out)-1]
 	}
 	return out
+}
+
+// resize makes the screen cols wide. A terminal that reflows (tmux, VTE)
+// joins the rows a line wrapped over and wraps it again at the new width,
+// the cursor kept at its place in its line; one that does not (xterm)
+// keeps the rows and moves the cursor in from the right.
+func (s *screen) resize(cols int, reflow bool) {
+	old := s.cols
+	s.cols = cols
+	if !reflow {
+		s.col, s.pending = min(s.col, cols-1), false
+		return
+	}
+	var lines [][]rune
+	var cont []bool
+	row, col, pending := 0, 0, false
+	for r := 0; r < len(s.lines); {
+		start := r
+		var l []rune
+		for {
+			l = append(l, s.lines[r]...)
+			if r+1 >= len(s.lines) || !s.cont[r+1] {
+				break
+			}
+			for len(l) < (r+1-start)*old { // a wrapped row is full
+				l = append(l, ' ')
+			}
+			r++
+		}
+		cursor := -1
+		if s.row >= start && s.row <= r {
+			cursor = (s.row-start)*old + s.col
+			if s.pending {
+				cursor++
+			}
+		}
+		l = []rune(strings.TrimRight(string(l), " "))
+		first := len(lines)
+		for i := 0; i == 0 || i < len(l); i += cols {
+			lines = append(lines, l[i:min(i+cols, len(l))])
+			cont = append(cont, i > 0)
+		}
+		if cursor >= 0 {
+			row, col = first+cursor/cols, cursor%cols
+			if cursor > 0 && cursor%cols == 0 && cursor >= len(l) {
+				row, col, pending = row-1, cols-1, true
+			}
+		}
+		r++
+	}
+	s.lines, s.row, s.col, s.pending = lines, row, col, pending
+	s.cont = map[int]bool{}
+	for i, c := range cont {
+		if c {
+			s.cont[i] = true
+		}
+	}
+	s.line()
 }

@@ -4,7 +4,9 @@
 package termbar
 
 import (
+	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -32,10 +34,16 @@ import (
 //
 // It is not safe for concurrent use: its caller serialises every call.
 type Bar struct {
+	// Reflow says the terminal re-wraps lines when it is narrowed (tmux,
+	// VTE, most terminals): a bar drawn wider than the terminal is now
+	// then spans several rows, the cursor on the last (see Reflows).
+	Reflow bool
+
 	w     *gate
 	pb    *progressbar.ProgressBar
 	max   int64 // the total the bar was made for; -1: a spinner
 	drawn bool  // the bar is on screen
+	width int   // the columns the bar on screen was drawn over
 }
 
 // gate passes writes to w only while open, and drops them otherwise.
@@ -95,8 +103,10 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 1 {
 		total = -1
 	}
+	if total != b.max || b.rowsAbove(cols) > 0 {
+		b.Clear(cols)
+	}
 	if total != b.max {
-		b.Clear()
 		b.reset(total)
 	}
 	overhead := barOverhead
@@ -105,7 +115,7 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	}
 	text, cells, ok := progress.Fit(parts, cols-freeCols, overhead, total > 0)
 	if !ok {
-		b.Clear()
+		b.Clear(cols)
 		return
 	}
 	if total > 0 {
@@ -113,7 +123,7 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 		if b.pb.IsFinished() {
 			// The library draws nothing more once full: the run is
 			// ending, the bar goes.
-			b.Clear()
+			b.Clear(cols)
 			return
 		}
 	}
@@ -122,16 +132,42 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	b.w.open = true
 	b.pb.RenderBlank()
 	b.w.open = false
-	b.drawn = true
+	b.drawn, b.width = true, overhead+cells+utf8.RuneCountInString(text)
 }
 
-// Clear erases the bar, leaving the cursor at the start of its line.
-func (b *Bar) Clear() {
+// Clear erases the bar from a terminal cols wide now, leaving the cursor
+// at the start of its line.
+func (b *Bar) Clear(cols int) {
 	if !b.drawn {
 		return
 	}
 	b.w.open = true
-	b.pb.Clear()
+	if up := b.rowsAbove(cols); up > 0 {
+		// Erasing the cursor's row would leave the rest above it.
+		fmt.Fprintf(b.w, "\r\x1b[%dA\x1b[J", up)
+	} else {
+		b.pb.Clear()
+	}
 	b.w.open = false
 	b.drawn = false
+}
+
+// rowsAbove returns how many rows above the cursor's hold a part of the
+// bar on screen, now that the terminal is cols wide: a terminal that
+// reflows has re-wrapped a bar drawn wider.
+func (b *Bar) rowsAbove(cols int) int {
+	if !b.drawn || !b.Reflow || cols < 1 || b.width <= cols {
+		return 0
+	}
+	return (b.width - 1) / cols
+}
+
+// Reflows reports whether the terminal that the environment (getenv)
+// tells of re-wraps its lines when narrowed. Most do (tmux, VTE's,
+// kitty, iTerm2, Terminal.app, Windows Terminal); xterm (XTERM_VERSION)
+// and the Linux console (TERM=linux) cut them instead, and erasing rows
+// above the cursor's there would erase output. tmux reflows whatever
+// terminal it runs in.
+func Reflows(getenv func(string) string) bool {
+	return getenv("TMUX") != "" || getenv("XTERM_VERSION") == "" && getenv("TERM") != "linux"
 }
