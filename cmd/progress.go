@@ -44,6 +44,9 @@ type display struct {
 	// waiting, if set, returns how many calls wait for their admission,
 	// for the status (pace proxy's requests).
 	waiting func() int64
+	// typed: the items are typed on the terminal. Until the input ends
+	// no progress is shown, which would write over what the user types.
+	typed bool
 
 	mu      sync.Mutex
 	bar     *termbar.Bar // nil unless mode is progressAlways
@@ -182,9 +185,8 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *summary.Ta
 	p.Extra, p.Waiting = learned, d.waiting
 	// The rate counts from the start, not from the first tick.
 	p.Start(time.Now())
-	if d.mode == progressAlways {
+	if tot := total.get(); d.mode == progressAlways && !(d.typed && tot < 0) {
 		d.mu.Lock()
-		tot := total.get()
 		d.status = barStatus{total: tot, parts: p.Status(time.Now(), 0, t.Snapshot(), b.Stats(), tot)[1:], ready: true}
 		d.drawLocked()
 		d.mu.Unlock()
@@ -202,6 +204,9 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *summary.Ta
 			doneN := d.done
 			d.mu.Unlock()
 			tot := total.get()
+			if d.typed && tot < 0 {
+				continue // the input has not ended: the user may be typing
+			}
 			parts := p.Status(now, doneN, ts, st, tot)
 			d.mu.Lock()
 			if d.mode == progressLines {

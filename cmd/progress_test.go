@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/progress"
 	"github.com/pace-cli/pace/internal/termbar"
 )
@@ -316,6 +318,39 @@ func TestProgressBarOnTerminal(t *testing.T) {
 			if r, _ := strconv.ParseFloat(m[1], 64); r > 4 {
 				t.Errorf("the bar shows %s/s under 4/s", m[1])
 			}
+		}
+	})
+}
+
+// TestProgressWhileTyping: items typed on the terminal get no progress
+// until the input ends (a bar redrawn every 200 ms would write over what
+// the user types); then the bar shows, with the total.
+func TestProgressWhileTyping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions(t, 1)
+		o.Progress, o.Summary = progressAuto, summaryNone
+		ts := newTestSession(t, "", o, &fakeExec{took: 1500 * time.Millisecond})
+		r, w := io.Pipe()
+		ios := ts.s.f.IOStreams
+		ios.In, ts.s.input = r, items.NewInput(r, "stdin")
+		ios.SetStdinTTY(true)
+		ios.SetStderrTTY(true)
+		go func() {
+			io.WriteString(w, "a\n")
+			time.Sleep(time.Second)
+			io.WriteString(w, "b\n")
+			time.Sleep(200 * time.Millisecond)
+			w.Close() // Ctrl-D at 1.2s; b runs until 2.5s
+		}()
+		if code := ts.run(); code != ExitOK {
+			t.Fatalf("run = exit %d\n%s", code, ts.errOut)
+		}
+		raw := ts.errOut.String()
+		if m := regexp.MustCompile(`\r[^\r]*[^/\d]\d+ done`).FindString(raw); m != "" {
+			t.Errorf("progress %q drawn while the input is typed: stderr %q", m, raw)
+		}
+		if !regexp.MustCompile(`\r  50% \[[█·]+\]  1/2 done`).MatchString(raw) {
+			t.Errorf("no bar once the input ended: stderr %q", raw)
 		}
 	})
 }

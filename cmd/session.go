@@ -74,6 +74,7 @@ type session struct {
 func (s *session) run(ctx context.Context) error {
 	ios, o := s.f.IOStreams, s.opts
 	disp := s.newDisplay()
+	disp.typed = ios.IsStdinTTY() && s.input.R == ios.In
 	errOut := displayWriter{disp, ios.ErrOut}
 	if s.jobs != nil {
 		defer jobctl.Follow(s.jobs.SignalRunning, disp.write)()
