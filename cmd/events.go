@@ -158,6 +158,7 @@ func (r *recorder) print(res *runner.Result) error {
 			}
 		}
 		if !res.OK() && !errors.Is(outErr, errStdoutGone) && !errors.Is(outErr, errStdoutStalled) && !r.s.proxy {
+			r.disp.lineLocked()
 			reportFailure(errOut, res)
 		}
 	}

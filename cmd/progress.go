@@ -30,16 +30,17 @@ const (
 // display serialises everything pace writes to stderr, so that job
 // output, log lines and the progress never cut into each other: the bar
 // is erased before anything else is written and drawn again right after.
-// It keeps track of where the screen's cursor is: output that does not
-// end in a newline is never drawn over, the bar goes to a line of its own
-// below it. It is safe for concurrent use.
+// It keeps track of where the cursor is on stderr's lines (with stdout's
+// when they go to the same place): output that does not end in a newline
+// is never drawn over, and the bar and pace's own lines, in every mode,
+// start a line of their own below it. It is safe for concurrent use.
 type display struct {
 	w        io.Writer
 	mode     string        // progressAlways (a bar), progressLines or progressNever
 	interval time.Duration // between status lines
 	width    func() int    // the terminal's columns, read at each draw
-	// outOnScreen: stdout is a terminal too, so job output shares the
-	// screen with the bar.
+	// outOnScreen: stdout goes where stderr goes (one terminal, or
+	// > log 2>&1), so job output shares its lines with pace's.
 	outOnScreen bool
 	// waiting, if set, returns how many calls wait for their admission,
 	// for the status (pace proxy's requests).
@@ -74,8 +75,8 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 			mode = progressAlways
 		}
 	}
-	d := &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval),
-		width: ios.TerminalWidth, outOnScreen: ios.IsStdoutTTY()}
+	d := &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval), width: ios.TerminalWidth,
+		outOnScreen: ios.IsStdoutTTY() && ios.IsStderrTTY() || sameFile(ios.Out, ios.ErrOut)}
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
 		d.bar.Reflow = termbar.Reflows(os.Getenv)
@@ -99,10 +100,10 @@ func (d *display) write(fn func()) {
 }
 
 // screen returns a writer to w for use inside write's fn that tells the
-// display what reaches the screen: stderr, and stdout when it is a
-// terminal (out).
+// display what reaches stderr's lines: stderr, and stdout (out) when it
+// goes there too.
 func (d *display) screen(w io.Writer, out bool) io.Writer {
-	if d.bar == nil || (out && !d.outOnScreen) {
+	if out && !d.outOnScreen {
 		return w
 	}
 	return screenWriter{d, w}
@@ -128,6 +129,15 @@ func (d *display) sawLocked(p []byte) {
 	}
 }
 
+// lineLocked starts a line of pace's own: it ends the line that output
+// left open, if any. Requires d.mu held.
+func (d *display) lineLocked() {
+	if d.midLine {
+		io.WriteString(d.w, "\n")
+		d.midLine = false
+	}
+}
+
 // add counts n more items done.
 func (d *display) add(n int) {
 	d.mu.Lock()
@@ -148,11 +158,7 @@ func (d *display) drawLocked() {
 	if d.bar == nil || d.closed || !d.status.ready {
 		return
 	}
-	if d.midLine {
-		// Output without a final newline stays whole: the bar goes below.
-		io.WriteString(d.w, "\n")
-		d.midLine = false
-	}
+	d.lineLocked() // output without a final newline stays whole: the bar goes below
 	parts := append([]progress.Part{{Text: progress.CountText(d.done, d.status.total)}}, d.status.parts...)
 	d.bar.Draw(d.done, d.status.total, parts, d.width())
 }
@@ -163,10 +169,7 @@ func (d *display) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.eraseLocked()
-	if d.bar != nil && d.midLine {
-		io.WriteString(d.w, "\n")
-		d.midLine = false
-	}
+	d.lineLocked()
 	d.closed = true
 }
 
@@ -211,6 +214,7 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *summary.Ta
 			d.mu.Lock()
 			if d.mode == progressLines {
 				if !d.closed {
+					d.lineLocked()
 					fmt.Fprintf(d.w, "pace: %s\n", progress.Join(parts))
 				}
 			} else {
@@ -237,13 +241,17 @@ func (t *total) get() int64  { return t.n.Load() }
 // setOnce sets the total unless it is known already.
 func (t *total) setOnce(n int64) { t.n.CompareAndSwap(-1, n) }
 
-// displayWriter is an io.Writer that writes through a display.
+// displayWriter is an io.Writer that writes pace's own lines through a
+// display, each on a line of its own.
 type displayWriter struct {
 	d *display
 	w io.Writer
 }
 
 func (dw displayWriter) Write(p []byte) (n int, err error) {
-	dw.d.write(func() { n, err = dw.d.screen(dw.w, false).Write(p) })
+	dw.d.write(func() {
+		dw.d.lineLocked()
+		n, err = dw.d.screen(dw.w, false).Write(p)
+	})
 	return n, err
 }
