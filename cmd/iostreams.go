@@ -18,6 +18,9 @@ type IOStreams struct {
 	ErrOut io.Writer
 
 	stdinTTY, stdoutTTY, stderrTTY bool
+	// dumb: TERM is dumb or unset, a terminal that knows no escape
+	// sequences (Emacs' shell, a bare console).
+	dumb bool
 	// width returns the columns of stderr's terminal, 0 if unknown.
 	width func() int
 }
@@ -31,6 +34,7 @@ func System() *IOStreams {
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
+		dumb:      os.Getenv("TERM") == "dumb" || os.Getenv("TERM") == "",
 		width: func() int {
 			w, _, err := term.GetSize(int(os.Stderr.Fd()))
 			if err != nil {

@@ -67,11 +67,13 @@ type barStatus struct {
 	ready bool
 }
 
-// newDisplay returns the display for --progress mode on ios's stderr.
+// newDisplay returns the display for --progress mode on ios's stderr:
+// auto draws a bar on a terminal that knows escape sequences (TERM not
+// dumb), status lines elsewhere.
 func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 	if mode == progressAuto {
 		mode = progressLines
-		if ios.IsStderrTTY() {
+		if ios.IsStderrTTY() && !ios.dumb {
 			mode = progressAlways
 		}
 	}

@@ -44,20 +44,23 @@ func (w *writeLog) take() []string {
 
 func TestNewDisplayMode(t *testing.T) {
 	for _, tt := range []struct {
-		mode string
-		tty  bool
-		want string
+		mode      string
+		tty, dumb bool
+		want      string
 	}{
-		{progressAuto, true, progressAlways},
-		{progressAuto, false, progressLines},
-		{progressAlways, false, progressAlways},
-		{progressLines, true, progressLines},
-		{progressNever, true, progressNever},
+		{progressAuto, true, false, progressAlways},
+		{progressAuto, false, false, progressLines},
+		{progressAuto, true, true, progressLines}, // TERM=dumb: no escape sequences
+		{progressAlways, false, false, progressAlways},
+		{progressAlways, true, true, progressAlways},
+		{progressLines, true, false, progressLines},
+		{progressNever, true, false, progressNever},
 	} {
 		ios, _, _, _ := Test()
 		ios.SetStderrTTY(tt.tty)
+		ios.dumb = tt.dumb
 		if got := newDisplay(ios, tt.mode, time.Second).mode; got != tt.want {
-			t.Errorf("newDisplay(--progress %s, stderr tty %v).mode = %s, want %s", tt.mode, tt.tty, got, tt.want)
+			t.Errorf("newDisplay(--progress %s, stderr tty %v, dumb %v).mode = %s, want %s", tt.mode, tt.tty, tt.dumb, got, tt.want)
 		}
 	}
 	ios, _, _, _ := Test()

@@ -211,3 +211,17 @@ func TestTerminalBarFits(t *testing.T) {
 		}
 	})
 }
+
+// TestTerminalDumb: on a terminal that knows no escape sequences (TERM
+// dumb or unset) progress is status lines, as in a log: no bar.
+func TestTerminalDumb(t *testing.T) {
+	for _, term := range []string{"TERM=dumb", "TERM="} {
+		raw := ptyRun(t, 80, t.TempDir(), term+` pace run -r 2/s -j 1 --progress-interval 1s -- echo {} ::: 1 2 3 4`, nil)
+		if bytes.ContainsAny(raw, "\x1b") || barLine.Match(raw) {
+			t.Errorf("%s: escape sequences or a bar on the terminal: %q", term, raw)
+		}
+		if !regexp.MustCompile(`(?m)^pace: \d/4 done`).Match(raw) {
+			t.Errorf("%s: no status line: %q", term, raw)
+		}
+	}
+}
