@@ -84,8 +84,10 @@ func TestImportBoundaries(t *testing.T) {
 			return !strings.HasPrefix(dep, "github.com/spf13/") && !strings.HasPrefix(dep, mod+"/cmd") &&
 				(!strings.HasPrefix(dep, mod+"/") || dep == mod+"/runner" || strings.HasPrefix(dep, mod+"/throttle") || isPkg(dep, "human", "redact"))
 		}},
+		// items, which runlog reads, asks osfiles (standard library only)
+		// whether stdin was closed at start.
 		{mod + "/internal/runlog", func(dep string) bool {
-			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "items", "joblog", "regfile", "resume", "human")
+			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || isPkg(dep, "items", "joblog", "regfile", "resume", "human", "osfiles")
 		}},
 		// Metrics are made of the summary's numbers and served by the
 		// Prometheus client: nothing of the CLI or the stores.

@@ -2,9 +2,12 @@ package items
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/pace-cli/pace/internal/osfiles"
 )
 
 // Input is where a run's items come from: R, read once, and Name for
@@ -34,6 +37,9 @@ func NewInput(r io.Reader, name string) *Input { return &Input{R: r, Name: name}
 // are input errors found before anything runs.
 func Open(name string, stdin io.Reader) (*Input, error) {
 	if name == "-" || name == "" {
+		if err := checkStdin(stdin); err != nil {
+			return nil, err
+		}
 		in := NewInput(stdin, "stdin")
 		if f, ok := stdin.(*os.File); ok {
 			in.setCounter(f)
@@ -56,6 +62,22 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 	in := &Input{R: f, Name: name, close: f.Close}
 	in.setCounter(f)
 	return in, nil
+}
+
+// errStdinClosed is the error of reading items from a stdin that was
+// closed when pace started (pace run ... <&-): read as no items, the run
+// would do nothing and succeed.
+var errStdinClosed = errors.New("stdin is closed: give the items on stdin (< FILE, or a pipe), with -a FILE, or after :::")
+
+// checkStdin returns errStdinClosed if stdin is a standard descriptor
+// that was closed when the process started: the Go runtime put the null
+// device there, read-write (osfiles.ReopenedNull), where a shell's
+// < /dev/null is read-only.
+func checkStdin(stdin io.Reader) error {
+	if f, ok := stdin.(*os.File); ok && f.Fd() <= 2 && osfiles.ReopenedNull(int(f.Fd())) {
+		return errStdinClosed
+	}
+	return nil
 }
 
 // setCounter enables counting when f is a regular file.

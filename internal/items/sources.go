@@ -61,7 +61,11 @@ func SplitSources(args []string) (cmdArgs []string, sources []Source, err error)
 // ReadSourceFile reads the items of one :::: file ("-" is stdin).
 func ReadSourceFile(name string, nul bool, stdin io.Reader) ([]string, error) {
 	r := stdin
-	if name != "-" {
+	if name == "-" {
+		if err := checkStdin(stdin); err != nil {
+			return nil, err
+		}
+	} else {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("open input: %w", err)
