@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,4 +189,41 @@ func mustRequest(t *testing.T, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// twiceBase makes two attempts at every request, telling the trace of
+// each connection, as net/http's Transport does when it sends a request
+// again; once says what its SendsOnce answers.
+type twiceBase struct{ once bool }
+
+func (b twiceBase) SendsOnce(*http.Request) bool { return b.once }
+
+func (b twiceBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GotConn != nil {
+		tr.GotConn(httptrace.GotConnInfo{})
+		tr.GotConn(httptrace.GotConnInfo{Reused: true})
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+// A base whose SendsOnce says true (pace's direct transport, which sends
+// again only what never reached the server) is not watched: its second
+// connection costs no admission. One that says false is.
+func TestSendsOnceBaseIsNotWatched(t *testing.T) {
+	for _, once := range []bool{true, false} {
+		lim := newLimiter(t, []throttle.Rule{{N: 10, Window: time.Minute}}, 0)
+		tr := New(lim, Options{Base: twiceBase{once}})
+		resp, err := tr.RoundTrip(mustRequest(t, "http://api.example/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := int64(2)
+		if once {
+			want = 1
+		}
+		if got := lim.Stats().Admitted; got != want {
+			t.Errorf("SendsOnce %v: %d admissions for two attempts, want %d", once, got, want)
+		}
+	}
 }

@@ -59,7 +59,13 @@ const (
 // Options configure a Transport. The zero value admits every request at
 // cost 1 and honours the server's pauses.
 type Options struct {
-	// Base sends the requests; nil means http.DefaultTransport.
+	// Base sends the requests; nil means http.DefaultTransport. Each
+	// attempt it makes after the first within one RoundTrip (net/http's
+	// Transport sends a replayable request again when a kept-alive
+	// connection failed) is admitted as a call of its own; a Base with a
+	// method SendsOnce(*http.Request) bool that returns true promises to
+	// send the request again only when none of it reached the server, and
+	// is not watched.
 	Base http.RoundTripper
 	// Cost returns a request's cost under cost rules; nil means 1. Its
 	// error fails the request before it is admitted.
@@ -373,9 +379,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// An attempt the base transport makes after the first is a call of
 	// its own (see resendGuard).
-	guard := &resendGuard{t: t, ctx: ctx, cost: max(cost, 1)}
-	guard.trace.GotConn = guard.gotConn
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &guard.trace))
+	var guard *resendGuard
+	if so, ok := t.base.(interface{ SendsOnce(*http.Request) bool }); !ok || !so.SendsOnce(req) {
+		guard = &resendGuard{t: t, ctx: ctx, cost: max(cost, 1)}
+		guard.trace.GotConn = guard.gotConn
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &guard.trace))
+	}
 	resp, err := t.base.RoundTrip(req)
 	arrived := time.Now()
 	if err == nil && resp == nil {
@@ -494,8 +503,11 @@ func (g *resendGuard) gotConn(c httptrace.GotConnInfo) {
 }
 
 // end releases the attempts' admissions and returns the error of one that
-// failed, if any.
+// failed, if any. A nil guard watched nothing.
 func (g *resendGuard) end() error {
+	if g == nil {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range g.extra {

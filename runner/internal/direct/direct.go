@@ -77,6 +77,12 @@ func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return u.Transport.RoundTrip(req)
 }
 
+// SendsOnce reports whether req goes the direct path, which sends a
+// request a second time only when writing it to a kept connection failed
+// (nothing of it reached the server), so that pacehttp need not admit a
+// second attempt (pacehttp.Options.Base).
+func (u *Transport) SendsOnce(req *http.Request) bool { return u.direct(req) != nil }
+
 // CloseIdleConnections closes the idle connections of both paths.
 func (u *Transport) CloseIdleConnections() {
 	u.mu.Lock()
