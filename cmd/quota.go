@@ -173,8 +173,8 @@ func (o *QuotaOptions) check() error {
 		return flagErrorf("invalid argument \"\" for \"--state\": want a directory; leave --state out for the default")
 	case o.stateSet && o.RedisURL != "":
 		return flagErrorf("--state is the local store's directory, but %s keeps quotas in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
-	case o.RedisURL != "" && strings.ContainsAny(o.Key, "{}"):
-		return flagErrorf("invalid argument %q for \"--key\": want a name without '{' or '}'", o.Key)
+	case o.RedisURL != "" && redisrate.CheckKey(o.Key) != nil:
+		return flagErrorf("invalid argument for \"--key\": %v", redisrate.CheckKey(o.Key))
 	}
 	if o.RedisURL != "" {
 		if _, err := redisrate.ParseURL(o.RedisURL); err != nil {

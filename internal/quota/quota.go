@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/throttle"
@@ -106,7 +109,11 @@ func (v *View) WriteText(w io.Writer) {
 	if v.Store == "redis" {
 		where = v.URL
 	}
-	fmt.Fprintf(w, "quota %s (%s %s)\n", v.Key, v.Store, where)
+	key := v.Key
+	if strings.IndexFunc(key, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || !utf8.ValidString(key) {
+		key = strconv.Quote(key) // a name from elsewhere (an older pace) sends nothing to the terminal
+	}
+	fmt.Fprintf(w, "quota %s (%s %s)\n", key, v.Store, where)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	switch {
 	case v.Spec == "":

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,20 @@ func TestLookLocal(t *testing.T) {
 	}
 	if _, err := Look(context.Background(), "", dir, "none"); err == nil {
 		t.Errorf("Look of a quota the store lacks = nil error")
+	}
+}
+
+// A quota's name from elsewhere (Redis keys an older pace accepted) is
+// shown quoted when it holds what a terminal would act on.
+func TestWriteTextQuotesAStrangeName(t *testing.T) {
+	var b strings.Builder
+	(&View{Key: "evil\n\x1b[31mkey", Store: "redis", URL: "redis://127.0.0.1:6379"}).WriteText(&b)
+	if first, _, _ := strings.Cut(b.String(), "\n"); first != `quota "evil\n\x1b[31mkey" (redis redis://127.0.0.1:6379)` {
+		t.Errorf("first line %q, want the name quoted", first)
+	}
+	b.Reset()
+	(&View{Key: "api-1", Store: "local", Path: "/s/api-1.db"}).WriteText(&b)
+	if !strings.HasPrefix(b.String(), "quota api-1 (local /s/api-1.db)\n") {
+		t.Errorf("a plain name: %q, want it as it is", b.String())
 	}
 }

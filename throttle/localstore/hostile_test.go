@@ -192,6 +192,32 @@ func TestSharePermOwnFilesOnly(t *testing.T) {
 	}
 }
 
+// TestPrecreatedFileMadePrivate: an empty store file made before pace
+// opened it (touched under umask 022: 0644) is built into a store and
+// made its user's alone; in a shared directory, its group's too, never
+// the world's.
+func TestPrecreatedFileMadePrivate(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		dir, want := t.TempDir(), os.FileMode(0o600)
+		if shared {
+			dir, want = sharedDir(t), 0o660
+		}
+		path := filepath.Join(dir, "y.db")
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		if err := openAdmit(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != want {
+			t.Errorf("shared %v: a store file made 0644 beforehand is %v, want %v", shared, fi.Mode().Perm(), want)
+		}
+	}
+}
+
 // TestFIFORefused: a FIFO at the store file's name is refused at once,
 // with an error naming it; nothing waits in open for a writer.
 func TestFIFORefused(t *testing.T) {

@@ -113,20 +113,26 @@ func openShared(path string, flag int) (*os.File, error) {
 }
 
 // sharePerm gives the open file f the group's bits of perm that the umask
-// took away when it was created. It changes only a file or directory
-// this user owns (and a file with no other link: not another file linked
-// into the state directory), and does nothing for private ones; a failure
-// leaves the file as the umask made it (private to its user: a quota not
-// shared, never a quota broken).
+// took away when it was created, and takes away what perm does not give:
+// the world's bits always, the group's for a private perm (a file made
+// before pace opened it, such as an empty one touched in the directory,
+// kept its own mode). It changes only a file or directory this user owns
+// (and a file with no other link: not another file linked into the state
+// directory); a failure leaves the file as it was (a quota not shared,
+// never a quota broken).
 func sharePerm(f *os.File, perm os.FileMode) {
-	if perm&0o060 == 0 {
-		return
-	}
 	fi, err := f.Stat()
-	if err != nil || !ownedAlone(fi) || fi.Mode().Perm()&perm == perm {
+	if err != nil || !ownedAlone(fi) {
 		return
 	}
-	_ = f.Chmod(fi.Mode().Perm() | perm&0o060)
+	have := fi.Mode().Perm()
+	want := have&^0o007 | perm&0o060
+	if perm&0o060 == 0 {
+		want &^= 0o070
+	}
+	if want != have {
+		_ = f.Chmod(fi.Mode()&(os.ModeSetgid|os.ModeSetuid|os.ModeSticky) | want)
+	}
 }
 
 // mkdirShared makes the directory path (and its parents) as os.MkdirAll

@@ -62,6 +62,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -223,6 +225,25 @@ func Open(ctx context.Context, client Client, opts Options) (*Limiter, error) {
 	return l, nil
 }
 
+// MaxKeyLen is the longest quota name, in bytes.
+const MaxKeyLen = 256
+
+// CheckKey returns an error saying what is wrong with a quota's name, or
+// nil: it is a name of at most MaxKeyLen bytes of UTF-8, without '{' or
+// '}' (which would change the Redis Cluster slot of its keys) and without
+// control characters (which pace quota show would send to a terminal).
+func CheckKey(key string) error {
+	switch {
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("key of %d bytes: want at most %d", len(key), MaxKeyLen)
+	case strings.ContainsAny(key, "{}"):
+		return fmt.Errorf("key %q: want a name without '{' or '}'", key)
+	case !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0:
+		return fmt.Errorf("key %q: want a name without control characters", key)
+	}
+	return nil
+}
+
 // newLimiter builds a limiter without contacting Redis.
 func newLimiter(client Client, opts Options) (*Limiter, error) {
 	cf := opts
@@ -250,8 +271,8 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	if client == nil {
 		return nil, errors.New("redisrate: nil client")
 	}
-	if strings.ContainsAny(cf.Key, "{}") {
-		return nil, fmt.Errorf("redisrate: key %q: want a name without '{' or '}'", cf.Key)
+	if err := CheckKey(cf.Key); err != nil {
+		return nil, fmt.Errorf("redisrate: %w", err)
 	}
 	if err := gate.Validate(cf.Rules); err != nil {
 		return nil, err
