@@ -166,6 +166,7 @@ func (o *QuotaOptions) check() error {
 	if !o.urlSet {
 		from = "$" + redisURLEnv
 	}
+	keyErr := redisrate.CheckKey(o.Key)
 	switch {
 	case o.Action == "reset" && o.Key == "":
 		return flagErrorf("pace quota reset needs --key NAME, the quota to forget; pace quota show lists them")
@@ -173,8 +174,8 @@ func (o *QuotaOptions) check() error {
 		return flagErrorf("invalid argument \"\" for \"--state\": want a directory; leave --state out for the default")
 	case o.stateSet && o.RedisURL != "":
 		return flagErrorf("--state is the local store's directory, but %s keeps quotas in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
-	case o.RedisURL != "" && redisrate.CheckKey(o.Key) != nil:
-		return flagErrorf("invalid argument for \"--key\": %v", redisrate.CheckKey(o.Key))
+	case o.RedisURL != "" && keyErr != nil:
+		return flagErrorf("invalid argument for \"--key\": %v", keyErr)
 	}
 	if o.RedisURL != "" {
 		if _, err := redisrate.ParseURL(o.RedisURL); err != nil {

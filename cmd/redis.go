@@ -132,13 +132,14 @@ func (o *RedisOptions) check(hasRules bool) error {
 	if !o.urlSet {
 		from = "$" + redisURLEnv
 	}
+	keyErr := redisrate.CheckKey(o.Key)
 	switch {
 	case o.stateSet:
 		return flagErrorf("--state is the local store's directory, but %s keeps the quota in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
 	case o.keySet && o.Key == "":
 		return flagErrorf("invalid argument \"\" for \"--key\": want a name; leave --key out for the shared default quota %q", redisrate.DefaultKey)
-	case redisrate.CheckKey(o.Key) != nil:
-		return flagErrorf("invalid argument for \"--key\": %v", redisrate.CheckKey(o.Key))
+	case keyErr != nil:
+		return flagErrorf("invalid argument for \"--key\": %v", keyErr)
 	case o.GlobalJobs < 0:
 		return flagErrorf("invalid argument %d for \"--global-jobs\": want at least 1, or 0 for no cap", o.GlobalJobs)
 	case o.timeoutSet && o.Timeout <= 0:
