@@ -175,7 +175,7 @@ func (o *QuotaOptions) check() error {
 	case o.stateSet && o.RedisURL != "":
 		return flagErrorf("--state is the local store's directory, but %s keeps quotas in Redis; leave one out (--redis= ignores $%s)", from, redisURLEnv)
 	case o.RedisURL != "" && keyErr != nil:
-		return flagErrorf("invalid argument for \"--key\": %v", keyErr)
+		return flagErrorf("invalid argument %q for \"--key\": %v", o.Key, keyErr)
 	}
 	if o.RedisURL != "" {
 		if _, err := redisrate.ParseURL(o.RedisURL); err != nil {

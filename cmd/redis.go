@@ -139,7 +139,7 @@ func (o *RedisOptions) check(hasRules bool) error {
 	case o.keySet && o.Key == "":
 		return flagErrorf("invalid argument \"\" for \"--key\": want a name; leave --key out for the shared default quota %q", redisrate.DefaultKey)
 	case keyErr != nil:
-		return flagErrorf("invalid argument for \"--key\": %v", keyErr)
+		return flagErrorf("invalid argument %q for \"--key\": %v", o.Key, keyErr)
 	case o.GlobalJobs < 0:
 		return flagErrorf("invalid argument %d for \"--global-jobs\": want at least 1, or 0 for no cap", o.GlobalJobs)
 	case o.timeoutSet && o.Timeout <= 0:

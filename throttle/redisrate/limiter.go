@@ -228,18 +228,18 @@ func Open(ctx context.Context, client Client, opts Options) (*Limiter, error) {
 // MaxKeyLen is the longest quota name, in bytes.
 const MaxKeyLen = 256
 
-// CheckKey returns an error saying what is wrong with a quota's name, or
-// nil: it is a name of at most MaxKeyLen bytes of UTF-8, without '{' or
+// CheckKey returns an error saying what a quota's name should be, if it
+// is not that, or nil: it is a name of at most MaxKeyLen bytes of UTF-8, without '{' or
 // '}' (which would change the Redis Cluster slot of its keys) and without
 // control characters (which pace quota show would send to a terminal).
 func CheckKey(key string) error {
 	switch {
 	case len(key) > MaxKeyLen:
-		return fmt.Errorf("key of %d bytes: want at most %d", len(key), MaxKeyLen)
+		return fmt.Errorf("want a name of at most %d bytes, not %d", MaxKeyLen, len(key))
 	case strings.ContainsAny(key, "{}"):
-		return fmt.Errorf("key %q: want a name without '{' or '}'", key)
+		return errors.New("want a name without '{' or '}'")
 	case !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0:
-		return fmt.Errorf("key %q: want a name without control characters", key)
+		return errors.New("want a name without control characters")
 	}
 	return nil
 }
@@ -272,7 +272,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		return nil, errors.New("redisrate: nil client")
 	}
 	if err := CheckKey(cf.Key); err != nil {
-		return nil, fmt.Errorf("redisrate: %w", err)
+		return nil, fmt.Errorf("redisrate: key %q: %w", cf.Key, err)
 	}
 	if err := gate.Validate(cf.Rules); err != nil {
 		return nil, err
