@@ -225,7 +225,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	if opts.WaitOnly {
 		return nil
 	}
-	code := runForeground(opts.Factory, path, opts.Command, nil, opts.Factory.exits)
+	code := runForeground(opts.Factory, path, opts.Command, nil, limiter.Inherited(backend, adm), opts.Factory.exits)
 	if code != ExitOK {
 		return &ExitError{Code: code}
 	}
@@ -236,13 +236,14 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 // 3339 to the microsecond, the precision of every backend's clock.
 const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
 
-// runForeground runs argv (path found) with pace's standard streams and
-// the environment env (nil: pace's), sending it the signals pace receives
+// runForeground runs argv (path found) with pace's standard streams, the
+// environment env (nil: pace's) and the files extra (descriptors 3 and
+// up), sending it the signals pace receives
 // meanwhile, and returns its exit status as a shell gives it (package
 // foreground). Unless last, the signals caught for the command go back to
 // their default action when it returns.
-func runForeground(f *Factory, path string, argv, env []string, last bool) int {
+func runForeground(f *Factory, path string, argv, env []string, extra []*os.File, last bool) int {
 	ios := f.IOStreams
-	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: env,
+	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: env, ExtraFiles: extra,
 		Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut, Signals: f.Signals, Last: last})
 }

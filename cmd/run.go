@@ -16,11 +16,13 @@ import (
 	"github.com/pace-cli/pace/internal/costexpr"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/tmpl"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/command"
+	"github.com/pace-cli/pace/throttle"
 )
 
 // RunOptions are the inputs of pace run.
@@ -236,10 +238,13 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		print = tagShown(print)
 	}
 	s := &session{
-		f:           opts.Factory,
-		opts:        o,
-		executor:    executor,
-		jobs:        ex,
+		f:        opts.Factory,
+		opts:     o,
+		executor: executor,
+		jobs:     ex,
+		opened: func(b throttle.Backend) {
+			ex.Inherit = func(a throttle.Admission) []*os.File { return limiter.Inherited(b, a) }
+		},
 		input:       in,
 		readOpts:    readOpts,
 		print:       print,

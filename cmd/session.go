@@ -40,8 +40,10 @@ type session struct {
 	// hint says a thing on stderr.
 	executor runner.Executor
 	// jobs, if set, signals the running jobs' process groups: they stop
-	// and continue with pace (Ctrl-Z).
+	// and continue with pace (Ctrl-Z). opened, if set, is given the
+	// backend once it is open, before any job starts.
 	jobs       interface{ SignalRunning(os.Signal) }
+	opened     func(throttle.Backend)
 	useBackend func(b throttle.Backend, hint func(string), remaining func() int64) *pacehttp.Transport
 	// input and readOpts say where the items come from.
 	input    *items.Input
@@ -114,6 +116,9 @@ func (s *session) run(ctx context.Context) error {
 		return err
 	}
 	defer closeRun()
+	if s.opened != nil {
+		s.opened(backend)
+	}
 
 	res := s.supervise(ctx, backend, jl, jobs, disp, sigs)
 	if err := jl.Close(); err != nil && res.jobLogErr == nil {

@@ -125,6 +125,7 @@ func init() {
 	link.NewAdmission = func(o link.Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration) Admission {
 		return Admission{At: at, Cost: cost, Waited: waited, Latency: latency, owner: o, handle: handle, id: id}
 	}
+	link.HandleOf = func(a Admission) (link.Owner, uint64) { return a.owner, a.handle }
 }
 
 // Release gives back the in-flight slot the call held. Calling it again,

@@ -76,6 +76,8 @@ type Command struct {
 	// Signals delivers the signals pace's caller catches (SIGINT and
 	// SIGTERM): they are sent on to the command.
 	Signals <-chan os.Signal
+	// ExtraFiles are inherited by the command as descriptors 3 and up.
+	ExtraFiles []*os.File
 	// Last says that the process exits once Run returns: the signals
 	// caught for the command stay caught (each signal.Stop is a round
 	// trip to the runtime's signal thread).
@@ -87,7 +89,8 @@ type Command struct {
 // returns its exit status as a shell gives it. What goes wrong is said on
 // c.Stderr.
 func Run(c Command) int {
-	cmd := &exec.Cmd{Path: c.Path, Args: c.Argv, Env: c.Env, Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr}
+	cmd := &exec.Cmd{Path: c.Path, Args: c.Argv, Env: c.Env, Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
+		ExtraFiles: c.ExtraFiles}
 	// The thread that starts the command lives until it has exited (see
 	// dieWithPace).
 	runtime.LockOSThread()

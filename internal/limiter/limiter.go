@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/pace-cli/pace/internal/human"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/localstore"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
@@ -187,6 +189,29 @@ type namedBackend struct {
 	throttle.Backend
 	name     string
 	mismatch func(*throttle.MismatchError) error
+}
+
+// Inherited returns the files a command started for the call of a, an
+// admission of b, inherits: the file of its --global-jobs slot where that
+// slot is a lock on an open file (the local store; backend.Inheritable),
+// so that the slot stays held for as long as the command, or anything it
+// started, runs, even if pace is killed. None elsewhere.
+func Inherited(b throttle.Backend, a throttle.Admission) []*os.File {
+	if i, ok := b.(backend.Inheritable); ok {
+		if f := i.SlotFile(a); f != nil {
+			return []*os.File{f}
+		}
+	}
+	return nil
+}
+
+// SlotFile is the store's (backend.Inheritable), nil where slots are not
+// files.
+func (b namedBackend) SlotFile(a throttle.Admission) *os.File {
+	if i, ok := b.Backend.(backend.Inheritable); ok {
+		return i.SlotFile(a)
+	}
+	return nil
 }
 
 func (b namedBackend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/throttle"
 )
 
 // defaultKillGrace is how long a job that ran past its timeout has between
@@ -76,6 +77,11 @@ type Executor struct {
 	Env []string
 	// Dir, if not empty, is the children's working directory.
 	Dir string
+	// Inherit, if set, returns the files a job started under an
+	// admission inherits as descriptors 3 and up (limiter.Inherited: the
+	// file that holds its --global-jobs slot, so that the slot stays held
+	// while anything the job started runs, even if pace is killed).
+	Inherit func(throttle.Admission) []*os.File
 
 	sp     spawner // what the platform's Execute keeps between jobs
 	groups groups  // the running jobs' process groups

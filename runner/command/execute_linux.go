@@ -131,7 +131,11 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
 		defer cancel()
 	}
-	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv)
+	var extra []*os.File
+	if e.Inherit != nil {
+		extra = e.Inherit(job.Admission)
+	}
+	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv, extra)
 	if err != nil {
 		if errors.Is(context.Cause(jctx), errTimeout) {
 			res.TimedOut = true // its time was up before it could start
@@ -187,8 +191,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 }
 
 // spawn starts argv with its output going to two new pipes, whose read
-// ends it returns, with the child's pidfd (-1 for none).
-func (e *Executor) spawn(ctx context.Context, argv []string) (p *os.Process, pidfd int, outR, errR *os.File, err error) {
+// ends it returns, with the child's pidfd (-1 for none), and the files
+// extra as descriptors 3 and up.
+func (e *Executor) spawn(ctx context.Context, argv []string, extra []*os.File) (p *os.Process, pidfd int, outR, errR *os.File, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, -1, nil, nil, err
 	}
@@ -221,7 +226,11 @@ func (e *Executor) spawn(ctx context.Context, argv []string) (p *os.Process, pid
 		if pidfdWorks() {
 			sys.PidFD = &pidfd
 		}
-		attr := &os.ProcAttr{Dir: e.Dir, Env: s.env, Files: []*os.File{s.devNull, outW, errW}, Sys: sys}
+		files := []*os.File{s.devNull, outW, errW}
+		if len(extra) > 0 {
+			files = append(files, extra...)
+		}
+		attr := &os.ProcAttr{Dir: e.Dir, Env: s.env, Files: files, Sys: sys}
 		p, err = s.start(path, argv, attr)
 		if err == nil || !cached || resourceErr(err) {
 			break

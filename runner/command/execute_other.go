@@ -42,6 +42,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	c.Env, c.Dir = e.Env, e.Dir
 	c.WaitDelay = grace
 	c.SysProcAttr = procAttr()
+	if e.Inherit != nil {
+		c.ExtraFiles = e.Inherit(job.Admission)
+	}
 	c.Cancel = func() error {
 		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
 		return signalGroup(c.Process, hard)

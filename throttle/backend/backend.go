@@ -8,6 +8,7 @@ package backend
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
@@ -28,7 +29,32 @@ type Owner interface {
 	Correct(id uint64, at time.Time, from, to int) error
 }
 
-var newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration) throttle.Admission)
+var (
+	newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration) throttle.Admission)
+	handleOf     = link.HandleOf.(func(throttle.Admission) (link.Owner, uint64))
+)
+
+// HandleOf returns the owner behind a and the handle its Release gives
+// back (nil, 0 for an admission that holds nothing): what a backend
+// needs to find what one of its own admissions holds.
+func HandleOf(a throttle.Admission) (Owner, uint64) {
+	o, h := handleOf(a)
+	if o == nil {
+		return nil, 0
+	}
+	return o, h
+}
+
+// Inheritable is a backend whose in-flight slots (its cap on calls in
+// flight across processes) are held by open files, as the local store's
+// file locks are. SlotFile returns the file of the slot admission a holds
+// (nil if it holds none): a command started for the call inherits it, so
+// that the slot stays held for as long as anything the command started
+// runs, even after the process that took it was killed. The file stays
+// the backend's: the caller must not close it.
+type Inheritable interface {
+	SlotFile(a throttle.Admission) *os.File
+}
 
 // NewAdmission returns an admission of a call of the given cost, recorded
 // at at after a wait of waited, latency before Admit returns it. Its

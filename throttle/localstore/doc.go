@@ -159,8 +159,11 @@
 // With GlobalJobs, Admit first takes one of GlobalJobs slots: slot i is
 // the file NAME.slots/<i>, held by an exclusive lock (flock, or
 // LockFileEx on Windows) for as long as the call runs. The kernel
-// releases the lock when its holder dies, so a slot whose holder was
-// killed is free at once: no lease to renew or wait out. A caller that
+// releases the lock when the last descriptor of that open file is
+// closed: when its holder dies, unless the command it started for the
+// call inherited the file (Store.SlotFile), in which case the slot stays
+// held until that command and what it started have ended. No lease to
+// renew or wait out. A caller that
 // finds every slot held tries again every 20ms, FIFO within its process.
 // The holder writes its pid, when it opened the quota and when it took
 // the slot into the file, for Inspect (pace quota show), and empties it

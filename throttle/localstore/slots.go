@@ -118,6 +118,16 @@ func (ss *slotSet) open(i int) (*os.File, error) {
 	return f, nil
 }
 
+// file returns slot i's file, if this process holds the slot.
+func (ss *slotSet) file(i int) *os.File {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if i < 0 || i >= len(ss.files) || !ss.busy[i] {
+		return nil
+	}
+	return ss.files[i]
+}
+
 // release gives slot i back: empties its file, then unlocks it.
 func (ss *slotSet) release(i int) {
 	ss.mu.Lock()

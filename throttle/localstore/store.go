@@ -278,6 +278,20 @@ func (s *Store) Rules() []throttle.Rule { return slices.Clone(s.rules) }
 // Path returns the store's file.
 func (s *Store) Path() string { return s.paths.db }
 
+// SlotFile returns the file of the --global-jobs slot admission a holds,
+// nil if it holds none (backend.Inheritable). The slot is a lock on that
+// open file, which the kernel lets go of only when every descriptor of it
+// is closed: a command that inherits it keeps the slot held for as long
+// as it, or anything it started, runs, even after this process was
+// killed. The file stays the store's.
+func (s *Store) SlotFile(a throttle.Admission) *os.File {
+	i, ok := s.core.Slot(a).(int)
+	if !ok || s.slots == nil {
+		return nil
+	}
+	return s.slots.file(i)
+}
+
 // rulesAt returns the state of every rule of s in tx, in store order,
 // creating their buckets if create.
 func (s *Store) rulesAt(tx *bbolt.Tx, margin time.Duration, create bool) ([]ruleState, error) {

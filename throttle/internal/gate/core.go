@@ -486,6 +486,18 @@ func (c *Core) takeSlot(ctx context.Context) (any, error) {
 // owner is a Core as the owner of its admissions.
 type owner Core
 
+// Slot returns the slot that a, one of this Core's admissions, holds; nil
+// if it holds none, was released, or is not this Core's.
+func (c *Core) Slot(a throttle.Admission) any {
+	o, h := backend.HandleOf(a)
+	if own, ok := o.(*owner); !ok || (*Core)(own) != c {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[h]
+}
+
 // Release gives back the slot of the admission id, if it holds one. An
 // id already released is ignored.
 func (o *owner) Release(id uint64) {

@@ -30,3 +30,10 @@ type Owner interface {
 // It is an any because this package cannot name throttle's types; the
 // shared backends' core (package gate) asserts it once.
 var NewAdmission any
+
+// HandleOf is set by package throttle to a
+//
+//	func(throttle.Admission) (Owner, uint64)
+//
+// returning an admission's owner and the handle its Release gives back.
+var HandleOf any
