@@ -48,6 +48,18 @@ func TestQuotaFlagsToOptions(t *testing.T) {
 		t.Errorf("quota show --redis=: %+v, %v", o, err)
 	}
 
+	// A name an older pace took (longer than redisrate.MaxKeyLen, or with
+	// control characters) can still be shown and reset.
+	for _, key := range []string{strings.Repeat("k", 300), "a\nb"} {
+		o, err = parseQuota(t, "reset", "--key", key, "--redis", "redis://h:1", "-y")
+		if err == nil {
+			err = o.check()
+		}
+		if err != nil {
+			t.Errorf("quota reset --key %q: %v, want it allowed", key, err)
+		}
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string

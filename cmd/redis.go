@@ -139,7 +139,7 @@ func (o *RedisOptions) check(hasRules bool) error {
 	case o.keySet && o.Key == "":
 		return flagErrorf("invalid argument \"\" for \"--key\": want a name; leave --key out for the shared default quota %q", redisrate.DefaultKey)
 	case keyErr != nil:
-		return flagErrorf("invalid argument %q for \"--key\": %v", o.Key, keyErr)
+		return flagErrorf("invalid argument %q for \"--key\": %v", clip(o.Key, 64), keyErr)
 	case o.GlobalJobs < 0:
 		return flagErrorf("invalid argument %d for \"--global-jobs\": want at least 1, or 0 for no cap", o.GlobalJobs)
 	case o.timeoutSet && o.Timeout <= 0:
@@ -184,4 +184,12 @@ func (o *RedisOptions) checkLocal(hasRules bool) error {
 		return flagErrorf("--key %s shares rate rules and --global-jobs with the other pace processes on this host: give -r, --global-jobs or both", o.Key)
 	}
 	return nil
+}
+
+// clip returns s cut to n bytes, with "..." to say so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

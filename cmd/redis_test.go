@@ -94,7 +94,7 @@ func TestRedisFlagErrors(t *testing.T) {
 			`invalid argument "" for "--key": want a name; leave --key out for the shared default quota "default"`},
 		{[]string{"-r", "1/s", "--redis", url, "--key", "a{b}"}, `invalid argument "a{b}" for "--key": want a name without '{' or '}'`},
 		{[]string{"-r", "1/s", "--redis", url, "--key", "evil\n\x1b[31mkey"}, `invalid argument "evil\n\x1b[31mkey" for "--key": want a name without control characters`},
-		{[]string{"-r", "1/s", "--redis", url, "--key", strings.Repeat("k", 257)}, `invalid argument "` + strings.Repeat("k", 257) + `" for "--key": want a name of at most 256 bytes, not 257`},
+		{[]string{"-r", "1/s", "--redis", url, "--key", strings.Repeat("k", 257)}, `invalid argument "` + strings.Repeat("k", 64) + `..." for "--key": want a name of at most 256 bytes, not 257`},
 		{[]string{"-r", "1/s", "--redis", url, "--global-jobs", "-1"}, `invalid argument -1 for "--global-jobs": want at least 1, or 0 for no cap`},
 		{[]string{"-r", "1/s", "--redis", url, "--redis-timeout", "0"}, `invalid argument 0s for "--redis-timeout": want more than 0, such as 30s`},
 		{[]string{"-r", "1/s", "--redis", url, "--redis-timeout", "-1s"}, `invalid argument -1s for "--redis-timeout": want more than 0, such as 30s`},

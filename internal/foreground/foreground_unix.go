@@ -25,8 +25,16 @@ func exitStatus(ps *os.ProcessState) int {
 var forwardedSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
 
 // notifyForwarded makes the signals of forwardedSignals arrive on c
-// instead of taking their default action on pace.
-func notifyForwarded(c chan<- os.Signal) { signal.Notify(c, forwardedSignals...) }
+// instead of taking their default action on pace. One that is ignored
+// (SIGHUP under nohup) stays ignored, for pace and the command it passes
+// the disposition on to: caught, it would no longer be.
+func notifyForwarded(c chan<- os.Signal) {
+	for _, s := range forwardedSignals {
+		if !signal.Ignored(s) {
+			signal.Notify(c, s)
+		}
+	}
+}
 
 // forwardSignal sends sig, which pace received, to the command p. The
 // signals a terminal sends to its whole foreground process group (SIGINT

@@ -218,6 +218,27 @@ func TestPrecreatedFileMadePrivate(t *testing.T) {
 	}
 }
 
+// TestSharedSlotDirEnterable: in a shared directory, the slot directory
+// a umask of 077 made 0700 is given the group's rwx: with rw alone (0760)
+// the group's members could not enter it, and every --global-jobs call of
+// theirs failed.
+func TestSharedSlotDirEnterable(t *testing.T) {
+	dir := sharedDir(t)
+	slots := filepath.Join(dir, "y.slots")
+	if err := os.Mkdir(slots, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(slots, 0o700); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	if err := openAdmit(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(slots); fi.Mode().Perm() != 0o770 {
+		t.Errorf("the slot directory is %v, want the group's rwx (0770)", fi.Mode().Perm())
+	}
+}
+
 // TestFIFORefused: a FIFO at the store file's name is refused at once,
 // with an error naming it; nothing waits in open for a writer.
 func TestFIFORefused(t *testing.T) {

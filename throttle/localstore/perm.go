@@ -113,7 +113,8 @@ func openShared(path string, flag int) (*os.File, error) {
 }
 
 // sharePerm gives the open file f the group's bits of perm that the umask
-// took away when it was created, and takes away what perm does not give:
+// took away when it was created (x too, for a directory the group must
+// enter), and takes away what perm does not give:
 // the world's bits always, the group's for a private perm (a file made
 // before pace opened it, such as an empty one touched in the directory,
 // kept its own mode). It changes only a file or directory this user owns
@@ -126,8 +127,8 @@ func sharePerm(f *os.File, perm os.FileMode) {
 		return
 	}
 	have := fi.Mode().Perm()
-	want := have&^0o007 | perm&0o060
-	if perm&0o060 == 0 {
+	want := have&^0o007 | perm&0o070 // a directory's group needs x to enter it
+	if perm&0o070 == 0 {
 		want &^= 0o070
 	}
 	if want != have {
