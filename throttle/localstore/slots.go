@@ -26,7 +26,7 @@ type slotSet struct {
 	perm os.FileMode // of the slot files (permIn)
 
 	mu    sync.Mutex // held for a pass over the slots, a release, or close
-	files []*os.File // slot i's file, nil until first tried
+	files []*os.File // slot i's file, nil until tried and after a release
 	busy  []bool     // slot i is held by this process
 }
 
@@ -128,7 +128,12 @@ func (ss *slotSet) file(i int) *os.File {
 	return ss.files[i]
 }
 
-// release gives slot i back: empties its file, then unlocks it.
+// release gives slot i back: empties its file, unlocks it and closes it.
+// The next take of the slot opens the file again: a job given this open
+// file (SlotFile) may have left something running that still holds it,
+// and the lock belongs to the open file, whoever holds it, so that taking
+// the slot on it again would let that leftover hold the next call's slot
+// after this process dies.
 func (ss *slotSet) release(i int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -138,7 +143,8 @@ func (ss *slotSet) release(i int) {
 	f := ss.files[i]
 	_ = f.Truncate(0)
 	_ = unlock(f)
-	ss.busy[i] = false
+	_ = f.Close()
+	ss.files[i], ss.busy[i] = nil, false
 }
 
 // close releases every slot held and closes the files.
