@@ -23,6 +23,13 @@ func follow(send func(os.Signal), around func(func())) func() {
 			select {
 			case <-c:
 				around(func() {
+					// A job being started was still in pace's process
+					// group: the terminal's stop reached it before its
+					// exec, and the fork waiting for that exec would keep
+					// pace from stopping at all (the shell never sees a
+					// stop that one thread cannot join). Continuing it
+					// discards the stop, pending or taken.
+					continueChildren()
 					send(syscall.SIGSTOP)
 					select {
 					case <-cont: // an earlier one
@@ -41,6 +48,7 @@ func follow(send func(os.Signal), around func(func())) func() {
 					case <-done:
 					}
 					send(syscall.SIGCONT)
+					continueChildren() // one still starting, not a job yet
 				})
 			case <-done:
 				return

@@ -72,6 +72,7 @@ type startRes struct {
 func (s *spawner) start(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	s.once.Do(func() {
 		s.starts, s.stopped = make(chan startReq), make(chan struct{})
+		spareProcs()
 		for range starters {
 			go s.starter()
 		}
@@ -83,6 +84,20 @@ func (s *spawner) start(path string, argv []string, attr *os.ProcAttr) (*os.Proc
 		return res.p, res.err
 	case <-s.stopped:
 		return nil, errors.New("executor closed")
+	}
+}
+
+// spareProcs keeps the runtime one P (a slot to run Go code) beyond what
+// the starters may hold. A start holds its P until the child has exec'd:
+// the runtime's fork is a raw system call, which no other goroutine can
+// take the P from. A child the terminal stopped before its exec (it was
+// still in pace's process group when Ctrl-Z came: internal/jobctl) never
+// gets there, and with as many such children as CPUs, nothing else ran,
+// not even the handler of the signal that would continue them: pace hung.
+// The spare Ps cost nothing while the starters are idle.
+func spareProcs() {
+	if n := runtime.GOMAXPROCS(0); n <= starters {
+		runtime.GOMAXPROCS(max(n, runtime.NumCPU()) + starters)
 	}
 }
 
