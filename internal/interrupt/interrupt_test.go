@@ -106,17 +106,22 @@ func TestSecondSignalKills(t *testing.T) {
 	})
 }
 
+// armedHandler returns a handler armed with running jobs, the channel
+// its signals come on, what it says and what it called.
+func armedHandler(t *testing.T, running int) (chan os.Signal, *syncBuffer, *calls, *Handler) {
+	sigs, out, c := make(chan os.Signal), &syncBuffer{}, &calls{}
+	h := &Handler{Signals: sigs, Grace: time.Hour, Out: out}
+	h.Watch(c.setup)
+	t.Cleanup(h.Close)
+	h.Arm(func() int { return running }, c.stop, c.kill)
+	return sigs, out, c, h
+}
+
 // TestQuitKillsAtOnce: SIGQUIT (Ctrl-\) stops admissions and kills what
 // runs at once, with no grace; SIGHUP stops as SIGTERM does.
 func TestQuitKillsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sigs := make(chan os.Signal)
-		var out syncBuffer
-		var c calls
-		h := &Handler{Signals: sigs, Grace: time.Hour, Out: &out}
-		h.Watch(c.setup)
-		defer h.Close()
-		h.Arm(func() int { return 3 }, c.stop, c.kill)
+		sigs, out, c, h := armedHandler(t, 3)
 		sigs <- syscall.SIGQUIT
 		synctest.Wait()
 		if _, stops, kills := c.got(); stops != 1 || len(kills) != 1 || !errors.Is(kills[0], runner.ErrKillNow) {
@@ -127,13 +132,7 @@ func TestQuitKillsAtOnce(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		sigs := make(chan os.Signal)
-		var out syncBuffer
-		var c calls
-		h := &Handler{Signals: sigs, Grace: time.Hour, Out: &out}
-		h.Watch(c.setup)
-		defer h.Close()
-		h.Arm(func() int { return 1 }, c.stop, c.kill)
+		sigs, out, c, _ := armedHandler(t, 1)
 		sigs <- syscall.SIGHUP
 		synctest.Wait()
 		if _, stops, kills := c.got(); stops != 1 || len(kills) != 0 || !strings.HasPrefix(out.String(), "pace: SIGHUP: starting no more jobs") {
