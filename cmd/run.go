@@ -224,7 +224,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 	}
 
-	ex := &command.Executor{Builder: builder, Timeout: o.Timeout}
+	ex := &command.Executor{Builder: builder, Timeout: o.Timeout, SpareProcs: true}
 	defer ex.Close()
 	var executor runner.Executor = ex
 	if o.Cost != nil {

@@ -82,6 +82,13 @@ type Executor struct {
 	// file that holds its --global-jobs slot, so that the slot stays held
 	// while anything the job started runs, even if pace is killed).
 	Inherit func(throttle.Admission) []*os.File
+	// SpareProcs raises the process's GOMAXPROCS by the number of threads
+	// that start jobs, where it is no more than that (Linux): a start holds
+	// a P until its child has exec'd, and a child stopped before its exec
+	// (Ctrl-Z) could otherwise leave no P for the signal's handler that
+	// continues it. pace run sets it; a program that handles SIGTSTP as
+	// pace does (internal/jobctl) wants it too.
+	SpareProcs bool
 
 	sp     spawner // what the platform's Execute keeps between jobs
 	groups groups  // the running jobs' process groups

@@ -68,11 +68,14 @@ type startRes struct {
 	err error
 }
 
-// start starts a process from a starter's thread.
-func (s *spawner) start(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+// start starts a process from a starter's thread; the first start keeps
+// spare Ps for the starters if spare (Executor.SpareProcs).
+func (s *spawner) start(path string, argv []string, attr *os.ProcAttr, spare bool) (*os.Process, error) {
 	s.once.Do(func() {
 		s.starts, s.stopped = make(chan startReq), make(chan struct{})
-		spareProcs()
+		if spare {
+			spareProcs()
+		}
 		for range starters {
 			go s.starter()
 		}
@@ -94,10 +97,11 @@ func (s *spawner) start(path string, argv []string, attr *os.ProcAttr) (*os.Proc
 // still in pace's process group when Ctrl-Z came: internal/jobctl) never
 // gets there, and with as many such children as CPUs, nothing else ran,
 // not even the handler of the signal that would continue them: pace hung.
-// The spare Ps cost nothing while the starters are idle.
+// The spare Ps cost nothing while the starters are idle. It changes the
+// whole process's setting, so only where Executor.SpareProcs asks.
 func spareProcs() {
 	if n := runtime.GOMAXPROCS(0); n <= starters {
-		runtime.GOMAXPROCS(max(n, runtime.NumCPU()) + starters)
+		runtime.GOMAXPROCS(n + starters)
 	}
 }
 
@@ -246,7 +250,7 @@ func (e *Executor) spawn(ctx context.Context, argv []string, extra []*os.File) (
 			files = append(files, extra...)
 		}
 		attr := &os.ProcAttr{Dir: e.Dir, Env: s.env, Files: files, Sys: sys}
-		p, err = s.start(path, argv, attr)
+		p, err = s.start(path, argv, attr, e.SpareProcs)
 		if err == nil || !cached || resourceErr(err) {
 			break
 		}
