@@ -23,10 +23,13 @@ func continueChildren() {
 
 // children returns the pids of this process's children, from each
 // thread's /proc/self/task/TID/children; where the kernel has no such
-// file, from every process's /proc/PID/stat.
+// file, from every process's /proc/PID/stat (childrenOf).
 func children() []int {
-	var pids []int
 	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	if len(tasks) == 0 {
+		return childrenOf(os.Getpid())
+	}
+	var pids []int
 	for _, t := range tasks {
 		b, err := os.ReadFile(t)
 		if err != nil {
@@ -38,10 +41,14 @@ func children() []int {
 			}
 		}
 	}
-	if len(tasks) > 0 {
-		return pids
-	}
-	self := os.Getpid()
+	return pids
+}
+
+// childrenOf returns the pids of the processes whose parent is ppid, from
+// every process's /proc/PID/stat.
+func childrenOf(ppid int) []int {
+	var pids []int
+	parent := strconv.Itoa(ppid)
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, s := range stats {
 		b, err := os.ReadFile(s)
@@ -50,7 +57,7 @@ func children() []int {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(self) {
+		if len(f) > 1 && f[1] == parent {
 			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(s))); err == nil {
 				pids = append(pids, pid)
 			}
