@@ -153,12 +153,14 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 		return
 	}
 	if j.resume != nil {
+		// The counts are the log's: an input shorter than the log has
+		// fewer of them, and the summary counts those it skipped.
 		skip := j.resume.Skipping(-1)
 		if again := j.resume.Again(); again > 0 {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s that succeeded, running %d failed %s again\n",
-				j.path, skip, human.Plural(int(skip), "item"), again, human.Plural(int(again), "one"))
+			fmt.Fprintf(w, "pace: resuming from %s: it records %d %s that succeeded, skipped, and %d that failed, run again\n",
+				j.path, skip, human.Plural(int(skip), "item"), again)
 		} else {
-			fmt.Fprintf(w, "pace: resuming from %s: skipping %d %s already run\n", j.path, skip, human.Plural(int(skip), "item"))
+			fmt.Fprintf(w, "pace: resuming from %s: it records %d %s as run, skipped\n", j.path, skip, human.Plural(int(skip), "item"))
 		}
 	}
 	if verbose && recent > 0 {

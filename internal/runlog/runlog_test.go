@@ -186,9 +186,9 @@ func TestJobLogResume(t *testing.T) {
 		toRun    int64
 	}{
 		{opts(path, resume.All),
-			"pace: resuming from " + path + ": skipping 3 items already run\n", []string{"d"}, 1},
+			"pace: resuming from " + path + ": it records 3 items as run, skipped\n", []string{"d"}, 1},
 		{opts(path, resume.Failed),
-			"pace: resuming from " + path + ": skipping 2 items that succeeded, running 1 failed one again\n", []string{"b", "d"}, 2},
+			"pace: resuming from " + path + ": it records 2 items that succeeded, skipped, and 1 that failed, run again\n", []string{"b", "d"}, 2},
 		{opts(path, 0), "", []string{"a", "b", "c", "d"}, 4},
 	} {
 		jl, err := Open(tt.o, nil)
