@@ -90,8 +90,9 @@ type Executor struct {
 	// pace does (internal/jobctl) wants it too.
 	SpareProcs bool
 
-	sp     spawner // what the platform's Execute keeps between jobs
-	groups groups  // the running jobs' process groups
+	sp       spawner  // what the platform's Execute keeps between jobs
+	groups   groups   // the running jobs' process groups
+	timeouts timeouts // the running jobs' timers
 }
 
 // groups is the set of the running jobs' process groups, by their
@@ -123,12 +124,21 @@ func (g *groups) remove(pid int) {
 // the background children it left included, until its output has closed
 // (Unix; elsewhere it does nothing). pace stops and continues its jobs
 // with itself on Ctrl-Z: each is a process group of its own, which the
-// terminal's signal never reaches.
+// terminal's signal never reaches. A stop (SIGSTOP, SIGTSTP) also holds
+// the jobs' timeouts, and SIGCONT lets them run on: a job's Timeout counts
+// the time it could run.
 func (e *Executor) SignalRunning(sig os.Signal) {
+	stop, cont := stopSignal(sig)
+	if stop {
+		e.timeouts.hold()
+	}
 	e.groups.mu.Lock()
-	defer e.groups.mu.Unlock()
 	for pid := range e.groups.m {
 		signalPgid(pid, sig)
+	}
+	e.groups.mu.Unlock()
+	if cont {
+		e.timeouts.release()
 	}
 }
 

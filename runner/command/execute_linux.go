@@ -146,9 +146,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	grace := e.grace()
 	jctx := ctx
 	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
-		defer cancel()
+		var end func()
+		jctx, end = e.timeouts.start(ctx, e.Timeout)
+		defer end()
 	}
 	var extra []*os.File
 	if e.Inherit != nil {

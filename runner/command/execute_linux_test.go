@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pace-cli/pace/runner"
 )
 
 // Without pidfds (old kernels, sandboxes that forbid them) exits are
@@ -77,5 +80,50 @@ func TestExecuteReportsSchedstat(t *testing.T) {
 	}
 	if cpu, q := schedstat(-1); cpu != 0 || q != 0 {
 		t.Errorf("schedstat of no process = %v, %v; want zeros", cpu, q)
+	}
+}
+
+// TestTimeoutHeldWhileStopped: a job stopped with pace (Ctrl-Z:
+// SignalRunning with SIGSTOP, then SIGCONT) does not spend its timeout
+// while stopped. The job sleeps 1.5 s of wall time and has a 1 s timeout;
+// it is stopped for 2 s from its start, so its sleep is over when it is
+// continued, with most of its timeout left. Counting the stop, the timeout
+// would kill it while stopped.
+func TestTimeoutHeldWhileStopped(t *testing.T) {
+	t.Parallel()
+	e := &Executor{Builder: Lines{}, Timeout: time.Second, KillGrace: 100 * time.Millisecond}
+	defer e.Close()
+	job := &runner.Job{Seq: 1, Attempt: 1, Slot: 1, Argv: []string{"sleep", "1.5"}}
+	done := make(chan *runner.Result, 1)
+	go func() { done <- e.Execute(context.Background(), job) }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.groups.mu.Lock()
+		n := len(e.groups.m)
+		e.groups.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not start")
+		}
+	}
+	e.SignalRunning(syscall.SIGSTOP)
+	time.Sleep(2 * time.Second)
+	e.SignalRunning(syscall.SIGCONT)
+	res := <-done
+	defer res.Close()
+	if res.TimedOut || !res.OK() {
+		t.Errorf("got %s (timed out %v), want ok: the stop counted against the timeout", res.Status(), res.TimedOut)
+	}
+
+	// The timeout still works after a stop: a job that runs past it once
+	// continued is killed.
+	job = &runner.Job{Seq: 2, Attempt: 1, Slot: 1, Argv: []string{"sleep", "30"}}
+	e.SignalRunning(syscall.SIGSTOP)
+	e.SignalRunning(syscall.SIGCONT)
+	res = e.Execute(context.Background(), job)
+	defer res.Close()
+	if !res.TimedOut {
+		t.Errorf("got %s, want a timeout", res.Status())
 	}
 }

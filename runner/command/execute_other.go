@@ -32,9 +32,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	grace := e.grace()
 	jctx := ctx
 	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		jctx, cancel = context.WithTimeoutCause(ctx, e.Timeout, errTimeout)
-		defer cancel()
+		var end func()
+		jctx, end = e.timeouts.start(ctx, e.Timeout)
+		defer end()
 	}
 	c := exec.CommandContext(jctx, job.Argv[0], job.Argv[1:]...)
 	c.Stdin = nil // the null device

@@ -23,3 +23,6 @@ func exitSignal(*os.ProcessState) int { return 0 }
 // resourceErr reports whether err, from starting a process, means that
 // pace ran out of its own resources; here nothing says so reliably.
 func resourceErr(error) bool { return false }
+
+// stopSignal reports nothing: no signal stops a process here.
+func stopSignal(os.Signal) (stop, cont bool) { return false, false }

@@ -40,6 +40,11 @@ func signalPgid(pgid int, sig os.Signal) {
 	}
 }
 
+// stopSignal reports whether sig stops a process, or continues one.
+func stopSignal(sig os.Signal) (stop, cont bool) {
+	return sig == syscall.SIGSTOP || sig == syscall.SIGTSTP, sig == syscall.SIGCONT
+}
+
 // exitSignal returns the number of the signal that killed the process, or 0.
 func exitSignal(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
