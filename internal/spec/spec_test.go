@@ -136,3 +136,44 @@ func TestFlagHint(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUserInput: whatever a user types for a rule list, a duration or
+// GNU parallel's --delay is read or refused with a message, never a
+// panic; what is read is valid: rules that throttle accepts, a delay that
+// a rule can hold.
+func FuzzUserInput(f *testing.F) {
+	for _, s := range []string{
+		"10/s", "10/s,500/min", "5s", "5 per second", "1m30s", "-5s", "0", "1.5", "3d", "0.5",
+		",", "5/s,", ",5/s", "cost:5/s", "1e400", "NaN", "9223372036854775807ns", "1/0s", "5/ second",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, cost := range []bool{false, true} {
+			rs, err := Rules(s, cost)
+			if err != nil {
+				if err.Error() == "" {
+					t.Fatalf("Rules(%q): an empty error", s)
+				}
+				continue
+			}
+			if len(rs) == 0 {
+				t.Fatalf("Rules(%q) = no rules, no error", s)
+			}
+			for _, r := range rs {
+				if !r.Valid() || r.Cost != cost && cost {
+					t.Fatalf("Rules(%q, %v) gave %+v", s, cost, r)
+				}
+			}
+		}
+		if _, err := Duration(s); err != nil && err.Error() == "" {
+			t.Fatalf("Duration(%q): an empty error", s)
+		}
+		if d, ok := ParallelDelay(s); ok && d <= 0 {
+			t.Fatalf("ParallelDelay(%q) = %v", s, d)
+		}
+		_ = DelayHint([]string{"--delay", s})
+		_ = FlagHint(s, true, []string{"--delay=" + s})
+		_, _ = Size(s)
+	})
+}
