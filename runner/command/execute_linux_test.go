@@ -85,18 +85,21 @@ func TestExecuteReportsSchedstat(t *testing.T) {
 
 // TestTimeoutHeldWhileStopped: a job stopped with pace (Ctrl-Z:
 // SignalRunning with SIGSTOP, then SIGCONT) does not spend its timeout
-// while stopped. The job sleeps 1.5 s of wall time and has a 1 s timeout;
-// it is stopped for 2 s from its start, so its sleep is over when it is
-// continued, with most of its timeout left. Counting the stop, the timeout
-// would kill it while stopped.
+// while stopped. The job waits for a file and has a 2 s timeout; it is
+// stopped for 3 s from its start, the file made meanwhile, so that it
+// ends soon after it is continued, with most of its timeout left (all but
+// the time it took to start and be stopped, which a loaded machine
+// stretches). Counting the stop, the timeout would kill it while stopped.
 func TestTimeoutHeldWhileStopped(t *testing.T) {
 	t.Parallel()
-	e := &Executor{Builder: Lines{}, Timeout: time.Second, KillGrace: 100 * time.Millisecond}
+	e := &Executor{Builder: Lines{}, Timeout: 2 * time.Second, KillGrace: 100 * time.Millisecond}
 	defer e.Close()
-	job := &runner.Job{Seq: 1, Attempt: 1, Slot: 1, Argv: []string{"sleep", "1.5"}}
+	flag := t.TempDir() + "/go"
+	job := &runner.Job{Seq: 1, Attempt: 1, Slot: 1,
+		Argv: []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", flag}}
 	done := make(chan *runner.Result, 1)
 	go func() { done <- e.Execute(context.Background(), job) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		e.groups.mu.Lock()
 		n := len(e.groups.m)
 		e.groups.mu.Unlock()
@@ -108,7 +111,10 @@ func TestTimeoutHeldWhileStopped(t *testing.T) {
 		}
 	}
 	e.SignalRunning(syscall.SIGSTOP)
-	time.Sleep(2 * time.Second)
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
 	e.SignalRunning(syscall.SIGCONT)
 	res := <-done
 	defer res.Close()
@@ -118,10 +124,11 @@ func TestTimeoutHeldWhileStopped(t *testing.T) {
 
 	// The timeout still works after a stop: a job that runs past it once
 	// continued is killed.
-	job = &runner.Job{Seq: 2, Attempt: 1, Slot: 1, Argv: []string{"sleep", "30"}}
-	e.SignalRunning(syscall.SIGSTOP)
-	e.SignalRunning(syscall.SIGCONT)
-	res = e.Execute(context.Background(), job)
+	e2 := &Executor{Builder: Lines{}, Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond}
+	defer e2.Close()
+	e2.SignalRunning(syscall.SIGSTOP)
+	e2.SignalRunning(syscall.SIGCONT)
+	res = e2.Execute(context.Background(), &runner.Job{Seq: 2, Attempt: 1, Slot: 1, Argv: []string{"sleep", "30"}})
 	defer res.Close()
 	if !res.TimedOut {
 		t.Errorf("got %s, want a timeout", res.Status())

@@ -749,27 +749,39 @@ func TestLiveGlobalJobsCap(t *testing.T) {
 func TestLiveCounterForgets(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	l := liveOpen(t, liveClient(t, srv.Addr()), "forget", "2/100ms", redisrate.Options{CounterAbove: -1})
 	ctx := context.Background()
-	for range 2 {
+	// The key expires a window after its last call: on a machine so
+	// loaded that the check came later than that, the run says nothing,
+	// and is made again.
+	for try := 1; ; try++ {
+		l := liveOpen(t, liveClient(t, srv.Addr()), fmt.Sprintf("forget%d", try), "2/300ms", redisrate.Options{CounterAbove: -1})
+		for range 2 {
+			if _, err := l.Admit(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(700 * time.Millisecond) // the buckets no longer overlap the window
 		if _, err := l.Admit(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-	}
-	time.Sleep(250 * time.Millisecond) // the buckets no longer overlap the window
-	if _, err := l.Admit(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if s := l.Stats(); s.Waits != 0 || s.Rules[0].Used != 1 {
-		t.Errorf("Stats() = %+v, want no wait and 1 held", s)
-	}
-	key := l.Keys()[1]
-	// lo, hi, total and the bucket of the third call.
-	if fields := do(t, srv, "HKEYS", key); len(strings.Split(fields, "\n")) != 4 {
-		t.Errorf("HKEYS %s = %q, want the old buckets deleted", key, fields)
-	}
-	if total := do(t, srv, "HGET", key, "total"); total != "1" {
-		t.Errorf("total = %s, want 1", total)
+		admitted := time.Now()
+		if s := l.Stats(); s.Waits != 0 || s.Rules[0].Used != 1 {
+			t.Errorf("Stats() = %+v, want no wait and 1 held", s)
+		}
+		key := l.Keys()[1]
+		// lo, hi, total and the bucket of the third call.
+		fields := do(t, srv, "HKEYS", key)
+		total := do(t, srv, "HGET", key, "total")
+		if time.Since(admitted) > 250*time.Millisecond && try < 5 {
+			continue
+		}
+		if len(strings.Split(fields, "\n")) != 4 {
+			t.Errorf("HKEYS %s = %q, want the old buckets deleted", key, fields)
+		}
+		if total != "1" {
+			t.Errorf("total = %s, want 1", total)
+		}
+		return
 	}
 }
 
