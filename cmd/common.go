@@ -174,7 +174,7 @@ func addReportFlags(cmd *cobra.Command, o *CommonOptions) {
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
 	fl.Var(enumValue{&o.Progress, progressModes}, "progress",
 		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal (TERM not dumb), status lines otherwise; --progress alone: always")
-	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "time between status lines (--progress lines), at least 1s")
+	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "print a status line every `DURATION` (--progress lines), at least 1s")
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")
 	fl.Var(pathValue{&o.SummaryFile, "want a file name; leave --summary-file out for none"}, "summary-file", "also write the summary as JSON to `FILE` (see docs/summary.md)")

@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/cli and the expectations in testdata/script")
@@ -57,4 +61,33 @@ func TestDocsCurrent(t *testing.T) {
 			t.Errorf("docs/cli/%s documents no command; run: go test ./cmd -run TestDocsCurrent -update", filepath.Base(f))
 		}
 	}
+}
+
+// TestFlagDefaultsSaidOnce: a flag whose usage says its default ("(default:
+// adapted ...)", "(0: no timeout)") gets no second one from pflag, which
+// contradicted it ("(default: adapted, at least 10ms) (default 10ms)"), and
+// every flag's value is named in capitals (DURATION, not duration).
+func TestFlagDefaultsSaidOnce(t *testing.T) {
+	ios, _, _, _ := Test()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden {
+				return
+			}
+			line := pflag.NewFlagSet("", pflag.ContinueOnError)
+			line.AddFlag(f)
+			usage := strings.Join(strings.Fields(line.FlagUsages()), " ")
+			if strings.Count(usage, "(default") > 1 || strings.Contains(usage, "(0: ") && strings.Contains(usage, "(default") {
+				t.Errorf("pace %s: the default said twice: %s", c.Name(), usage)
+			}
+			if name, _ := pflag.UnquoteUsage(f); name != strings.ToUpper(name) && !strings.ContainsAny(name, "|:") {
+				t.Errorf("pace %s --%s: its value is named %q, want capitals", c.Name(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewCmdRoot(&Factory{IOStreams: ios}))
 }

@@ -97,9 +97,11 @@ func (intValue) Type() string { return "int" }
 // durationValue is a duration flag whose errors say what is expected.
 type durationValue struct{ v *time.Duration }
 
+// String is "0" for no time, which pflag takes as no default to show:
+// the usages say what 0 means (no timeout, wait, ...).
 func (d durationValue) String() string {
-	if d.v == nil {
-		return "0s"
+	if d.v == nil || *d.v == 0 {
+		return "0"
 	}
 	return d.v.String()
 }

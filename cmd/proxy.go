@@ -204,6 +204,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION` (default 0: no limit)")
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let requests in flight finish for up to `DURATION`")
 	fl.Var(durationValue{&o.Margin}, "margin", "widen every rule's window by `DURATION`, fixed (default: adapted, at least 10ms)")
+	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
 	fl.BoolVar(&opts.IgnoreServerLimits, "ignore-server-limits", false,
 		"ignore RateLimit and X-RateLimit headers, and learn nothing from 429s\n(Retry-After is always honoured)")
 	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false, "keep the rules the server publishes (RateLimit-Policy) as rules, with -r")
