@@ -2,13 +2,19 @@ package proxy
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/direct"
 )
 
 // rawUpstream is an upstream that speaks HTTP by hand: it serves each
@@ -57,9 +63,9 @@ func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
 		if code, body := tp.get(t, path); code != 200 || body != "answer to "+path {
 			t.Fatalf("GET %s: %d %q, want 200 from the upstream", path, code, body)
 		}
-		// The drop comes before the next request: a close racing the
-		// request's write is one the proxy cannot tell from a server
-		// that read it, and does not send again (direct.go).
+		// The drop comes before the next request: found before the
+		// write, so nothing is sent twice. (A close racing the write is
+		// sent again admitted: TestKeptConnectionLostIsSentAgainAdmitted.)
 		eventually(t, "the upstream's close", func() bool { return closed.Load() >= int32(i+1) })
 	}
 	if n := conns.Load(); n < 5 {
@@ -158,5 +164,106 @@ func TestUpstreamReasonIsEscaped(t *testing.T) {
 	}
 	if msg := ev.Result.Err.Error(); strings.ContainsAny(msg, "\x1b\x07") {
 		t.Errorf("error %q holds control characters", msg)
+	}
+}
+
+// dropSecondUpstream answers the first request on each connection and
+// reads the second and closes the connection without an answer: what the
+// proxy sees when the upstream closes an idle kept connection just as a
+// request is written on it (the keep-alive race). It counts the requests
+// it read by path.
+func dropSecondUpstream(t *testing.T) (url string, read func(path string) int32) {
+	var mu sync.Mutex
+	counts := map[string]int32{}
+	url = rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			counts[req.URL.Path]++
+			mu.Unlock()
+			if i > 0 {
+				return // closed, unanswered
+			}
+			body := "answer to " + req.URL.Path
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	})
+	return url, func(path string) int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[path]
+	}
+}
+
+// A kept connection the upstream closes as a GET is written on it: the
+// proxy sends the GET again, admitted as a second call, and the client
+// gets its answer rather than 502. It is reported as a job of two
+// attempts, the first one failed (the upstream may have counted it).
+func TestKeptConnectionLostIsSentAgainAdmitted(t *testing.T) {
+	up, read := dropSecondUpstream(t)
+	tp := startProxy(t, up, "", 1, nil)
+	if code, body := tp.get(t, "/first"); code != 200 {
+		t.Fatalf("GET /first: %d %q", code, body)
+	}
+	if code, body := tp.get(t, "/second"); code != 200 || body != "answer to /second" {
+		t.Fatalf("GET /second on the lost connection: %d %q, want 200 from the upstream", code, body)
+	}
+	if n := read("/second"); n != 2 {
+		t.Errorf("the upstream read /second %d times; want 2 (lost, then sent again)", n)
+	}
+	if st := tp.p.opts.Transport.Stats(); st.Admitted != 3 {
+		t.Errorf("%d admissions for 3 calls the upstream read; want each admitted", st.Admitted)
+	}
+	evs := tp.doneN(t, 2)
+	last := evs[len(evs)-1]
+	if last.Result.Job.Attempt != 2 || !last.Result.OK() || last.RetryDropped {
+		t.Errorf("GET /second reported as attempt %d, ok %v, dropped %v; want attempt 2, ok", last.Result.Job.Attempt, last.Result.OK(), last.RetryDropped)
+	}
+	tp.mu.Lock()
+	retried := 0
+	for _, ev := range tp.events {
+		if ev.Kind == runner.JobFinished && ev.Retry {
+			retried++
+			if !errors.Is(ev.Result.Err, direct.ErrKeptConnLost) {
+				t.Errorf("the lost attempt's error: %v", ev.Result.Err)
+			}
+		}
+	}
+	tp.mu.Unlock()
+	if retried != 1 {
+		t.Errorf("%d attempts reported to be tried again; want 1", retried)
+	}
+	tp.stillServes(t)
+}
+
+// The second attempt is a call of its own: where the rules cannot admit
+// it within --max-wait, it is not sent, and the client gets the 502 the
+// lost connection gave.
+func TestKeptConnectionLostIsNotSentPastTheRules(t *testing.T) {
+	up, read := dropSecondUpstream(t)
+	tp := startProxy(t, up, "2/h", 1, nil, func(tp *testProxy) { tp.p.opts.MaxWait = 100 * time.Millisecond })
+	if code, body := tp.get(t, "/first"); code != 200 {
+		t.Fatalf("GET /first: %d %q", code, body)
+	}
+	if code, body := tp.get(t, "/second"); code != http.StatusBadGateway {
+		t.Fatalf("GET /second on the lost connection, no call left: %d %q, want 502", code, body)
+	}
+	if n := read("/second"); n != 1 {
+		t.Errorf("the upstream read /second %d times under 2/h; want once", n)
+	}
+	if st := tp.p.opts.Transport.Stats(); st.Admitted != 2 {
+		t.Errorf("%d admissions under 2/h; want 2", st.Admitted)
+	}
+	evs := tp.doneN(t, 2)
+	if last := evs[len(evs)-1]; last.Result.Job.Attempt != 1 || last.Result.OK() || !last.RetryDropped {
+		t.Errorf("GET /second reported as attempt %d, ok %v, dropped %v; want attempt 1 failed, its retry dropped",
+			last.Result.Job.Attempt, last.Result.OK(), last.RetryDropped)
+	}
+	if st := tp.p.Stats(); st.InFlight != 0 || st.Waiting != 0 {
+		t.Errorf("in flight %d, waiting %d after the answers; want 0", st.InFlight, st.Waiting)
 	}
 }

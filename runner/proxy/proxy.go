@@ -42,6 +42,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/direct"
 	"github.com/pace-cli/pace/runner/internal/leanhttp"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/learn"
@@ -318,6 +319,9 @@ type request struct {
 	uri string
 	// bodiless is the bodiless path's state.
 	bodiless bodilessState
+	// resend is the state of the request's second attempt, if any (see
+	// resend.go): resendNone, or from resendWaiting on.
+	resend atomic.Int32
 }
 
 const (
@@ -451,15 +455,20 @@ func (p *Proxy) admitted(rq *request, req *http.Request) bool {
 		p.waits.Add(1)
 		p.waitTime.Add(int64(waited))
 	}
-	if p.opts.MaxWait > 0 {
-		a := rq.info.Admission
-		p.mu.Lock()
-		p.past = append(p.past, throttle.Call{At: a.At, Cost: max(a.Cost, 1)})
-		p.trim(time.Now())
-		p.mu.Unlock()
-	}
+	p.remember(rq.info.Admission)
 	p.started(rq, req, inFlight)
 	return true
+}
+
+// remember keeps a, an admission, for MaxWait's estimates.
+func (p *Proxy) remember(a throttle.Admission) {
+	if p.opts.MaxWait <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.past = append(p.past, throttle.Call{At: a.At, Cost: max(a.Cost, 1)})
+	p.trim(time.Now())
+	p.mu.Unlock()
 }
 
 // trim forgets the admissions that no rule holds any more. p.mu is held.
@@ -639,6 +648,9 @@ func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := p.opts.Transport.RoundTrip(req)
 	rq := requestOf(ctx)
+	if err != nil && rq != nil && errors.Is(err, direct.ErrKeptConnLost) {
+		resp, err = p.resend(rq, req, err)
+	}
 	if err != nil {
 		p.release(rq)
 		return nil, err
@@ -672,7 +684,7 @@ func (p *Proxy) release(rq *request) {
 type admittedTransport struct{ rt http.RoundTripper }
 
 func (t admittedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq, req) {
+	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq, req) && !rq.p.resendAdmitted(rq, req) {
 		// MaxWait's deadline, or Stop, came as the admission returned.
 		if req.Body != nil {
 			req.Body.Close()

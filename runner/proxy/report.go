@@ -33,9 +33,14 @@ func (p *Proxy) started(rq *request, req *http.Request, inFlight int64) {
 		return
 	}
 	a := rq.info.Admission
-	url := p.redactedURL(rq, req)
-	rq.job = runner.Job{Seq: p.seq.Add(1), Item: req.Method + " " + url, Attempt: 1,
-		Argv: []string{req.Method, url}, Cost: max(a.Cost, 1), Admission: a}
+	if rq.job.Seq != 0 { // sent again (resend.go): the same job's next attempt
+		rq.job.Attempt++
+		rq.job.Cost, rq.job.Admission = max(a.Cost, 1), a
+	} else {
+		url := p.redactedURL(rq, req)
+		rq.job = runner.Job{Seq: p.seq.Add(1), Item: req.Method + " " + url, Attempt: 1,
+			Argv: []string{req.Method, url}, Cost: max(a.Cost, 1), Admission: a}
+	}
 	p.emit(runner.Event{Kind: runner.JobStarted, Job: rq.job, Admission: a, InFlight: int(inFlight)})
 }
 
@@ -83,14 +88,22 @@ func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
 	if p.opts.OnEvent == nil || rq == nil || rq.job.Seq == 0 || !rq.reported.CompareAndSwap(false, true) {
 		return
 	}
+	res := &rq.res
+	p.result(rq, res, &rq.http, resp, n, err)
+	inFlight := int(p.inFlight.Load())
+	p.emit(runner.Event{Kind: runner.JobFinished, Job: rq.job, Result: res, InFlight: inFlight},
+		runner.Event{Kind: runner.JobDone, Job: rq.job, Result: res, InFlight: inFlight})
+}
+
+// result fills res and h with how rq's attempt ended (as finished says).
+func (p *Proxy) result(rq *request, res *runner.Result, h *runner.HTTPInfo, resp *http.Response, n int64, err error) {
 	now := time.Now()
 	a := rq.info.Admission
-	rq.res = runner.Result{Job: rq.job, Start: a.At, Waited: a.Waited, Runtime: now.Sub(a.At), Sent: rq.info.Sent,
+	*res = runner.Result{Job: rq.job, Start: a.At, Waited: a.Waited, Runtime: now.Sub(a.At), Sent: rq.info.Sent,
 		Answered: rq.info.Answered, NewConn: rq.info.NewConn, Local: rq.info.Local, Cost: rq.info.Cost, ExitCode: -1}
-	rq.http = runner.HTTPInfo{Method: rq.job.Argv[0], URL: rq.job.Argv[1], Bytes: n,
+	*h = runner.HTTPInfo{Method: rq.job.Argv[0], URL: rq.job.Argv[1], Bytes: n,
 		PauseUntil: rq.info.PauseUntil, PauseReason: rq.info.PauseReason,
 		Policy: rq.info.Policy, PolicyHeader: rq.info.PolicyHeader, RetryAfter: rq.info.RetryAfter}
-	res, h := &rq.res, &rq.http
 	res.HTTP = h
 	if resp != nil {
 		// The reason phrase is the upstream's text, printed in pace's
@@ -113,9 +126,6 @@ func (p *Proxy) finished(rq *request, resp *http.Response, n int64, err error) {
 	default:
 		res.Err = fmt.Errorf("%s %s: %w", h.Method, h.URL, p.red.Error(err))
 	}
-	inFlight := int(p.inFlight.Load())
-	p.emit(runner.Event{Kind: runner.JobFinished, Job: rq.job, Result: res, InFlight: inFlight},
-		runner.Event{Kind: runner.JobDone, Job: rq.job, Result: res, InFlight: inFlight})
 }
 
 // emit tells OnEvent of evs, one call at a time.

@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pace-cli/pace/runner/internal/rawconn"
@@ -191,6 +193,16 @@ var aLongTimeAgo = time.Unix(1, 0)
 // errStale is a kept connection the server had closed.
 var errStale = errors.New("direct: kept connection closed by the server")
 
+// ErrKeptConnLost is the error (wrapped, with the connection's own) of a
+// request written on a kept connection that the server closed, or
+// reset, before the first byte of an answer. The server may have read
+// the request or not: a server closing an idle connection just as a
+// request is written on it looks the same as one that read the request
+// and dropped it. So the request is not sent again here; a caller that
+// admits a second call may (every request on the direct path can be sent
+// again: GET, HEAD, OPTIONS, TRACE, without a body).
+var ErrKeptConnLost = errors.New("the server closed a kept connection before answering")
+
 func (p *directPool) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
@@ -266,6 +278,9 @@ func (p *directPool) send(ctx context.Context, trace *httptrace.ClientTrace, c *
 		// a call sent again is a call the rules did not admit. The pool
 		// tries again, admitted, if it has retries left; a connection
 		// the server closed while idle was found before the write.
+		if c.reused && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			err = fmt.Errorf("%w: %w", ErrKeptConnLost, err)
+		}
 		return fail(err)
 	}
 	if trace != nil && trace.GotFirstResponseByte != nil {
