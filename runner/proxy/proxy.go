@@ -322,6 +322,9 @@ type request struct {
 	// resend is the state of the request's second attempt, if any (see
 	// resend.go): resendNone, or from resendWaiting on.
 	resend atomic.Int32
+	// gone is set (on the handler's goroutine) when the client went
+	// away: it gets no answer (see ServeHTTP).
+	gone bool
 }
 
 const (
@@ -437,6 +440,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// comes back now (httputil.ReverseProxy closes it later, or, when
 		// the switch fails, never).
 		rq.upgraded.Close()
+	}
+	if rq.gone {
+		// The client's connection ended its request (a close, or a
+		// half-close: the same FIN) before its answer. A handler that
+		// writes nothing gets an empty 200 from the server, which a
+		// client that only half-closed reads as its answer: the
+		// connection is closed without one instead.
+		panic(http.ErrAbortHandler)
 	}
 }
 
@@ -579,6 +590,9 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case ctx.Err() != nil && !admitted:
 		p.gone.Add(1) // nobody to answer
+		if rq != nil {
+			rq.gone = true
+		}
 		return
 	case !admitted && errors.As(err, &long):
 		// The rule the server publishes would hold the request longer
@@ -593,6 +607,7 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case ctx.Err() != nil:
 		p.finished(rq, nil, 0, errClientGone) // the client went away mid-request
+		rq.gone = true
 		return
 	}
 	if admitted {

@@ -464,3 +464,44 @@ func TestSlowlorisIsCutOff(t *testing.T) {
 		t.Errorf("the slow client was cut off after %v, want about 300ms", d)
 	}
 }
+
+// A client that half-closes its connection once its request is sent (a
+// FIN, as `nc -N` sends: it still reads) looks gone, and its request
+// ends, spending nothing if it was waiting. It must not read a 200 for
+// it: the server writes an empty 200 for a handler that wrote nothing.
+// Both a request that waits for the rules and one the upstream is
+// answering get no answer at all.
+func TestHalfClosedClientGetsNoFalseAnswer(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+		io.WriteString(w, "late\n")
+	})
+	tp := startProxy(t, up.URL, "1/h", 0, nil)
+	tp.stillServes(t) // spends the hour's call: the next one waits
+	slow := startProxy(t, up.URL, "", 0, nil)
+	for _, c := range []struct {
+		tp  *testProxy
+		req string
+	}{
+		{tp, "GET /waits HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{tp, "POST /waits HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"}, // served by net/http
+		{slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{slow, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(c.tp.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(conn, c.req)
+		conn.(*net.TCPConn).CloseWrite()
+		got, _ := io.ReadAll(conn)
+		if len(got) > 0 {
+			t.Errorf("%q, then a half-close: the client read %q; want no answer", c.req, got)
+		}
+	}
+}
