@@ -591,13 +591,18 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 			info.RetryAfter = u.Sub(now)
 			t.resetBackoff()
 			ra := strings.TrimSpace(get(h, keyRetryAfter))
+			own := false
 			if !u.After(now) {
 				// Retry-After: 0 (or a date past): the server asks for no
 				// wait, but a refusal that comes again and again must
 				// not be retried at once: back off.
 				u, _ = t.backoff(now)
-				backedOff = true
+				own = true
 			}
+			// The backoff is pace's own only if it is what pauses: a
+			// reset the rate-limit headers give further off is still
+			// the server's word.
+			backedOff = own && u.After(until)
 			later(u, fmt.Sprintf("%d Retry-After: %s", code, ra))
 		} else if until.IsZero() {
 			u, d := t.backoff(now)

@@ -223,6 +223,14 @@ func TestTransportPauseBounds(t *testing.T) {
 		if !errors.As(info.PauseErr, &long) || long.Asked != time.Hour || !info.PauseUntil.IsZero() {
 			t.Errorf("429 Retry-After 3600: PauseErr %v, PauseUntil %v; want a PauseTooLong of 1h and no pause", info.PauseErr, info.PauseUntil)
 		}
+		// Retry-After: 0 asks for no wait, but the quota it says is spent
+		// for an hour: the server asks for the hour, not pace's backoff
+		// (the pause was cut to the longest allowed, and the item retried).
+		code, header = 429, []string{"Retry-After", "0", "RateLimit-Remaining", "0", "RateLimit-Reset", "3600"}
+		info = get()
+		if !errors.As(info.PauseErr, &long) || long.Asked != time.Hour || !info.PauseUntil.IsZero() {
+			t.Errorf("429 Retry-After 0, quota spent for an hour: PauseErr %v, PauseUntil %v; want a PauseTooLong of 1h and no pause", info.PauseErr, info.PauseUntil)
+		}
 		code, header = 200, []string{"RateLimit-Remaining", "0", "RateLimit-Reset", "3600"}
 		if info := get(); info.PauseErr != nil || time.Until(info.PauseUntil) != time.Minute {
 			t.Errorf("200 quota spent for an hour: PauseErr %v, pause %v; want none and the 1m cap", info.PauseErr, time.Until(info.PauseUntil))
