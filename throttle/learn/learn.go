@@ -363,7 +363,10 @@ func (l *Backend) publishedLocked(now time.Time, o Outcome) {
 	var ok []throttle.Rule
 	for _, r := range o.Policy {
 		if why := l.implausible(r); why != "" {
-			l.hintLocked("policy:"+r.String(), fmt.Sprintf("the server publishes %s (%s), which pace ignores: %s",
+			// Said once for each reason, not each rule: a server that
+			// publishes another absurd rule with every answer must not
+			// fill the caller's stderr, nor memory, with one line each.
+			l.hintLocked("implausible:"+why, fmt.Sprintf("the server publishes %s (%s), which pace ignores: %s",
 				r, o.PolicyHeader, why))
 			continue
 		}

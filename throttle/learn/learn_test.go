@@ -242,6 +242,29 @@ func TestLearnerRefusesImplausiblePolicy(t *testing.T) {
 	}
 }
 
+// A server that publishes another absurd rule with every answer is
+// hinted at once for each reason the rules are ignored, not once per
+// rule: pace fetch put a line on stderr for every response.
+func TestLearnerImplausiblePolicyHintedOnce(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		var hints []string
+		l := New(mem(t), []throttle.Rule{{N: 10, Window: time.Second}}, Options{Adopt: adopt, Hint: func(s string) { hints = append(hints, s) }})
+		for i := range 20 {
+			a, err := l.Admit(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Release()
+			long := throttle.Rule{N: 100 + i, Window: MaxPolicyWindow + time.Hour}
+			slow := throttle.Rule{N: 1 + i%2, Window: 24*time.Hour + time.Duration(i)*time.Second}
+			l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{slow, long}, PolicyHeader: "RateLimit-Policy"})
+		}
+		if len(hints) != 2 {
+			t.Errorf("adopt %v: hints = %q, want two, one for each reason", adopt, hints)
+		}
+	}
+}
+
 // Without Adopt a published policy is only hinted at, once.
 func TestLearnerHintsPolicyOnce(t *testing.T) {
 	var hints []string

@@ -126,10 +126,10 @@ type Transport struct {
 	margin  *margin.Tracker  // nil with FixedMargin
 	opts    Options
 
-	mu      sync.Mutex
-	boLast  time.Duration // the last backoff pause; 0 after a success
-	boUntil time.Time     // when it ends
-	hinted  map[string]bool
+	mu         sync.Mutex
+	boLast     time.Duration // the last backoff pause; 0 after a success
+	boUntil    time.Time     // when it ends
+	costHinted bool          // Options.Hint was told that a response did not tell its cost
 }
 
 // New returns a Transport admitting through b.
@@ -146,14 +146,14 @@ func New(b throttle.Backend, opts Options) *Transport {
 	if opts.Margin <= 0 {
 		opts.Margin = DefaultMargin
 	}
-	t := &Transport{base: opts.Base, backend: b, opts: opts, hinted: map[string]bool{}}
+	t := &Transport{base: opts.Base, backend: b, opts: opts}
 	var rules []throttle.Rule
 	st := b.Stats()
 	for _, r := range st.Rules {
 		rules = append(rules, r.Rule)
 	}
 	if opts.Learn && !opts.IgnoreServerLimits {
-		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: t.hint, Remaining: opts.Remaining, MaxWait: opts.MaxServerPause})
+		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: opts.Hint, Remaining: opts.Remaining, MaxWait: opts.MaxServerPause})
 		t.backend = t.learner
 	}
 	if !opts.FixedMargin && len(rules) > 0 {
@@ -179,17 +179,20 @@ func (t *Transport) Learned() ([]throttle.Rule, learn.Report) {
 	return t.learner.Rules(), t.learner.Report()
 }
 
-// hint says msg once, if Options.Hint is set.
-func (t *Transport) hint(msg string) {
+// hintCost tells Options.Hint, the first time only, that a response did
+// not tell its cost and why. Once, whatever the reason: a server that
+// sends a different garbled cost with each answer must not fill the
+// caller's stderr, nor memory, with one line per answer.
+func (t *Transport) hintCost(err error) {
 	if t.opts.Hint == nil {
 		return
 	}
 	t.mu.Lock()
-	seen := t.hinted[msg]
-	t.hinted[msg] = true
+	seen := t.costHinted
+	t.costHinted = true
 	t.mu.Unlock()
 	if !seen {
-		t.opts.Hint(msg)
+		t.opts.Hint(fmt.Sprintf("%s: keeping the estimated cost; later answers that do not tell are not reported", err))
 	}
 }
 
@@ -551,7 +554,7 @@ func (t *Transport) correct(a *throttle.Admission, own bool, info *Info, cost fu
 	c, err := cost()
 	if err != nil {
 		info.CostErr = err
-		t.hint(fmt.Sprintf("%s: keeping the estimated cost; later answers that do not tell are not reported", err))
+		t.hintCost(err)
 		return
 	}
 	info.Cost = c

@@ -3,6 +3,7 @@ package pacehttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -151,6 +152,37 @@ func TestTransportCostFromResponse(t *testing.T) {
 				t.Errorf("hints = %q, want %d", hints, wantHints)
 			}
 		})
+	}
+}
+
+// A server that tells a different garbled cost with every answer (or
+// none) is hinted at once, as the hint says: not once per value, which
+// put a line on pace fetch's stderr for every response.
+func TestTransportCostHintOnce(t *testing.T) {
+	src, err := ParseCostSource("header:X-Tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := newLimiter(t, []throttle.Rule{{N: 1000, Window: time.Second, Cost: true}}, 0)
+	var hints []string
+	i := 0
+	c, _ := client(lim, Options{CostFrom: src, Hint: func(s string) { hints = append(hints, s) }},
+		func(req *http.Request) *http.Response {
+			i++
+			if i%5 == 0 {
+				return response(req, 200)
+			}
+			return response(req, 200, "X-Tokens", fmt.Sprintf("x%d", i))
+		})
+	for range 20 {
+		resp, err := c.Get("http://api.example/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(hints) != 1 || !strings.Contains(hints[0], `"x1"`) {
+		t.Errorf("hints = %q, want one, about the first answer", hints)
 	}
 }
 
