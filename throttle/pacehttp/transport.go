@@ -117,9 +117,11 @@ type Options struct {
 }
 
 // Transport is an http.RoundTripper that admits each request under a
-// backend's rules and listens to the server's answers. Make one with New.
-// It is safe for concurrent use.
+// backend's rules and listens to the server's answers. Make one with New;
+// the zero Transport is New(nil, Options{}): no rules of the caller's, the
+// server's pauses kept. It is safe for concurrent use.
 type Transport struct {
+	once    sync.Once // sets the rest up: in New, or at a zero Transport's first use
 	base    http.RoundTripper
 	backend throttle.Backend // what admits: the learner, if any, in front
 	learner *learn.Backend   // nil unless Options.Learn
@@ -132,8 +134,27 @@ type Transport struct {
 	costHinted bool          // Options.Hint was told that a response did not tell its cost
 }
 
-// New returns a Transport admitting through b.
+// New returns a Transport admitting through b. A nil b is a limiter
+// without rules (throttle.New(throttle.Options{})): only the server's
+// pauses, and with Learn its rule learned from refusals, hold requests.
 func New(b throttle.Backend, opts Options) *Transport {
+	t := &Transport{}
+	t.once.Do(func() { t.init(b, opts) })
+	return t
+}
+
+// ready makes a zero Transport what New(nil, Options{}) returns, at its
+// first use; it does nothing to one New made. Every exported method calls
+// it first.
+func (t *Transport) ready() {
+	t.once.Do(func() { t.init(nil, Options{}) })
+}
+
+// init sets t up as New(b, opts) does.
+func (t *Transport) init(b throttle.Backend, opts Options) {
+	if b == nil {
+		b, _ = throttle.New(throttle.Options{}) // no rules: it cannot fail
+	}
 	if opts.Base == nil {
 		opts.Base = http.DefaultTransport
 	}
@@ -146,7 +167,7 @@ func New(b throttle.Backend, opts Options) *Transport {
 	if opts.Margin <= 0 {
 		opts.Margin = DefaultMargin
 	}
-	t := &Transport{base: opts.Base, backend: b, opts: opts}
+	t.base, t.backend, t.opts = opts.Base, b, opts
 	var rules []throttle.Rule
 	st := b.Stats()
 	for _, r := range st.Rules {
@@ -159,20 +180,26 @@ func New(b throttle.Backend, opts Options) *Transport {
 	if !opts.FixedMargin && len(rules) > 0 {
 		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin, Rules: rules}.ForStore(st.Store.Name))
 	}
-	return t
 }
 
 // Backend returns what the Transport admits through: the backend, with
 // the rules learned from the server in front of it. A caller that admits
 // a request itself (see Info.Admission) admits through it.
-func (t *Transport) Backend() throttle.Backend { return t.backend }
+func (t *Transport) Backend() throttle.Backend {
+	t.ready()
+	return t.backend
+}
 
 // Stats returns the backend's statistics.
-func (t *Transport) Stats() throttle.Stats { return t.backend.Stats() }
+func (t *Transport) Stats() throttle.Stats {
+	t.ready()
+	return t.backend.Stats()
+}
 
 // Learned returns the rules learned from the server now, and what the
 // learner did; nothing without Options.Learn.
 func (t *Transport) Learned() ([]throttle.Rule, learn.Report) {
+	t.ready()
 	if t.learner == nil {
 		return nil, learn.Report{}
 	}
@@ -322,6 +349,7 @@ func WithInfo(ctx context.Context, info *Info) context.Context {
 // are the admission's (the context's, the backend's) or the base
 // transport's.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.ready()
 	ctx := req.Context()
 	st, _ := ctx.Value(infoKey{}).(*reqState)
 	var info *Info

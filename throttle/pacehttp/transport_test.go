@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"sync"
@@ -95,6 +96,50 @@ func TestTransportErrors(t *testing.T) {
 			t.Errorf("Do with a cancelled context = %v (sent %v), want context.Canceled and nothing sent", err, sent)
 		}
 	})
+}
+
+// A Transport made with a nil backend, and the zero Transport, work: no
+// rules of the caller's, the server's pauses kept. Both panicked (a nil
+// backend's Stats in New; every field of the zero value in RoundTrip).
+func TestTransportNilBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent []time.Time
+		c, tr := client(nil, Options{}, func(req *http.Request) *http.Response {
+			sent = append(sent, time.Now())
+			if len(sent) == 1 {
+				return response(req, 429, "Retry-After", "5")
+			}
+			return response(req, 200)
+		})
+		for range 2 {
+			resp, err := c.Get("http://api.example/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if len(sent) != 2 || sent[1].Sub(sent[0]) != 5*time.Second {
+			t.Errorf("sent at %v, want the second 5s after the first (Retry-After: 5)", sent)
+		}
+		if st := tr.Stats(); st.InFlight != 0 || st.Admitted != 2 {
+			t.Errorf("in flight %d, admitted %d; want 0 and 2", st.InFlight, st.Admitted)
+		}
+	})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer ts.Close()
+	var tr Transport
+	resp, err := (&http.Client{Transport: &tr}).Get(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" || tr.Backend() == nil || tr.Stats().InFlight != 0 {
+		t.Errorf("zero Transport: body %q, backend %v, in flight %d; want ok, a backend, 0", body, tr.Backend(), tr.Stats().InFlight)
+	}
+	if rules, _ := tr.Learned(); rules != nil {
+		t.Errorf("zero Transport learned %v", rules)
+	}
 }
 
 // The cost from the response corrects the cost counted: from a header at
