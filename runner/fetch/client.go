@@ -19,6 +19,12 @@ const defaultMaxRedirects = 10
 // errTooManyRedirects is the redirect policy's refusal.
 var errTooManyRedirects = errors.New("too many redirects")
 
+// errRedirectScheme is the redirect policy's refusal of a redirect to
+// another scheme than http or https (file:, ftp:, javascript:): net/http
+// cannot send it, and a server that answers so answers so again, so the
+// item fails without being sent again.
+var errRedirectScheme = errors.New("not followed: only redirects to http and https are")
+
 // ClientOptions configure NewClient.
 type ClientOptions struct {
 	// Conns is how many connections per host are kept open for reuse;
@@ -74,6 +80,9 @@ func NewClient(opts ClientOptions) *http.Client {
 			if len(via) > maxRedirects {
 				return fmt.Errorf("%w (followed %d)", errTooManyRedirects, maxRedirects)
 			}
+			if s := strings.ToLower(req.URL.Scheme); s != "http" && s != "https" {
+				return errRedirectScheme
+			}
 			first, prev := via[0], via[len(via)-1]
 			if !sameOrigin(req.URL, first.URL) || first.URL.Scheme == "https" && req.URL.Scheme != "https" {
 				for name := range req.Header {
@@ -123,8 +132,9 @@ func port(u *url.URL) string {
 
 // clientError strips the *url.Error that http.Client wraps around every
 // failure (its message repeats the method and URL already in the job's
-// error) but keeps the URL if a redirect led elsewhere. Redirect loops and
-// certificate failures become permanent.
+// error) but keeps the URL if a redirect led elsewhere. Redirect loops,
+// redirects to other schemes than http and https, and certificate
+// failures become permanent.
 func clientError(err error, orig *url.URL, red *redact.Redactor) error {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
@@ -135,7 +145,7 @@ func clientError(err error, orig *url.URL, red *redact.Redactor) error {
 		inner = fmt.Errorf("after redirect to %s: %w", red.RawURL(ue.URL), inner)
 	}
 	var certErr *tls.CertificateVerificationError
-	if errors.Is(err, errTooManyRedirects) || errors.As(err, &certErr) {
+	if errors.Is(err, errTooManyRedirects) || errors.Is(err, errRedirectScheme) || errors.As(err, &certErr) {
 		inner = runner.Permanent(inner)
 	}
 	return inner

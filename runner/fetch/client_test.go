@@ -73,6 +73,23 @@ func TestFetchRedirects(t *testing.T) {
 	}
 }
 
+// A redirect to another scheme than http or https (file:, ftp:) fails its
+// item for good, naming where it led: it was a network error, retried,
+// each attempt a call the server counted.
+func TestFetchRedirectToOtherScheme(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", r.URL.Query().Get("to"))
+		w.WriteHeader(http.StatusFound)
+	}))
+	e := newFetch(t, Options{})
+	for _, to := range []string{"file:///etc/passwd", "ftp://127.0.0.1/x", "FILE:///etc/hosts"} {
+		res := fetchOne(t, e, srv.URL+"/?to="+url.QueryEscape(to))
+		if res.OK() || !errors.Is(res.Err, runner.ErrPermanent) || !strings.Contains(res.Err.Error(), "after redirect to "+to) {
+			t.Errorf("redirect to %s: %v; want a permanent error naming it", to, res.Err)
+		}
+	}
+}
+
 func TestFetchRedirectDropsSecretHeadersOffOrigin(t *testing.T) {
 	other := &reqRecorder{}
 	otherSrv := serve(t, other) // same host, another port: another origin
