@@ -129,17 +129,24 @@ func parseRateLimitField(v string, now time.Time) (rateLimit, bool) {
 			best.Reset = reset
 		}
 	}
-	dict := map[string]string{}
+	// The dictionary form's members, remaining= and reset=; only those
+	// two are kept (a hostile header may hold a million others).
+	var dictRemaining, dictReset string
 	for member := range strings.SplitSeq(v, ",") {
-		pieces := strings.Split(member, ";")
-		head := strings.TrimSpace(pieces[0])
+		head, params, _ := strings.Cut(member, ";")
+		head = strings.TrimSpace(head)
 		if k, val, ok := strings.Cut(head, "="); ok && !strings.HasPrefix(head, `"`) {
-			dict[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(val)
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "remaining":
+				dictRemaining = strings.TrimSpace(val)
+			case "reset":
+				dictReset = strings.TrimSpace(val)
+			}
 			continue
 		}
 		var rem int64 = -1
 		var reset time.Time
-		for _, p := range pieces[1:] {
+		for p := range strings.SplitSeq(params, ";") {
 			k, val, _ := strings.Cut(p, "=")
 			switch strings.ToLower(strings.TrimSpace(k)) {
 			case "r":
@@ -156,9 +163,9 @@ func parseRateLimitField(v string, now time.Time) (rateLimit, bool) {
 			consider(rem, reset)
 		}
 	}
-	if rem, ok := parseCount(dict["remaining"]); ok {
+	if rem, ok := parseCount(dictRemaining); ok {
 		var reset time.Time
-		if d, ok := parseDelta(dict["reset"]); ok {
+		if d, ok := parseDelta(dictReset); ok {
 			reset = now.Add(d)
 		}
 		consider(rem, reset)

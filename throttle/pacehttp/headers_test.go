@@ -1,6 +1,7 @@
 package pacehttp
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -147,6 +148,29 @@ func response(req *http.Request, code int, header ...string) *http.Response {
 		Status: strconv.Itoa(code) + " " + http.StatusText(code), StatusCode: code,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
 		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+	}
+}
+
+// A huge rate-limit or policy header (the response's headers may hold 10
+// MiB) is read in a few allocations, not in proportion to its members:
+// a 10 MiB RateLimit field of k=v members cost 90 MB of map, a policy 45
+// MB of split slices, for every such response.
+func TestParseHugeHeaders(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "k%d=%d;w=1;q=2, \"p%d\";r=%d;t=1, ", i, i, i, i+1)
+	}
+	h := http.Header{"Ratelimit": {b.String()}, "Ratelimit-Policy": {b.String()}}
+	now := time.Now()
+	allocs := testing.AllocsPerRun(2, func() {
+		parseRateLimit(h, now)
+		parsePolicy(h)
+	})
+	if allocs > 10 {
+		t.Errorf("reading a 1 MiB RateLimit and RateLimit-Policy: %v allocations, want at most 10", allocs)
+	}
+	if rl, ok := parseRateLimit(h, now); !ok || rl.Remaining != 1 {
+		t.Errorf("parseRateLimit = %+v, %v; want the least remaining, 1", rl, ok)
 	}
 }
 

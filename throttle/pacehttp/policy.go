@@ -50,14 +50,13 @@ var policyHeaders = []struct{ name, key string }{
 func parsePolicyField(v string) []throttle.Rule {
 	var rules []throttle.Rule
 	for member := range strings.SplitSeq(v, ",") {
-		params := strings.Split(member, ";")
+		head, params, _ := strings.Cut(member, ";")
 		var n int64 = -1
 		var w time.Duration
-		head := strings.TrimSpace(params[0])
 		if c, ok := parseCount(head); ok {
 			n = c // drafts 03-07: the quota comes first
 		}
-		for _, p := range params[1:] {
+		for p := range strings.SplitSeq(params, ";") {
 			k, val, _ := strings.Cut(p, "=")
 			switch strings.ToLower(strings.TrimSpace(k)) {
 			case "q":
