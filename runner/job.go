@@ -46,8 +46,9 @@ func Permanent(err error) error {
 
 // ErrKillNow, as the cause of a context's cancellation (see
 // context.WithCancelCause), asks executors to kill running jobs at once
-// instead of terminating them gracefully.
-var ErrKillNow = errors.New("kill now")
+// instead of terminating them gracefully. Its text is what a user reads
+// of a job so ended ("job 3: GET https://...: read body: killed").
+var ErrKillNow = errors.New("killed")
 
 // Item is one input item as read, or the error that reading it met (for
 // instance an item longer than allowed). An item with an error becomes a

@@ -883,6 +883,28 @@ func TestFetchTimeout(t *testing.T) {
 	}
 }
 
+// A job killed (a second Ctrl-C, --halt now, stdout closed) while it
+// waits for the answer or reads the body says so: "killed", not the
+// runner's "kill now" it used to show.
+func TestFetchKilledSaysKilled(t *testing.T) {
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/body" {
+			w.Write([]byte("part"))
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+	}))
+	e := newFetch(t, Options{})
+	for _, path := range []string{"/head", "/body"} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(50*time.Millisecond, func() { cancel(runner.ErrKillNow) })
+		res := fetchSeq(t, ctx, e, srv.URL+path, 1)
+		if res.OK() || res.Err == nil || !strings.HasSuffix(res.Err.Error(), ": killed") {
+			t.Errorf("%s killed: %v, want an error ending in \": killed\"", path, res.Err)
+		}
+	}
+}
+
 // TestFetchConnectionReset: a reset fails the attempt with a redacted,
 // retryable error, and the pool's retry succeeds.
 func TestFetchConnectionReset(t *testing.T) {
