@@ -196,6 +196,16 @@ func (t *Transport) Stats() throttle.Stats {
 	return t.backend.Stats()
 }
 
+// CloseIdleConnections closes the idle connections of the base
+// transport, if it has such a method (http.Transport does), so that
+// http.Client.CloseIdleConnections reaches them through the Transport.
+func (t *Transport) CloseIdleConnections() {
+	t.ready()
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // Learned returns the rules learned from the server now, and what the
 // learner did; nothing without Options.Learn.
 func (t *Transport) Learned() ([]throttle.Rule, learn.Report) {

@@ -142,6 +142,38 @@ func TestTransportNilBackend(t *testing.T) {
 	}
 }
 
+// http.Client.CloseIdleConnections reaches the base transport's idle
+// connections through the Transport: it did nothing, and a base that
+// keeps idle connections without a timeout (a zero http.Transport) kept
+// them, and their descriptors, for as long as the server did.
+func TestTransportCloseIdleConnections(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	var closed sync.WaitGroup
+	closed.Add(1)
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Done()
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	c := &http.Client{Transport: New(nil, Options{Base: &http.Transport{}})}
+	resp, err := c.Get(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.CloseIdleConnections()
+	done := make(chan struct{})
+	go func() { closed.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle connection is still open 10s after CloseIdleConnections")
+	}
+}
+
 // The cost from the response corrects the cost counted: from a header at
 // once, from a JSON body once it has been read. A response that does not
 // tell keeps the estimate, says why in Info, and hints once.
