@@ -99,16 +99,22 @@ type Executor struct {
 // leaders' pids: a count each, as a pid freed by one job's exit may be a
 // new job's before the first has given it back.
 type groups struct {
-	mu sync.Mutex
-	m  map[int]int
+	mu   sync.Mutex
+	m    map[int]int
+	stop os.Signal // the stop in force (SignalRunning), nil while running
 }
 
+// add counts pid's group in; a job that started while the others are
+// stopped gets their stop too (it was being started at Ctrl-Z).
 func (g *groups) add(pid int) {
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = map[int]int{}
 	}
 	g.m[pid]++
+	if g.stop != nil {
+		signalPgid(pid, g.stop)
+	}
 	g.mu.Unlock()
 }
 
@@ -125,14 +131,20 @@ func (g *groups) remove(pid int) {
 // (Unix; elsewhere it does nothing). pace stops and continues its jobs
 // with itself on Ctrl-Z: each is a process group of its own, which the
 // terminal's signal never reaches. A stop (SIGSTOP, SIGTSTP) also holds
-// the jobs' timeouts, and SIGCONT lets them run on: a job's Timeout counts
-// the time it could run.
+// the jobs' timeouts, and stops the jobs that start until SIGCONT, which
+// lets them all run on: a job's Timeout counts the time it could run.
 func (e *Executor) SignalRunning(sig os.Signal) {
 	stop, cont := stopSignal(sig)
 	if stop {
 		e.timeouts.hold()
 	}
 	e.groups.mu.Lock()
+	switch {
+	case stop:
+		e.groups.stop = sig
+	case cont:
+		e.groups.stop = nil
+	}
 	for pid := range e.groups.m {
 		signalPgid(pid, sig)
 	}

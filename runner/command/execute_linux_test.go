@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -132,5 +134,57 @@ func TestTimeoutHeldWhileStopped(t *testing.T) {
 	defer res.Close()
 	if !res.TimedOut {
 		t.Errorf("got %s, want a timeout", res.Status())
+	}
+}
+
+// TestJobStartedWhileStoppedIsStopped: a job that starts while the others
+// are stopped (it was being started at Ctrl-Z) is stopped with them, and
+// continued with them: it ran while pace was stopped. (It runs from its
+// exec until pace counts it in, which a job that ends at once may
+// outrun; this one waits for a file made once it is seen stopped.)
+func TestJobStartedWhileStoppedIsStopped(t *testing.T) {
+	t.Parallel()
+	e := &Executor{Builder: Lines{}, KillGrace: 100 * time.Millisecond}
+	defer e.Close()
+	flag := t.TempDir() + "/go"
+	e.SignalRunning(syscall.SIGSTOP)
+	done := make(chan *runner.Result, 1)
+	go func() {
+		done <- e.Execute(context.Background(), &runner.Job{Seq: 1, Attempt: 1, Slot: 1,
+			Argv: []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", flag}})
+	}()
+	stopped := false
+	for deadline := time.Now().Add(5 * time.Second); !stopped && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		select {
+		case res := <-done:
+			res.Close()
+			t.Fatalf("the job ran to its end (%s) while the others were stopped", res.Status())
+		default:
+		}
+		e.groups.mu.Lock()
+		for pid := range e.groups.m {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if _, after, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(after, "T") {
+				stopped = true
+			}
+		}
+		e.groups.mu.Unlock()
+	}
+	if !stopped {
+		os.WriteFile(flag, nil, 0o600)
+		t.Fatal("the job started while the others were stopped was not stopped")
+	}
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.SignalRunning(syscall.SIGCONT)
+	select {
+	case res := <-done:
+		defer res.Close()
+		if !res.OK() {
+			t.Errorf("continued, the job ended %s, want ok", res.Status())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was not continued")
 	}
 }

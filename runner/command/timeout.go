@@ -11,8 +11,9 @@ import (
 // that a job's timeout counts the time it could run, not the time it sat
 // stopped with pace.
 type timeouts struct {
-	mu sync.Mutex
-	m  map[*timeout]struct{}
+	mu   sync.Mutex
+	m    map[*timeout]struct{}
+	held bool // between hold and release
 }
 
 // timeout is one job's timer: it cancels the job's context with errTimeout
@@ -33,10 +34,13 @@ func (ts *timeouts) start(ctx context.Context, d time.Duration) (context.Context
 		ts.m = map[*timeout]struct{}{}
 	}
 	ts.m[to] = struct{}{}
-	// A job started while the others are held is running (one that was
-	// being started at the stop is continued so that pace can stop): its
-	// time runs too.
 	to.t = time.AfterFunc(d, func() { cancel(errTimeout) })
+	if ts.held {
+		// A job that starts while the others are stopped is stopped too
+		// (groups.add): its time waits with theirs.
+		to.t.Stop()
+		to.left = d
+	}
 	ts.mu.Unlock()
 	return jctx, func() {
 		ts.mu.Lock()
@@ -52,6 +56,7 @@ func (ts *timeouts) start(ctx context.Context, d time.Duration) (context.Context
 func (ts *timeouts) hold() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	ts.held = true
 	now := time.Now()
 	for to := range ts.m {
 		if to.left == 0 && to.t.Stop() {
@@ -64,6 +69,7 @@ func (ts *timeouts) hold() {
 func (ts *timeouts) release() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	ts.held = false
 	now := time.Now()
 	for to := range ts.m {
 		if to.left > 0 {

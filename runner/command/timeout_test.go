@@ -10,7 +10,8 @@ import (
 
 // TestTimeoutsHold: a held timeout keeps the time it had left and spends
 // it once released; one that fired before the hold stays fired; one
-// started while the others are held runs.
+// started while the others are held waits with them (its job is stopped
+// with theirs).
 func TestTimeoutsHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ts timeouts
@@ -34,14 +35,22 @@ func TestTimeoutsHold(t *testing.T) {
 		if timedOut(held) {
 			t.Fatal("a held timeout fired while held")
 		}
-		if !timedOut(during) {
-			t.Fatal("a timeout started while the others were held did not run")
+		if timedOut(during) {
+			t.Fatal("a timeout started while the others were held ran")
 		}
 		if !timedOut(fired) {
 			t.Fatal("a fired timeout was taken back by the hold")
 		}
 		ts.release()
-		time.Sleep(599 * time.Millisecond)
+		time.Sleep(499 * time.Millisecond)
+		if timedOut(during) {
+			t.Fatal("started held with 500ms, fired 499ms after the release")
+		}
+		time.Sleep(time.Millisecond)
+		if !timedOut(during) {
+			t.Fatal("started held with 500ms, not fired 500ms after the release")
+		}
+		time.Sleep(99 * time.Millisecond)
 		if timedOut(held) {
 			t.Fatal("released with 600ms left, fired after 599ms")
 		}
@@ -56,7 +65,7 @@ func TestTimeoutsHold(t *testing.T) {
 		end4()
 		ts.hold()
 		ts.release()
-		if len(ts.m) != 3 {
+		if len(ts.m) != 3 || ts.held {
 			t.Errorf("%d timeouts kept, want the 3 not ended", len(ts.m))
 		}
 		if ctx.Err() == nil || timedOut(ctx) {
