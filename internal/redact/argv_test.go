@@ -51,6 +51,9 @@ func TestArgvHeaders(t *testing.T) {
 			[]string{"wget", "--header=Authorization: REDACTED", "https://h/"}},
 		// A Referer holds a URL: redacted as one.
 		{[]string{"curl", "-H", "Referer: https://h/?token=t1"}, []string{"curl", "-H", "Referer: https://h/?token=REDACTED"}},
+		// Secret words without a dash before them (Supabase's apikey, Binance's X-MBX-APIKEY).
+		{[]string{"curl", "-H", "apikey: sb1", "-H", "X-MBX-APIKEY: bn1", "-H", "Token: tk1", "-H", "X-Auth: xa1"},
+			[]string{"curl", "-H", "apikey: REDACTED", "-H", "X-MBX-APIKEY: REDACTED", "-H", "Token: REDACTED", "-H", "X-Auth: REDACTED"}},
 		// Empty values stay empty (curl -H 'Authorization:' removes the header).
 		{[]string{"curl", "-H", "Authorization:"}, []string{"curl", "-H", "Authorization:"}},
 		// Not headers.

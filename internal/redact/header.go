@@ -4,16 +4,20 @@ import "strings"
 
 // IsSecretHeader reports whether the value of the HTTP header called name
 // is a credential: Authorization, Proxy-Authorization, Cookie, Set-Cookie,
-// and any name ending in -Key, -Token, -Secret, -Password, _key, _token,
-// _secret or _password (X-Api-Key, X-Auth-Token, Private-Token, ...),
-// whatever the case.
+// Auth, any name ending in -Key, _key, apikey, token, secret, -Auth or
+// _auth, and any name holding password or passwd (X-Api-Key,
+// X-Auth-Token, Private-Token, Supabase's apikey, Binance's X-MBX-APIKEY,
+// Token, X-Auth, X-Password), whatever the case.
 func IsSecretHeader(name string) bool {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+	case "authorization", "proxy-authorization", "cookie", "set-cookie", "auth":
 		return true
 	}
-	for _, suf := range [...]string{"-key", "-token", "-secret", "-password", "_key", "_token", "_secret", "_password"} {
+	if strings.Contains(n, "password") || strings.Contains(n, "passwd") {
+		return true
+	}
+	for _, suf := range [...]string{"-key", "_key", "apikey", "token", "secret", "-auth", "_auth"} {
 		if strings.HasSuffix(n, suf) {
 			return true
 		}

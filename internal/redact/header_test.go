@@ -8,8 +8,13 @@ func TestIsSecretHeader(t *testing.T) {
 		"Cookie": true, "cookie": true, "Set-Cookie": true, "X-Api-Key": true, "x-api-key": true,
 		"X-Auth-Token": true, "Private-Token": true, "X-Client-Secret": true, "X-Db-Password": true,
 		"x_api_key": true, "X_AUTH_TOKEN": true, "app_secret": true, "db_password": true, " Cookie ": true,
+		// Names without a dash before the secret word (Supabase, Binance), and short ones.
+		"apikey": true, "X-MBX-APIKEY": true, "X-Apikey": true, "Token": true, "X-CSRFToken": true,
+		"Secret": true, "ClientSecret": true, "Auth": true, "X-Auth": true, "Basic_Auth": true,
+		"Password": true, "X-Passwd": true,
 		"Accept": false, "User-Agent": false, "Content-Type": false, "X-Key-Id": false, "Keyboard": false,
 		"Location": false, "Referer": false, "X-Token-Type": false, "": false,
+		"WWW-Authenticate": false, "Authentication-Info": false, "X-OAuth-Scopes": false, "Tokens": false,
 	} {
 		if got := IsSecretHeader(name); got != want {
 			t.Errorf("IsSecretHeader(%q) = %v, want %v", name, got, want)

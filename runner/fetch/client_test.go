@@ -105,11 +105,12 @@ func TestFetchRedirectDropsSecretHeadersOffOrigin(t *testing.T) {
 	srv := serve(t, mux)
 	e := newFetch(t, Options{Headers: []string{
 		"Authorization: Bearer abc", "X-Api-Key: k", "Cookie: c=1", "Private-Token: pt", "X-Trace: t1",
+		"apikey: sb", "X-MBX-APIKEY: bn", "Token: tk", "X-Auth: xa",
 	}})
 	fetchOne(t, e, srv.URL+"/away")
 	fetchOne(t, e, srv.URL+"/stay")
 	got := other.last(t).header
-	for _, name := range []string{"Authorization", "X-Api-Key", "Cookie", "Private-Token"} {
+	for _, name := range []string{"Authorization", "X-Api-Key", "Cookie", "Private-Token", "Apikey", "X-Mbx-Apikey", "Token", "X-Auth"} {
 		if v := got.Get(name); v != "" {
 			t.Errorf("redirect to another origin: %s = %q, want it dropped", name, v)
 		}
