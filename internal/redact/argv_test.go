@@ -86,6 +86,9 @@ func TestArgvUserAndTokens(t *testing.T) {
 		{argv("curl -d user=bob&password=pw4&x=1 https://h/"), argv("curl -d user=bob&password=REDACTED&x=1 https://h/")},
 		{argv("env API_TOKEN=t5 DEBUG=1 curl https://h/"), argv("env API_TOKEN=REDACTED DEBUG=1 curl https://h/")},
 		{argv("env PGPASSWORD=p6 MYSQL_PWD=p7 PWD=/x psql"), argv("env PGPASSWORD=REDACTED MYSQL_PWD=REDACTED PWD=/x psql")},
+		{argv("env REDISCLI_AUTH=ra1 redis-cli ping"), argv("env REDISCLI_AUTH=REDACTED redis-cli ping")},
+		{[]string{"sh", "-c", "REDISCLI_AUTH=ra2 redis-cli ping"}, []string{"sh", "-c", "REDISCLI_AUTH=REDACTED redis-cli ping"}},
+		{argv("oha --basic-auth u:ba3 http://h/"), argv("oha --basic-auth REDACTED http://h/")},
 		{argv("curl -E cert.pem:p8 https://h/"), argv("curl -E cert.pem:REDACTED https://h/")},
 		{argv("grep -E a:b f"), argv("grep -E a:b f")},
 		// URLs without a scheme.

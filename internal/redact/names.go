@@ -41,7 +41,8 @@ func isBuiltinSecretParam(name string) bool {
 	for _, suf := range [...]string{
 		"_key", "-key", "_token", "-token", "_secret", "-secret",
 		"_password", "-password", "_signature", "-signature",
-		"_pwd",                // MYSQL_PWD
+		"_pwd",           // MYSQL_PWD
+		"_auth", "-auth", // REDISCLI_AUTH, npm's _auth, --basic-auth
 		"sessionid", "sessid", // jsessionid, aspsessionid, phpsessid
 	} {
 		if strings.HasSuffix(name, suf) {

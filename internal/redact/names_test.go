@@ -16,6 +16,7 @@ var secretParamNames = []string{
 	"jsessionid", "PHPSESSID", "ASPSESSIONID",
 	"oauth_consumer_key", "x-api-key", "private_token", "x-auth-token", "app_secret", "client-secret",
 	"db_password", "db-password", "oauth_signature", "x-custom-signature",
+	"REDISCLI_AUTH", "NPM_CONFIG__AUTH", "_auth", "basic-auth",
 }
 
 // publicParamNames must stay visible: without them, redacted URLs could
@@ -26,7 +27,7 @@ var publicParamNames = []string{
 	"Expires", "GoogleAccessId", "sv", "ss", "srt", "sp", "se", "st", "spr", "sr",
 	"token_type", "expires_in", "state", "scope", "response-content-disposition",
 	"page", "sort", "id", "monkey", "keys", "keyboard", "passport", "author", "sessions", "codes",
-	"signatures", "policy_id", "tokens", "secretary",
+	"signatures", "policy_id", "tokens", "secretary", "oauth", "auth_type", "authority",
 }
 
 // caseVariants returns name as written, lower-case, upper-case and in
