@@ -16,6 +16,8 @@ import (
 //     -H, --header or --proxy-header, as one argument
 //     ("Authorization: Bearer x", HTTPie's "X-Api-Key:k") or inside a
 //     shell script ("curl -H 'Authorization: ...'");
+//   - the password of a URL without a scheme (curl user:pw@host; see
+//     isBareUserinfoURL for what is taken for one);
 //   - the password in the value of -u, --user, -U, --proxy-user, --auth
 //     and --cert (user:password; user: with an empty password, an API
 //     key, is hidden whole), and the credentials of a proxy given to -x,
@@ -262,6 +264,9 @@ func (r *Redactor) value(rule valueRule, v string, seen func(string)) string {
 		if !strings.Contains(v, ":") {
 			return v // a user name alone: the program asks for the password
 		}
+		if hasScheme(v) {
+			return v // redis-cli -u redis://...: arg redacts URLs
+		}
 		writeUserinfo(&b, v, seen)
 	case proxyRule:
 		if strings.Contains(v, "://") {
@@ -276,6 +281,20 @@ func (r *Redactor) value(rule valueRule, v string, seen func(string)) string {
 	return b.String()
 }
 
+// hasScheme reports whether v starts with a URL scheme and "://".
+func hasScheme(v string) bool {
+	i := strings.Index(v, "://")
+	if i <= 0 {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		if !isSchemeChar(v[j]) {
+			return false
+		}
+	}
+	return true
+}
+
 // arg returns the argument a with the credentials hidden that its text
 // shows wherever it stands; split says whether an argument with spaces,
 // a script, has its words redacted as arguments.
@@ -284,6 +303,8 @@ func (r *Redactor) arg(a string, seen func(string), split bool) string {
 	a = r.hideJSONText(a, seen)
 	if strings.Contains(a, "://") {
 		a = r.text(a, seen)
+	} else if isBareUserinfoURL(a) {
+		a = r.rawURL(a, 0, seen) // curl user:pw@host
 	}
 	if split && strings.ContainsAny(a, " \t\n") {
 		a = r.words(a, seen)

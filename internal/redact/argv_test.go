@@ -178,3 +178,27 @@ func BenchmarkArgvPlain(b *testing.B) {
 		r.Argv(argv)
 	}
 }
+
+// TestArgvBareUserinfo: a URL without a scheme that starts with
+// user:password@ (curl takes one) has its password hidden; e-mail, ssh,
+// git and image addresses, and opaque URIs, stay as they are.
+func TestArgvBareUserinfo(t *testing.T) {
+	checkArgv(t, nil, []struct{ in, want []string }{
+		{argv("curl u:pw1@127.0.0.1/x"), argv("curl u:REDACTED@127.0.0.1/x")},
+		{argv("curl u:pw%40two@example.com:8080"), argv("curl u:REDACTED@example.com:8080")},
+		{argv("curl u:pw3@[::1]:80/x?token=t3"), argv("curl u:REDACTED@[::1]:80/x?token=REDACTED")},
+		{argv("wget u:p@w4@db.internal/dump"), argv("wget u:REDACTED@db.internal/dump")},
+		{argv("curl sk_live_5:@api.stripe.com/v1"), argv("curl REDACTED@api.stripe.com/v1")},
+		{[]string{"sh", "-c", "curl 'u:pw6@host' | jq ."}, []string{"sh", "-c", "curl 'u:REDACTED@host' | jq ."}},
+		// Not URLs with a password.
+		{argv("mail bob@example.com"), argv("mail bob@example.com")},
+		{argv("xdg-open mailto:bob@example.com"), argv("xdg-open mailto:bob@example.com")},
+		{argv("ssh deploy@host uptime"), argv("ssh deploy@host uptime")},
+		{argv("git clone git@github.com:org/repo.git"), argv("git clone git@github.com:org/repo.git")},
+		{argv("docker pull nginx:1.25@sha256:0123abcd"), argv("docker pull nginx:1.25@sha256:0123abcd")},
+		{argv("npm i @scope/pkg@1.2.3 a:b/c@d"), argv("npm i @scope/pkg@1.2.3 a:b/c@d")},
+		{argv("echo a:b@c..d a:b@host:port"), argv("echo a:b@c..d a:b@host:port")},
+		// A URL given to -u is redacted as a URL, not as user:password.
+		{argv("redis-cli -u redis://:pw7@h ping"), argv("redis-cli -u redis://:REDACTED@h ping")},
+	})
+}
