@@ -120,7 +120,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
-			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(res.Job.Item)), Status: shownStatus(&res.Job, res.Status())}
+			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(&res.Job)), Status: shownStatus(&res.Job, res.Status())}
 		})
 		if !ev.RetryDropped { // else its row was written when it finished
 			r.record(res)

@@ -169,7 +169,7 @@ func TestSessionStdoutClosed(t *testing.T) {
 func recorderFor(o *CommonOptions, jl *runlog.Log, stdout, stderr io.Writer, print func(out, errOut io.Writer, r *runner.Result) error) (*recorder, *int) {
 	ios, _, _, _ := Test()
 	ios.Out, ios.ErrOut = stdout, stderr
-	s := &session{f: &Factory{IOStreams: ios}, opts: o, print: print, logCommand: jobLogCommand, show: func(s string) string { return s }}
+	s := &session{f: &Factory{IOStreams: ios}, opts: o, print: print, logCommand: jobLogCommand, show: func(j *runner.Job) string { return j.Item }}
 	backend, _ := throttle.New(throttle.Options{})
 	stops := new(int)
 	disp := &display{w: stderr, mode: progressNever}

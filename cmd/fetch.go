@@ -448,11 +448,11 @@ func (opts *FetchOptions) openInput(stdin io.Reader, oneFile bool, ro items.Read
 // printFetchResult returns the printer of a fetch result: the body on
 // stdout (tagged with the item as show returns it, with --tag) and, with
 // verbose, the start of a failed response's body on stderr.
-func printFetchResult(tag, verbose bool, show func(item string) string) func(out, errOut io.Writer, r *runner.Result) error {
+func printFetchResult(tag, verbose bool, show func(j *runner.Job) string) func(out, errOut io.Writer, r *runner.Result) error {
 	print := printOutput(tag)
 	return func(out, errOut io.Writer, r *runner.Result) error {
 		c := *r
-		c.Job.Item = show(r.Job.Item)
+		c.Job.Item = show(&r.Job)
 		if !verbose {
 			c.Stderr = nil
 		}

@@ -333,7 +333,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		}
 	}
 	s := &session{f: opts.Factory, opts: o, logCommand: fetchJobLogCommand, proxy: true,
-		show:  func(item string) string { return item }, // redacted already
+		show:  func(j *runner.Job) string { return j.Item }, // redacted already
 		print: func(io.Writer, io.Writer, *runner.Result) error { return nil }}
 	disp := s.newDisplay()
 	errOut := displayWriter{disp, ios.ErrOut}

@@ -249,7 +249,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		readOpts:    readOpts,
 		print:       print,
 		logCommand:  jobLogCommand,
-		show:        func(item string) string { return item },
+		show:        func(j *runner.Job) string { return j.Item },
 		filesPerJob: 6, // stdin, two pipes (both ends while starting), two spill files
 	}
 	return s.run(ctx)

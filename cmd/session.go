@@ -54,8 +54,9 @@ type session struct {
 	print func(out, errOut io.Writer, r *runner.Result) error
 	// logCommand makes the job log's Command column.
 	logCommand func(*runner.Job) string
-	// show returns an item as it may be shown (credentials redacted).
-	show func(item string) string
+	// show returns a job's item as it may be shown (credentials
+	// redacted).
+	show func(j *runner.Job) string
 	// filesPerJob is how many file descriptors a job may hold at once,
 	// for the cap on -j that the open-file limit sets.
 	filesPerJob int

@@ -181,7 +181,7 @@ func newTestSession(t *testing.T, stdin string, o *CommonOptions, ex runner.Exec
 	t.Cleanup(func() { in.Close() })
 	s := &session{
 		f: &Factory{IOStreams: ios, Signals: sigs}, opts: o, executor: ex, input: in,
-		print: printOutput(o.Tag), logCommand: jobLogCommand, show: func(s string) string { return s }, filesPerJob: 6,
+		print: printOutput(o.Tag), logCommand: jobLogCommand, show: func(j *runner.Job) string { return j.Item }, filesPerJob: 6,
 	}
 	return &testSession{s: s, sigs: sigs, out: out, errOut: errOut}
 }

@@ -342,16 +342,28 @@ func (e *Executor) Use(b throttle.Backend, hint func(string), remaining func() i
 	return e.tr
 }
 
-// ShowItem returns item as it may be shown, for instance as a --tag
-// prefix: URL credentials redacted, or redact.Placeholder altogether when
-// the item goes into a secret header, as with -H 'Authorization: Bearer {}'.
-func (e *Executor) ShowItem(item string) string {
+// ShowItem returns job's item as it may be shown, for instance as a --tag
+// prefix or in a summary's failed items: redact.Placeholder altogether
+// when the item goes into a secret header, as with -H 'Authorization:
+// Bearer {}'; otherwise with the credentials hidden that the URL made of
+// it holds, whether the item is that URL or the template puts the item
+// (or a column of it) where a credential goes (http://{}@host/,
+// ?api_key={}, http://{1}:{2}@host/), as redact.Redactor.Item does for a
+// command's item.
+func (e *Executor) ShowItem(job *runner.Job) string {
 	for _, h := range e.headers {
 		if h.secret && h.value.UsesItem() {
 			return redact.Placeholder
 		}
 	}
-	return e.red.RawURL(item)
+	if e.url == nil || !e.url.UsesItem() {
+		return e.red.RawURL(job.Item)
+	}
+	raw, err := e.url.Expand(values(job))
+	if err != nil { // the job failed before its URL was made
+		return e.red.RawURL(job.Item)
+	}
+	return e.red.Item([]string{raw}, job.Item)
 }
 
 // redactHeaderLine hides the value of a header line for error messages.

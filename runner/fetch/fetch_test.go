@@ -356,13 +356,30 @@ func TestFetchShowItem(t *testing.T) {
 		{"http://h/x?api_key=k123&page=2", "http://h/x?api_key=REDACTED&page=2"},
 	}
 	for _, tt := range tests {
-		if got := plain.ShowItem(tt.item); got != tt.want {
+		if got := plain.ShowItem(&runner.Job{Item: tt.item}); got != tt.want {
 			t.Errorf("ShowItem(%q) = %q, want %q", tt.item, got, tt.want)
 		}
 	}
 	secret := newFetch(t, Options{URL: "http://h/x", Headers: []string{"Authorization: Bearer {}"}})
-	if got := secret.ShowItem("tok-123"); got != redact.Placeholder {
+	if got := secret.ShowItem(&runner.Job{Item: "tok-123"}); got != redact.Placeholder {
 		t.Errorf("ShowItem(item used as a token) = %q, want %q", got, redact.Placeholder)
+	}
+	// The template puts the item, or its columns, where a credential goes.
+	for _, tt := range []struct {
+		url  string
+		job  runner.Job
+		want string
+	}{
+		{"http://h/x?api_key={}", runner.Job{Item: "k3y-item"}, redact.Placeholder},
+		{"http://{}@h/x", runner.Job{Item: "tok-item"}, redact.Placeholder},
+		{"http://{}@h/x", runner.Job{Item: "alice:pw-item"}, "alice:REDACTED"},
+		{"http://{1}:{2}@h/x", runner.Job{Item: "alice,pw-col", Cols: []string{"alice", "pw-col"}}, "alice,REDACTED"},
+		{"http://h/x/{}?page=2", runner.Job{Item: "42"}, "42"},
+	} {
+		e := newFetch(t, Options{URL: tt.url})
+		if got := e.ShowItem(&tt.job); got != tt.want {
+			t.Errorf("with %s, ShowItem(%q) = %q, want %q", tt.url, tt.job.Item, got, tt.want)
+		}
 	}
 }
 
@@ -671,7 +688,7 @@ func TestFetchRedacts(t *testing.T) {
 		}
 		shown := map[string]string{
 			"Argv":       strings.Join(job.Argv, " "),
-			"ShowItem":   e.ShowItem(item),
+			"ShowItem":   e.ShowItem(&runner.Job{Item: item}),
 			"HTTP.URL":   res.HTTP.URL,
 			"error":      res.Err.Error(),
 			"error body": string(res.Stderr.Bytes()),
@@ -710,7 +727,7 @@ func TestFetchHidesHeaderSecretsInURL(t *testing.T) {
 		for _, header := range []string{"X-Api-Key: {}", "Authorization: Bearer {}"} {
 			e := newFetch(t, Options{URL: tt.template, Headers: []string{header}, Timeout: 5 * time.Second})
 			job := runner.Job{Seq: 1, Item: tt.item, Attempt: 1, Slot: 1}
-			shown := map[string]string{"ShowItem": e.ShowItem(tt.item)}
+			shown := map[string]string{"ShowItem": e.ShowItem(&runner.Job{Item: tt.item})}
 			if err := e.Prepare(&job); err != nil {
 				shown["Prepare error"] = err.Error()
 			} else {
