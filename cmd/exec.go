@@ -178,7 +178,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	if !opts.WaitOnly {
 		p, code, err := foreground.Look(opts.Command[0])
 		if err != nil {
-			return reportf(ios, code, "%v", err)
+			return reportf(ios, code, "%v", shownCommandError(opts.Command, err))
 		}
 		path = p
 	}

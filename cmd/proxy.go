@@ -325,7 +325,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		p, code, err := foreground.Look(opts.Command[0])
 		if err != nil {
-			return reportf(ios, code, "%v", err)
+			return reportf(ios, code, "%v", shownCommandError(opts.Command, err))
 		}
 		path = p
 		if o.Progress == progressAuto && !o.Quiet {

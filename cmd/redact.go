@@ -18,10 +18,27 @@ func shownCommand(j *runner.Job) string {
 // shownStatus returns msg, a status or error message about job, with the
 // credentials of job's argv hidden wherever msg quotes them, and those of
 // any URL in it.
+//
+// A job whose argv could not be made (a line of commands that does not
+// parse) has none: its item, the command line the message quotes, is
+// read as one.
 func shownStatus(j *runner.Job, msg string) string {
 	red := redact.New()
 	red.AddArgv(j.Argv)
+	if len(j.Argv) == 0 {
+		red.AddArgv([]string{j.Item})
+	}
 	return red.String(msg)
+}
+
+// shownCommandError returns err, an error about the command argv found
+// before any job runs (a template that does not parse, a program not
+// found), with the credentials of argv hidden wherever its message quotes
+// them: a whole command line given as one word is quoted whole.
+func shownCommandError(argv []string, err error) error {
+	red := redact.New()
+	red.AddArgv(argv)
+	return red.Error(err)
 }
 
 // shownItem returns item, job's item as shown returns it, with the

@@ -187,10 +187,10 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if len(opts.Command) > 0 {
 		c, err := tmpl.ParseCommand(opts.Command, opts.Shell)
 		if err != nil {
-			return flagErrorf("%v", err)
+			return flagErrorf("%v", shownCommandError(opts.Command, err))
 		}
 		if err := checkCommand(c, opts.Command, opts.Shell, o.DryRun); err != nil {
-			return reportf(ios, ExitUsage, "%v", err)
+			return reportf(ios, ExitUsage, "%v", shownCommandError(opts.Command, err))
 		}
 		builder = commandBuilder{c}
 	} else {
