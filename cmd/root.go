@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pace-cli/pace/internal/osfiles"
+	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/spec"
 )
 
@@ -155,12 +156,54 @@ func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 	}
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) || !started {
-		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", userFlagError(err, cmd.Name(), args))
+		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, userFlagError(err, cmd.Name(), args)))
 		fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return ExitUsage
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %v\n", err)
+	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, err.Error()))
 	return ExitFailed
+}
+
+// shownArgsError returns msg, an error that quotes pace's arguments args
+// (pflag's "unknown shorthand flag: 'u' in -uuser:PW", an extra URL, an
+// unknown command that is a URL), with the credentials in args hidden as
+// a command's are (redact.Argv), and every URL's. Short flags run
+// together before the command (-kuuser:PW, -Ecert:PW: curl's flags that
+// pace has not) are read from each letter on as curl's, so that the value
+// attached to any of them is hidden.
+func shownArgsError(args []string, msg string) string {
+	red := redact.New()
+	red.AddArgv(withoutQuotaKey(args))
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			for i := 2; i < len(a); i++ {
+				red.AddArgv([]string{"curl", "-" + a[i:]}) // -E cert:PW too
+			}
+		}
+	}
+	return red.String(msg)
+}
+
+// withoutQuotaKey returns args, pace's arguments, without the value of
+// --key: a quota's name, which redact would take for a secret (its flag
+// is named like one).
+func withoutQuotaKey(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "--key":
+			i++ // and its value
+		case !strings.HasPrefix(a, "--key="):
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // userFlagError rewrites cobra's and pflag's flag errors for users: the
