@@ -208,7 +208,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		if o.ColSep != "" {
 			return flagErrorf("--colsep splits the lines of -a or stdin; with ::: and :::: the sources are the columns")
 		}
-		readOpts.NUL, readOpts.ColSep, readOpts.ColJoin = true, items.ProductColSep, " "
+		readOpts.NUL, readOpts.Sources = true, true
 		columns = len(opts.Sources)
 	} else if readOpts.ColSep != nil {
 		columns = 0

@@ -18,7 +18,7 @@ type Input struct {
 	R    io.Reader
 	Name string
 	// Sources marks the items of several ::: sources (see Product):
-	// NUL-separated, values separated by ProductColSep.
+	// NUL-separated, to read with ReadOptions.Sources.
 	Sources bool
 
 	close func() error

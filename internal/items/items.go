@@ -42,9 +42,10 @@ type ReadOptions struct {
 	// ColSep, if set, splits each item into columns (runner.Item.Cols) at
 	// every match, as GNU parallel's --colsep does.
 	ColSep *regexp.Regexp
-	// ColJoin, if set with ColSep, makes the item's text its columns
-	// joined by ColJoin instead of the text as read.
-	ColJoin string
+	// Sources says the items are Product's (its input's Sources): their
+	// columns are the sources' values as given, and their text those
+	// values joined by spaces. ColSep is not used then.
+	Sources bool
 }
 
 // Read reads items from r and sends them on out, in order, until r
@@ -153,11 +154,12 @@ func Scan(r io.Reader, opts ReadOptions, yield func(runner.Item) error) error {
 			it.Err = fmt.Errorf("item %s %w, which no command line can carry: remove it, or give NUL-separated items with -0", quoted, ErrItemNUL)
 		default:
 			it.Text = text
-			if opts.ColSep != nil {
+			switch {
+			case opts.Sources:
+				it.Cols = productCols(text)
+				it.Text = strings.Join(it.Cols, " ")
+			case opts.ColSep != nil:
 				it.Cols = opts.ColSep.Split(text, -1)
-				if opts.ColJoin != "" {
-					it.Text = strings.Join(it.Cols, opts.ColJoin)
-				}
 			}
 		}
 		if err := yield(it); err != nil {

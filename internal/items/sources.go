@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/pace-cli/pace/runner"
 )
@@ -84,21 +84,48 @@ func ReadSourceFile(name string, nul bool, stdin io.Reader) ([]string, error) {
 	return vs, err
 }
 
-// Columns of the items productReader makes: a unit separator between
-// values, NUL after each item. Neither can be in an argument.
+// The items productReader makes: a unit separator between values, NUL
+// after each item. A value holds no NUL (no argument or item can), but it
+// may hold any other byte, the separator too: productEsc escapes the
+// separator and itself within a value (ReadOptions.Sources undoes it).
 const (
-	productColSep  = "\x1f"
+	productColSep  = '\x1f'
 	productItemSep = 0
+	productEsc     = '\x1e'
 )
 
-// ProductColSep splits the items Product makes into their values
-// (ReadOptions.ColSep).
-var ProductColSep = regexp.MustCompile(productColSep)
+// productEscaper escapes a value: the escape byte doubled, the separator
+// as the escape byte and 'f'.
+var productEscaper = strings.NewReplacer(string(rune(productEsc)), "\x1e\x1e", string(rune(productColSep)), "\x1ef")
+
+// productCols splits an item productReader made into its values, as
+// they were given.
+func productCols(text string) []string {
+	cols := strings.Split(text, string(rune(productColSep)))
+	for i, c := range cols {
+		if strings.IndexByte(c, productEsc) < 0 {
+			continue
+		}
+		b := make([]byte, 0, len(c))
+		for j := 0; j < len(c); j++ {
+			if c[j] == productEsc && j+1 < len(c) {
+				j++
+				if c[j] == 'f' {
+					b = append(b, productColSep)
+					continue
+				}
+			}
+			b = append(b, c[j])
+		}
+		cols[i] = string(b)
+	}
+	return cols
+}
 
 // Product returns the input of every combination of one value from each
 // of values, in order, as GNU parallel makes them from its sources:
-// NUL-separated items whose values are separated by ProductColSep, the
-// last source varying fastest. It knows how many there are (Count).
+// NUL-separated items to read with ReadOptions.Sources, the last source
+// varying fastest. It knows how many there are (Count).
 func Product(values [][]string) *Input {
 	n := int64(1)
 	for _, vs := range values {
@@ -108,8 +135,8 @@ func Product(values [][]string) *Input {
 }
 
 // productReader reads every combination of one value from each source,
-// the last source varying fastest, as NUL-separated items whose values
-// are separated by productColSep.
+// the last source varying fastest, as NUL-separated items whose values,
+// escaped, are separated by productColSep.
 type productReader struct {
 	values [][]string
 	idx    []int
@@ -125,9 +152,9 @@ func (p *productReader) Read(b []byte) (int, error) {
 		}
 		for i, j := range p.idx {
 			if i > 0 {
-				p.buf.WriteString(productColSep)
+				p.buf.WriteByte(productColSep)
 			}
-			p.buf.WriteString(p.values[i][j])
+			productEscaper.WriteString(&p.buf, p.values[i][j])
 		}
 		p.buf.WriteByte(productItemSep)
 		// Next combination: the last source varies fastest.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pace-cli/pace/runner"
 )
 
 func TestSplitSources(t *testing.T) {
@@ -48,11 +50,43 @@ func TestProduct(t *testing.T) {
 	if want := "a|1;a|2;a|3;b|1;b|2;b|3;"; got != want || n != 6 || !in.Sources || !in.Countable() {
 		t.Errorf("Product = %q, %d; want %q, 6", got, n, want)
 	}
-	if !ProductColSep.MatchString("\x1f") {
-		t.Errorf("ProductColSep does not split the values Product joins")
-	}
 	in = Product([][]string{{"a"}, {}})
 	if b, _ := io.ReadAll(in.R); len(b) != 0 || in.Count(context.Background(), ReadOptions{}) != 0 {
 		t.Errorf("Product with an empty source = %q, %d; want nothing", b, n)
+	}
+}
+
+// TestProductValuesKept reads Product's items back into the values given,
+// whatever bytes they hold: a value with the unit separator Product puts
+// between values was split in two ({1} {2} ::: $'a\x1fb' ::: c ran with
+// "a" and "b", and "c" was lost).
+func TestProductValuesKept(t *testing.T) {
+	odd := []string{"a\x1fb", "\x1e", "\x1ef", "\x1e\x1f", "x\x1e\x1ey", "\x1f", "tab\tnl\n"}
+	values := [][]string{odd, {"c", "\x1f\x1e"}}
+	var got [][]string
+	var texts []string
+	err := Scan(Product(values).R, ReadOptions{NUL: true, Sources: true}, func(it runner.Item) error {
+		if it.Err != nil {
+			return it.Err
+		}
+		got, texts = append(got, it.Cols), append(texts, it.Text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]string
+	for _, a := range values[0] {
+		for _, b := range values[1] {
+			want = append(want, []string{a, b})
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Product's items read back as columns %q, want %q", got, want)
+	}
+	for i, w := range want {
+		if i < len(texts) && texts[i] != w[0]+" "+w[1] {
+			t.Errorf("item %d text = %q, want %q", i+1, texts[i], w[0]+" "+w[1])
+		}
 	}
 }
