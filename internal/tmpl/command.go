@@ -141,6 +141,10 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: %s is in the script of a shell the script runs (sh -c '...'): quoted for the outer shell only, the inner one would run the item as code; "+
 			"pass it to the inner shell as an argument, as in sh -c 'echo \"$1\"' sh {}", src, ph)
 	}
+	if ph, ok := remoteScriptPlaceholder(src); ok {
+		return nil, templateErrorf("shell command %q: %s is in the command of an ssh the script runs, which the remote shell reads as code: quoted for this shell only, the remote one would run the item as code; "+
+			"run ssh as the command itself (pace run -- ssh HOST 'cmd {} | wc -l'), where pace quotes the item for the remote shell", src, ph)
+	}
 	l := newLexer()
 	for i := range script {
 		f := &script[i]
@@ -236,8 +240,7 @@ func remoteCommandArg(args []string) int {
 func nestedScriptPlaceholder(src string) (string, bool) {
 	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 	for w := 0; w < len(words); w++ {
-		name := strings.TrimLeft(words[w], ";&|({`$\"'")
-		if !shellPrograms[path.Base(name)] {
+		if !shellPrograms[path.Base(commandWord(words[w]))] {
 			continue
 		}
 		// Options up to one holding c; then the script must start with
@@ -270,6 +273,97 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// remoteScriptPlaceholder finds, in src (a shell script), a placeholder
+// in the remote command of an ssh the script runs, as in ssh h echo {}
+// within the script: ssh joins that command's words into a script for
+// the remote shell, so that an item quoted for this script only is code
+// there. The command ends at an unquoted ; & | ) or newline; a
+// redirection and its file are this shell's, not the remote one's. A
+// command that is a placeholder alone (ssh host {}) runs the item as
+// code, as asked. It returns the placeholder as written.
+func remoteScriptPlaceholder(src string) (string, bool) {
+	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+	for w := range words {
+		if path.Base(commandWord(words[w])) != "ssh" {
+			continue
+		}
+		k := remoteCommandArg(append([]string{"ssh"}, words[w+1:]...))
+		if k < 0 {
+			continue
+		}
+		at := wordOffset(src, words, w+k)
+		if at < 0 {
+			continue
+		}
+		fields := parse(strings.TrimRight(localCommandRest(src[at:]), " \t"))
+		if len(fields) == 1 && fields[0].kind != literal {
+			continue // ssh host {}: the item as the command, code as asked
+		}
+		for _, f := range fields {
+			if f.kind != literal && !f.numeric() { // numbers are safe anywhere
+				return f.text, true
+			}
+		}
+	}
+	return "", false
+}
+
+// localCommandRest returns the text of src up to the end of its first
+// command (an unquoted ; & | ) or newline that closes no $( or ( opened
+// in it), without its redirections' operators and files.
+func localCommandRest(src string) string {
+	var b strings.Builder
+	depth := 0
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		case c == '\\' && i+1 < len(src):
+			b.WriteByte(c)
+			i++
+			c = src[i]
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case depth == 0 && strings.IndexByte(";&|)\n", c) >= 0:
+			return b.String()
+		case depth == 0 && (c == '>' || c == '<'):
+			// The operator (>, >>, >|, >&, <, <>), blanks, then the file.
+			for i+1 < len(src) && strings.IndexByte("<>|&", src[i+1]) >= 0 {
+				i++
+			}
+			for i+1 < len(src) && (src[i+1] == ' ' || src[i+1] == '\t') {
+				i++
+			}
+			for i+1 < len(src) && strings.IndexByte(" \t\n;&|()<>", src[i+1]) < 0 {
+				i++
+			}
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// commandWord returns what may be a command's name in word, a field of a
+// script split at blanks: the text after any operator, parenthesis,
+// quote or assignment it starts with, as sh in x=$(sh or (sh.
+func commandWord(word string) string {
+	return word[strings.LastIndexAny(word, ";&|({`$\"'=")+1:]
 }
 
 // wordOffset returns where words[k], a field of src split at blanks,

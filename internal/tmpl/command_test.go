@@ -241,6 +241,9 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{"sh", "-c", `sh -c 'echo {}'`},
 		{"sh", "-c", `x=1; bash -ec "echo {}"`},
 		{"timeout", "5", "sh", "-c", `sh -c "echo {/}"`},
+		{"sh", "-c", `x=$(sh -c "echo {}"); echo "$x"`},
+		// ssh within the script: the item would be code to the remote shell.
+		{"sh", "-c", "ssh host echo {}"},
 	} {
 		if _, err := ParseCommand(args, false); !errors.Is(err, ErrTemplate) {
 			t.Errorf("ParseCommand(%q, false) = %v; want ErrTemplate", args, err)

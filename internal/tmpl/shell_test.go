@@ -235,6 +235,13 @@ var refused = []struct {
 	{"echo \"$(ca\\\nse x in x) echo {};; esac)\"", "{} is after a backslash at the end of a line"},
 	{"cat <\\\n<EOF\n{}\nEOF", "{} is after a backslash at the end of a line"},
 	{"echo $(echo # )\necho {})", "{} is after a comment inside $(...), which older shells read differently: remove the comment"},
+	// ssh joins its command into a script for the remote shell: quoted for
+	// this one only, an item there would be code on the host.
+	{"ssh h echo {} | wc -l", "{} is in the command of an ssh the script runs, which the remote shell reads as code"},
+	{`ssh -p 22 -o BatchMode=yes u@h "cat {/}"`, "{/} is in the command of an ssh"},
+	{"(timeout 5 ssh h ls {}x)", "{} is in the command of an ssh"},
+	{"x=$(ssh h cat $(echo {.}))", "{.} is in the command of an ssh"},
+	{"ssh h echo >out {}", "{} is in the command of an ssh"},
 	{`echo "{}`, `unterminated double quote: close it with "`},
 	{`echo '{}`, "unterminated single quote: close it with '"},
 	{`echo "oops`, `unterminated double quote: close it with "`},
@@ -291,6 +298,11 @@ var accepted = []string{
 	`case {} in ({}) echo "{}";; esac`,         // case outside $(...)
 	"echo x{a,{}} {1..2}{} *{} ~{} a=~{}",      // braces, globs and tildes
 	`echo $( case_x=1; echo {} )`,              // case only as a word
+	"ssh {} uptime > out/{}.txt",               // ssh's host, and a file of this shell
+	"ssh h uptime; echo {} | ssh h cat",        // after its command, and ssh's stdin
+	"ssh h echo {#} {%}",                       // numbers are safe anywhere
+	"ssh h {}",                                 // the item as the command: code, as asked
+	"grep ssh {}",                              // ssh as a word, with no command after a host
 }
 
 func TestShellAccepted(t *testing.T) {
