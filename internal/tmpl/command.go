@@ -233,18 +233,18 @@ func remoteCommandArg(args []string) int {
 }
 
 // nestedScriptPlaceholder finds, in src (a shell script), a placeholder
-// inside a quoted string that is the script of a shell the script runs,
-// as in sh -c 'echo {}' within the script: the outer quoting makes the
-// item one word of the outer script, which the inner shell then reads as
-// code. It returns the placeholder as written.
+// in the script of a shell the script runs, as in sh -c 'echo {}' or
+// sh -c echo\ {} within the script: the outer quoting makes the item one
+// word of the outer script, which the inner shell then reads as code. A
+// script that is a placeholder alone (sh -c {}) runs the item as code, as
+// asked. It returns the placeholder as written.
 func nestedScriptPlaceholder(src string) (string, bool) {
 	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 	for w := 0; w < len(words); w++ {
 		if !shellPrograms[path.Base(commandWord(words[w]))] {
 			continue
 		}
-		// Options up to one holding c; then the script must start with
-		// a quote.
+		// Options up to one holding c; then the script.
 		c := false
 		k := w + 1
 		for ; k < len(words) && len(words[k]) > 1 && (words[k][0] == '-' || words[k][0] == '+'); k++ {
@@ -253,20 +253,18 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 		if !c || k >= len(words) {
 			continue
 		}
-		// Where that word starts in src, from the name's position on.
+		// Where that word starts in src, from the name's position on,
+		// and where it ends: quoted or not (sh -c 'echo '{}, sh -c
+		// echo\ {}), all of it is the inner shell's code.
 		at := wordOffset(src, words, k)
-		if at < 0 || at >= len(src) || (src[at] != '\'' && src[at] != '"') {
+		if at < 0 || at >= len(src) {
 			continue
 		}
-		q := src[at]
-		end := at + 1
-		for end < len(src) && src[end] != q {
-			if q == '"' && src[end] == '\\' {
-				end++
-			}
-			end++
+		fields := parse(src[at:shellWordEnd(src, at)])
+		if len(fields) == 1 && fields[0].kind != literal {
+			continue // sh -c {}: the item as the script, code as asked
 		}
-		for _, f := range parse(src[at+1 : min(end, len(src))]) {
+		for _, f := range fields {
 			if f.kind != literal && !f.numeric() { // numbers are safe anywhere
 				return f.text, true
 			}
@@ -357,6 +355,38 @@ func localCommandRest(src string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// shellWordEnd returns where the word of the shell script src that starts
+// at src[at] ends: at the first blank, ; & | < > or ) outside quotes and
+// parentheses it opened, or at the end of src.
+func shellWordEnd(src string, at int) int {
+	depth := 0
+	var quote byte
+	for i := at; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		case c == '\\':
+			i++
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case depth == 0 && strings.IndexByte(" \t\n;&|<>)", c) >= 0:
+			return i
+		}
+	}
+	return len(src)
 }
 
 // commandWord returns what may be a command's name in word, a field of a

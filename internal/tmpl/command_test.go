@@ -242,6 +242,9 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{"sh", "-c", `x=1; bash -ec "echo {}"`},
 		{"timeout", "5", "sh", "-c", `sh -c "echo {/}"`},
 		{"sh", "-c", `x=$(sh -c "echo {}"); echo "$x"`},
+		{"sh", "-c", `sh -c "echo "{}`}, // the inner script goes on past the quote
+		{"sh", "-c", `sh -c echo\ {}`},
+		{"bash", "-c", `sh -c x{} && true`},
 		// ssh within the script: the item would be code to the remote shell.
 		{"sh", "-c", "ssh host echo {}"},
 	} {
