@@ -241,14 +241,20 @@ func remoteCommandArg(args []string) int {
 func nestedScriptPlaceholder(src string) (string, bool) {
 	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 	for w := 0; w < len(words); w++ {
-		if !shellPrograms[path.Base(commandWord(words[w]))] {
-			continue
-		}
-		// Options up to one holding c; then the script.
+		name := path.Base(commandWord(words[w]))
 		c := false
 		k := w + 1
-		for ; k < len(words) && len(words[k]) > 1 && (words[k][0] == '-' || words[k][0] == '+'); k++ {
-			c = c || words[k][0] == '-' && !strings.HasPrefix(words[k], "--") && strings.ContainsRune(words[k][1:], 'c')
+		switch {
+		case shellPrograms[name]:
+			// Options up to one holding c; then the script.
+			for ; k < len(words) && len(words[k]) > 1 && (words[k][0] == '-' || words[k][0] == '+'); k++ {
+				c = c || words[k][0] == '-' && !strings.HasPrefix(words[k], "--") && strings.ContainsRune(words[k][1:], 'c')
+			}
+		case commandPrograms[name]:
+			// Up to its -c, within the command; then the script.
+			for ; k < len(words) && !c && !strings.ContainsAny(words[k], ";&|"); k++ {
+				c = words[k] == "-c" || words[k] == "--command" || words[k] == "--session-command"
+			}
 		}
 		if !c || k >= len(words) {
 			continue
@@ -420,15 +426,29 @@ var shellPrograms = map[string]bool{
 	"posh": true, "rbash": true,
 }
 
+// commandPrograms are the programs that run the value of their -c (or
+// --command) option as a shell's script: su - user -c 'cmd', runuser,
+// flock FILE -c 'cmd'. (script -c 'cmd' does too, but "script" is too
+// common a word among other programs' arguments to be told apart.)
+var commandPrograms = map[string]bool{"su": true, "runuser": true, "flock": true}
+
 // scriptArg returns the index in args of the script of a shell run as
 // SHELL [options] -c SCRIPT (busybox sh too), or -1: args[0] is plain and
 // names a shell, and some option cluster before the first operand holds
-// c (-c, -ec, -xc), which makes the first operand the script.
+// c (-c, -ec, -xc), which makes the first operand the script. For one of
+// commandPrograms, the script is the value of its first -c or --command.
 func scriptArg(args []string) int {
 	i := 1
 	switch b := path.Base(args[0]); {
 	case b == "busybox" && len(args) > 1 && args[1] == "sh":
 		i = 2
+	case commandPrograms[b]:
+		for i := 1; i+1 < len(args); i++ {
+			if a := args[i]; a == "-c" || a == "--command" || a == "--session-command" {
+				return i + 1
+			}
+		}
+		return -1
 	case !shellPrograms[b]:
 		return -1
 	}

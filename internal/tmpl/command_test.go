@@ -219,6 +219,12 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{[]string{"timeout", "9", "ssh", "h", "ls", "{}"}, "`id`", []string{"timeout", "9", "ssh", "h", "ls '`id`'"}},
 		{[]string{"ssh", "h", "{}"}, "uptime; w", []string{"ssh", "h", "uptime; w"}}, // the item as the command: code, as asked
 		{[]string{"ssh", "{}", "uptime"}, "h1", []string{"ssh", "h1", "uptime"}},     // the host, not the command
+		// su, runuser and flock run their -c's value as a shell's script.
+		{[]string{"su", "-", "postgres", "-c", "psql -c {}"}, "$(id)", []string{"su", "-", "postgres", "-c", "psql -c '$(id)'"}},
+		{[]string{"runuser", "-l", "u", "--command", "echo {/}"}, "a;b", []string{"runuser", "-l", "u", "--command", "echo 'a;b'"}},
+		{[]string{"flock", "/tmp/lock", "-c", "echo {}"}, "`id`", []string{"flock", "/tmp/lock", "-c", "echo '`id`'"}},
+		{[]string{"su", "-c", "{}"}, "id; w", []string{"su", "-c", "id; w"}}, // the item as the script: code, as asked
+		{[]string{"flock", "{}", "-c", "true"}, "x y", []string{"flock", "x y", "-c", "true"}},
 		// "sh" as a value after the script is an argument, not a shell.
 		{[]string{"sh", "-c", `echo "$1"`, "sh", "{}"}, "-c", []string{"sh", "-c", `echo "$1"`, "sh", "-c"}},
 	}
@@ -243,6 +249,7 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{"timeout", "5", "sh", "-c", `sh -c "echo {/}"`},
 		{"sh", "-c", `x=$(sh -c "echo {}"); echo "$x"`},
 		{"sh", "-c", `sh -c "echo "{}`}, // the inner script goes on past the quote
+		{"sh", "-c", `su - u -c "echo {}"`},
 		{"sh", "-c", `sh -c echo\ {}`},
 		{"bash", "-c", `sh -c x{} && true`},
 		// ssh within the script: the item would be code to the remote shell.
