@@ -24,9 +24,12 @@ type Source struct {
 	Files []string // the files of ::::
 }
 
+// stdinNames are the names of stdin as a :::: file.
+var stdinNames = []string{"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
+
 // SplitSources splits the arguments after pace's flags into the command
 // and the input sources that follow ::: or ::::. A source with nothing
-// after it is ErrEmptySource.
+// after it is ErrEmptySource; stdin named twice is an error too.
 func SplitSources(args []string) (cmdArgs []string, sources []Source, err error) {
 	i := slices.IndexFunc(args, func(a string) bool { return a == ":::" || a == "::::" })
 	if i < 0 {
@@ -50,9 +53,19 @@ func SplitSources(args []string) (cmdArgs []string, sources []Source, err error)
 			}
 		}
 	}
+	stdin := ""
 	for _, s := range sources {
 		if len(s.Args) == 0 && len(s.Files) == 0 {
 			return nil, nil, ErrEmptySource
+		}
+		for _, f := range s.Files {
+			if !slices.Contains(stdinNames, f) {
+				continue
+			}
+			if stdin != "" {
+				return nil, nil, fmt.Errorf(":::: %s and :::: %s both read stdin, which can be read once: the second would get no items, and the run none; save stdin to a file and name it once", stdin, f)
+			}
+			stdin = f
 		}
 	}
 	return cmdArgs, sources, nil

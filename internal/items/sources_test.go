@@ -90,3 +90,21 @@ func TestProductValuesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitSourcesStdinTwice: stdin is read once, so a second :::: naming
+// it got no items, and the run, a product with an empty source, ran
+// nothing and exited 0.
+func TestSplitSourcesStdinTwice(t *testing.T) {
+	for _, args := range [][]string{
+		{"echo", "::::", "-", "::::", "-"},
+		{"echo", "::::", "-", "/dev/stdin"},
+		{"echo", "::::", "/dev/stdin", ":::", "a", "::::", "/dev/fd/0"},
+	} {
+		if _, _, err := SplitSources(args); err == nil || !strings.Contains(err.Error(), "both read stdin") {
+			t.Errorf("SplitSources(%q) = %v, want an error saying stdin is read twice", args, err)
+		}
+	}
+	if _, _, err := SplitSources([]string{"echo", "::::", "-", ":::", "-"}); err != nil {
+		t.Errorf("SplitSources(:::: - ::: -) = %v, want no error (the second - is an item)", err)
+	}
+}
