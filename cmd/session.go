@@ -329,7 +329,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	var err error
 	pool, err = runner.NewPool(runner.Options{
 		Jobs: jobs, Limiter: limiter, Executor: s.executor, Retries: o.Retries,
-		KeepOrder: o.KeepOrder, OnEvent: rec.onEvent, RetryDelay: runner.ConnRetryDelay, Reorder: o.Reorder,
+		KeepOrder: o.KeepOrder, OnEvent: rec.onEvent, RetryDelay: runner.HTTPRetryDelay, Reorder: o.Reorder,
 	})
 	if err != nil { // the options were checked: unreachable
 		panic(err)

@@ -29,13 +29,18 @@ func ConnCause(err error) string {
 	return "network"
 }
 
-// ConnRetryDelay is how long a failed attempt waits before its retry is
-// admitted (Options.RetryDelay): an attempt whose connection failed
-// (HTTPInfo.Conn) is given 250ms, doubling with each attempt up to 30s; any
-// other waits for nothing (a 429 or 503 has paused the backend already).
-func ConnRetryDelay(r *Result) time.Duration {
-	if r.HTTP == nil || r.HTTP.Conn == "" {
+// HTTPRetryDelay is how long a failed attempt of a request waits before
+// its retry is admitted (Options.RetryDelay): 250ms, doubling with each
+// attempt up to 30s, for an attempt whose connection failed
+// (HTTPInfo.Conn), whose server failed (a 5xx other than 503, 408, 425)
+// or whose body was cut short; nothing for a 429 or 503, or an answer
+// that paused the backend (HTTPInfo.PauseUntil), which holds every
+// admission already, and for a job that is not a request. A server that
+// fails at once was sent every retry at once, as fast as the rules allowed.
+func HTTPRetryDelay(r *Result) time.Duration {
+	h := r.HTTP
+	if h == nil || h.StatusCode == http.StatusTooManyRequests || h.StatusCode == http.StatusServiceUnavailable || !h.PauseUntil.IsZero() {
 		return 0
 	}
-	return min(250*time.Millisecond<<min(r.Job.Attempt-1, 8), 30*time.Second)
+	return min(250*time.Millisecond<<min(max(r.Job.Attempt, 1)-1, 8), 30*time.Second)
 }
