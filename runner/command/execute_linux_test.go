@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -163,10 +164,7 @@ func TestJobStartedWhileStoppedIsStopped(t *testing.T) {
 		}
 		e.groups.mu.Lock()
 		for pid := range e.groups.m {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-			if _, after, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(after, "T") {
-				stopped = true
-			}
+			stopped = stopped || groupStopped(pid)
 		}
 		e.groups.mu.Unlock()
 	}
@@ -187,4 +185,20 @@ func TestJobStartedWhileStoppedIsStopped(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the job was not continued")
 	}
+}
+
+// groupStopped reports whether a process of the process group pgid is
+// stopped. The leader may not be: a shell waits in vfork (state D) for a
+// child that the stop reached before its exec.
+func groupStopped(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, _ := os.ReadFile(f)
+		_, after, ok := strings.Cut(string(b), ") ")
+		fields := strings.Fields(after)
+		if ok && len(fields) > 2 && fields[0] == "T" && fields[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
