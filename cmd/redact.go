@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"strings"
-
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/runner"
 )
@@ -48,15 +46,14 @@ func shownItem(j *runner.Job, item string) string { return redact.New().Item(j.A
 // redactLogged returns line, a job log's Command column, as pace now
 // writes it: rows written before commands were redacted hold credentials,
 // which neither a resumed run's check nor its messages may show. A line
-// that holds a placeholder was written redacted and is returned as is; one
-// an earlier pace wrote with control characters raw comes back quoted as
+// that holds a placeholder is redacted again too: an earlier pace that
+// redacted knew fewer secrets (apikey: and Token: headers, _auth names,
+// user:pw@host), and its row must read as this one writes it. One an
+// earlier pace wrote with control characters raw comes back quoted as
 // now. A line that is not a command line as runner.Job.CommandLine writes
 // them (pace fetch's METHOD URL, GNU parallel's, or one edited by hand) is
 // redacted as a shell script, which leaves pace fetch's rows as they are.
 func redactLogged(line string) string {
-	if strings.Contains(line, redact.Placeholder) {
-		return line // written redacted
-	}
 	argv, ok := runner.SplitCommandLine(line)
 	if !ok {
 		return redact.New().Argv([]string{line})[0]

@@ -14,6 +14,11 @@ func TestRedactLogged(t *testing.T) {
 		// Rows as pace writes them now stay as they are.
 		{"curl -H 'Authorization: REDACTED' https://h/", "curl -H 'Authorization: REDACTED' https://h/"},
 		{"echo 'a  b' --x=1", "echo 'a  b' --x=1"},
+		// A row an earlier pace wrote redacted, when apikey: was no
+		// secret header and user:pw@host no URL: redacted as now, or a
+		// resumed run finds its input changed (and shows the key).
+		{"curl -H 'Authorization: REDACTED' -H 'apikey: K9' u:PW@h/x", "curl -H 'Authorization: REDACTED' -H 'apikey: REDACTED' u:REDACTED@h/x"},
+		{"sh -c 'REDISCLI_AUTH=PW redis-cli -a REDACTED ping'", "sh -c 'REDISCLI_AUTH=REDACTED redis-cli -a REDACTED ping'"},
 		// pace fetch's rows (METHOD URL, not quoted) and GNU parallel's.
 		{"GET http://u:REDACTED@h/x?a=1&b=2", "GET http://u:REDACTED@h/x?a=1&b=2"},
 		{"curl  --token tok1  http://h/", "curl  --token REDACTED  http://h/"},
