@@ -83,12 +83,15 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 			if hasPlaceholder(c.args[j]) {
 				continue
 			}
-			i := scriptArg(args[j:end])
+			i, opt := scriptArg(args[j:end])
 			if i < 0 {
 				continue
 			}
 			i += j
-			if hasPlaceholder(c.args[i]) && len(c.args[i]) > 1 {
+			// A script attached to its option (su -c'cmd', --command=cmd)
+			// is that argument after the option's opt bytes.
+			alone := len(c.args[i]) == 1 || len(c.args[i]) == 2 && opt > 0 && c.args[i][0].kind == literal && len(c.args[i][0].text) == opt
+			if hasPlaceholder(c.args[i]) && !alone {
 				script, err := shellScript(args[i:i+1], c.args[i:i+1], false)
 				if err != nil {
 					return nil, err
@@ -244,6 +247,7 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 		name := path.Base(commandWord(words[w]))
 		c := false
 		k := w + 1
+		opt := 0 // the option's bytes before a script attached to it
 		switch {
 		case shellPrograms[name]:
 			// Options up to one holding c; then the script.
@@ -251,9 +255,14 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 				c = c || words[k][0] == '-' && !strings.HasPrefix(words[k], "--") && strings.ContainsRune(words[k][1:], 'c')
 			}
 		case commandPrograms[name]:
-			// Up to its -c, within the command; then the script.
-			for ; k < len(words) && !c && !strings.ContainsAny(words[k], ";&|"); k++ {
-				c = words[k] == "-c" || words[k] == "--command" || words[k] == "--session-command"
+			// Up to its -c, within the command; then the script, or
+			// the script attached to it (-c"cmd", --command=cmd).
+			end := k // past the last word of the command: a script word may hold ; & |
+			for end < len(words) && !strings.ContainsAny(words[end], ";&|") {
+				end++
+			}
+			if i, o := commandScriptArg(append([]string{name}, words[k:min(end+1, len(words))]...)); i > 0 {
+				c, k, opt = true, k+i-1, o
 			}
 		}
 		if !c || k >= len(words) {
@@ -263,9 +272,10 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 		// and where it ends: quoted or not (sh -c 'echo '{}, sh -c
 		// echo\ {}), all of it is the inner shell's code.
 		at := wordOffset(src, words, k)
-		if at < 0 || at >= len(src) {
+		if at < 0 || at+opt >= len(src) {
 			continue
 		}
+		at += opt
 		fields := parse(src[at:shellWordEnd(src, at)])
 		if len(fields) == 1 && fields[0].kind != literal {
 			continue // sh -c {}: the item as the script, code as asked
@@ -432,25 +442,61 @@ var shellPrograms = map[string]bool{
 // common a word among other programs' arguments to be told apart.)
 var commandPrograms = map[string]bool{"su": true, "runuser": true, "flock": true}
 
+// commandArgLetters are the short options of commandPrograms that take a
+// value (su -s SHELL, -g, -G, -w; flock -w SECS, -E CODE): in a cluster,
+// the rest of it is their value, not more options.
+const commandArgLetters = "sgGwE"
+
+// commandScriptArg is scriptArg for one of commandPrograms.
+func commandScriptArg(args []string) (i, opt int) {
+	for i = 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-c" || a == "--command" || a == "--session-command":
+			if i+1 < len(args) {
+				return i + 1, 0
+			}
+			return -1, 0
+		case strings.HasPrefix(a, "--command="):
+			return i, len("--command=")
+		case strings.HasPrefix(a, "--session-command="):
+			return i, len("--session-command=")
+		case len(a) > 2 && a[0] == '-' && a[1] != '-':
+			// A cluster: -lc SCRIPT, -cSCRIPT, -lcSCRIPT.
+			for k := 1; k < len(a) && strings.IndexByte(commandArgLetters, a[k]) < 0; k++ {
+				if a[k] != 'c' {
+					continue
+				}
+				if k+1 < len(a) {
+					return i, k + 1
+				}
+				if i+1 < len(args) {
+					return i + 1, 0
+				}
+				return -1, 0
+			}
+		}
+	}
+	return -1, 0
+}
+
 // scriptArg returns the index in args of the script of a shell run as
 // SHELL [options] -c SCRIPT (busybox sh too), or -1: args[0] is plain and
 // names a shell, and some option cluster before the first operand holds
 // c (-c, -ec, -xc), which makes the first operand the script. For one of
-// commandPrograms, the script is the value of its first -c or --command.
-func scriptArg(args []string) int {
-	i := 1
+// commandPrograms, the script is the value of its first -c or --command,
+// given apart or attached (-cSCRIPT, -lcSCRIPT, --command=SCRIPT); opt is
+// then the length of the option's text before the script in its argument
+// (0 for a script given apart).
+func scriptArg(args []string) (i, opt int) {
+	i = 1
 	switch b := path.Base(args[0]); {
 	case b == "busybox" && len(args) > 1 && args[1] == "sh":
 		i = 2
 	case commandPrograms[b]:
-		for i := 1; i+1 < len(args); i++ {
-			if a := args[i]; a == "-c" || a == "--command" || a == "--session-command" {
-				return i + 1
-			}
-		}
-		return -1
+		return commandScriptArg(args)
 	case !shellPrograms[b]:
-		return -1
+		return -1, 0
 	}
 	script := false
 	for ; i < len(args); i++ {
@@ -458,9 +504,9 @@ func scriptArg(args []string) int {
 		switch {
 		case a == "--":
 			if script && i+1 < len(args) {
-				return i + 1
+				return i + 1, 0
 			}
-			return -1
+			return -1, 0
 		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
 			i++ // an option name, or bash's file, follows
 		case strings.HasPrefix(a, "--"):
@@ -470,12 +516,12 @@ func scriptArg(args []string) int {
 		case len(a) > 1 && a[0] == '+':
 		default:
 			if script {
-				return i
+				return i, 0
 			}
-			return -1 // a script file
+			return -1, 0 // a script file
 		}
 	}
-	return -1
+	return -1, 0
 }
 
 // hasPlaceholder reports whether fields hold a placeholder.

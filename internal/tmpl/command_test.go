@@ -224,6 +224,16 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{[]string{"runuser", "-l", "u", "--command", "echo {/}"}, "a;b", []string{"runuser", "-l", "u", "--command", "echo 'a;b'"}},
 		{[]string{"flock", "/tmp/lock", "-c", "echo {}"}, "`id`", []string{"flock", "/tmp/lock", "-c", "echo '`id`'"}},
 		{[]string{"su", "-c", "{}"}, "id; w", []string{"su", "-c", "id; w"}}, // the item as the script: code, as asked
+		// Their script attached to its option, or after a cluster.
+		{[]string{"su", "root", "-cecho {}"}, "$(id)", []string{"su", "root", "-cecho '$(id)'"}},
+		{[]string{"su", "root", "--command=echo {}"}, "$(id)", []string{"su", "root", "--command=echo '$(id)'"}},
+		{[]string{"runuser", "-u", "u", "--session-command=ls {}"}, "a b", []string{"runuser", "-u", "u", "--session-command=ls 'a b'"}},
+		{[]string{"su", "-lc", "echo {}", "root"}, "`id`", []string{"su", "-lc", "echo '`id`'", "root"}},
+		{[]string{"su", "-lcecho {}"}, "a;b", []string{"su", "-lcecho 'a;b'"}},
+		{[]string{"flock", "-n", "/tmp/lock", "-c", "echo {}"}, "a b", []string{"flock", "-n", "/tmp/lock", "-c", "echo 'a b'"}},
+		{[]string{"su", "--command={}"}, "id; w", []string{"su", "--command=id; w"}},     // the item as the script
+		{[]string{"su", "-s/bin/csh", "{}"}, "x y", []string{"su", "-s/bin/csh", "x y"}}, // -s's value, not -c
+		{[]string{"flock", "-w", "5", "{}", "true"}, "x y", []string{"flock", "-w", "5", "x y", "true"}},
 		{[]string{"flock", "{}", "-c", "true"}, "x y", []string{"flock", "x y", "-c", "true"}},
 		// "sh" as a value after the script is an argument, not a shell.
 		{[]string{"sh", "-c", `echo "$1"`, "sh", "{}"}, "-c", []string{"sh", "-c", `echo "$1"`, "sh", "-c"}},
@@ -250,6 +260,10 @@ func TestCommandShellScriptQuoted(t *testing.T) {
 		{"sh", "-c", `x=$(sh -c "echo {}"); echo "$x"`},
 		{"sh", "-c", `sh -c "echo "{}`}, // the inner script goes on past the quote
 		{"sh", "-c", `su - u -c "echo {}"`},
+		{"sh", "-c", `su - u -c"echo {}"`},
+		{"sh", "-c", `su - u --command="echo {}"`},
+		{"sh", "-c", `su - u -lc "echo {}"`},
+		{"sh", "-c", `su u -c "a; echo {}"`},
 		{"sh", "-c", `sh -c echo\ {}`},
 		{"bash", "-c", `sh -c x{} && true`},
 		// ssh within the script: the item would be code to the remote shell.
