@@ -198,6 +198,15 @@ func TestArgvBareUserinfo(t *testing.T) {
 		{argv("docker pull nginx:1.25@sha256:0123abcd"), argv("docker pull nginx:1.25@sha256:0123abcd")},
 		{argv("npm i @scope/pkg@1.2.3 a:b/c@d"), argv("npm i @scope/pkg@1.2.3 a:b/c@d")},
 		{argv("echo a:b@c..d a:b@host:port"), argv("echo a:b@c..d a:b@host:port")},
+		// Times, versions and name=value words that look the same.
+		{argv("at 10:30@home time=12:00@UTC --label=app:web@v1 pkg:foo@1.2"),
+			argv("at 10:30@home time=12:00@UTC --label=app:web@v1 pkg:foo@1.2")},
+		// Still URLs: a single-label host alone, or with a port or a
+		// path; a dotted host after '='; an address; an API key of digits.
+		{argv("curl u:pw8@myhost u:pw9@myhost:8080 u:pw10@myhost/x"),
+			argv("curl u:REDACTED@myhost u:REDACTED@myhost:8080 u:REDACTED@myhost/x")},
+		{argv("run url=u:pw11@api.example.com --proxy-url=u:pw12@localhost 10:30@10.0.0.1 12345:@api.example.com"),
+			argv("run url=u:REDACTED@api.example.com --proxy-url=u:REDACTED@localhost 10:REDACTED@10.0.0.1 REDACTED@api.example.com")},
 		// A URL given to -u is redacted as a URL, not as user:password.
 		{argv("redis-cli -u redis://:pw7@h ping"), argv("redis-cli -u redis://:REDACTED@h ping")},
 	})
