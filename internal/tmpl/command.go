@@ -329,32 +329,13 @@ func remoteScriptPlaceholder(src string) (string, bool) {
 // in it), without its redirections' operators and files.
 func localCommandRest(src string) string {
 	var b strings.Builder
-	depth := 0
-	var quote byte
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			}
-		case c == '\\' && i+1 < len(src):
-			b.WriteByte(c)
-			i++
-			c = src[i]
-		case quote == '"':
-			if c == '"' {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')' && depth > 0:
-			depth--
-		case depth == 0 && strings.IndexByte(";&|)\n", c) >= 0:
+	var q shellQuotes
+	for i := 0; i < len(src); {
+		next, top := q.step(src, i)
+		switch c := src[i]; {
+		case top && strings.IndexByte(";&|)\n", c) >= 0:
 			return b.String()
-		case depth == 0 && (c == '>' || c == '<'):
+		case top && (c == '>' || c == '<'):
 			// The operator (>, >>, >|, >&, <, <>), blanks, then the file.
 			for i+1 < len(src) && strings.IndexByte("<>|&", src[i+1]) >= 0 {
 				i++
@@ -366,9 +347,11 @@ func localCommandRest(src string) string {
 				i++
 			}
 			b.WriteByte(' ')
+			i++
 			continue
 		}
-		b.WriteByte(c)
+		b.WriteString(src[i:next])
+		i = next
 	}
 	return b.String()
 }
@@ -377,32 +360,50 @@ func localCommandRest(src string) string {
 // at src[at] ends: at the first blank, ; & | < > or ) outside quotes and
 // parentheses it opened, or at the end of src.
 func shellWordEnd(src string, at int) int {
-	depth := 0
-	var quote byte
-	for i := at; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			}
-		case c == '\\':
-			i++
-		case quote == '"':
-			if c == '"' {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')' && depth > 0:
-			depth--
-		case depth == 0 && strings.IndexByte(" \t\n;&|<>)", c) >= 0:
+	var q shellQuotes
+	for i := at; i < len(src); {
+		next, top := q.step(src, i)
+		if top && strings.IndexByte(" \t\n;&|<>)", src[i]) >= 0 {
 			return i
 		}
+		i = next
 	}
 	return len(src)
+}
+
+// shellQuotes follows a shell script's quotes, backslashes and
+// parentheses, a byte at a time (step).
+type shellQuotes struct {
+	depth int  // parentheses opened and not closed
+	quote byte // the quote open, or 0
+}
+
+// step reads src[i]: it returns where the next byte to read is (past the
+// byte a backslash escapes), and whether src[i] stands outside quotes and
+// the parentheses opened so far, where it may end a word or a command (a
+// ')' that closes none does).
+func (q *shellQuotes) step(src string, i int) (next int, top bool) {
+	switch c := src[i]; {
+	case q.quote == '\'':
+		if c == '\'' {
+			q.quote = 0
+		}
+	case c == '\\' && i+1 < len(src):
+		return i + 2, false
+	case q.quote == '"':
+		if c == '"' {
+			q.quote = 0
+		}
+	case c == '\'' || c == '"':
+		q.quote = c
+	case c == '(':
+		q.depth++
+	case c == ')' && q.depth > 0:
+		q.depth--
+	default:
+		return i + 1, q.depth == 0
+	}
+	return i + 1, false
 }
 
 // commandWord returns what may be a command's name in word, a field of a
