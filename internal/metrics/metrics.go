@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -144,18 +146,53 @@ func Serve(addr string, snap func() Snapshot) (*Server, error) {
 	if err := CheckAddr(addr); err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s, err := serve(ln, snap, serverLimits)
+	if err != nil {
+		ln.Close()
+	}
+	return s, err
+}
+
+// limits bound what clients of the metrics server can hold of pace's: a
+// scrape is one small request and a response of a few KiB.
+type limits struct {
+	// conns is the most connections open at once (each a descriptor).
+	conns int
+	// idle closes a kept-alive connection that sends no new request.
+	idle time.Duration
+	// read and write bound the time to read a request (headers and
+	// body) and to write its response (a client that does not read).
+	read, write time.Duration
+	// headerBytes bounds a request's headers.
+	headerBytes int
+}
+
+// serverLimits are Serve's: a few scrapers at once (Prometheus keeps one
+// connection per target), each told off after 10 s of silence or
+// stalling.
+var serverLimits = limits{conns: 8, idle: 30 * time.Second, read: 10 * time.Second, write: 10 * time.Second,
+	headerBytes: 8 << 10}
+
+// serve serves the metrics snap returns on ln within lim.
+func serve(ln net.Listener, snap func() Snapshot, lim limits) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(newCollector(snap)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan error, 1)}
-	go func() { s.done <- s.srv.Serve(ln) }()
+	lln := newLimitListener(ln, lim.conns)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: lim.read, ReadTimeout: lim.read, WriteTimeout: lim.write,
+		IdleTimeout: lim.idle, MaxHeaderBytes: lim.headerBytes,
+		// net/http's complaints (an accept that failed) are not pace's
+		// lines: they would reach stderr with a timestamp.
+		ErrorLog: log.New(io.Discard, "", 0)}
+	s := &Server{srv: srv, ln: lln, done: make(chan error, 1)}
+	go func() { s.done <- srv.Serve(lln) }()
 	return s, nil
 }
 
@@ -169,6 +206,12 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err := s.srv.Shutdown(ctx)
+		if err != nil {
+			// Scrapes that did not finish in time (a client that does
+			// not read) are cut: their connections and goroutines end
+			// here, not when the client gives up.
+			s.srv.Close()
+		}
 		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
 		}
