@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -29,6 +30,10 @@ var errSilent = errors.New("silent error")
 // ExitError ends pace with Code; the problem has already been reported.
 type ExitError struct {
 	Code int
+	// Signal, if not nil, is the signal pace dies of rather than exit
+	// with Code (128 + its number), where it can (Main): SIGINT that
+	// stopped pace exec or its command, so that a shell's loop stops too.
+	Signal os.Signal
 }
 
 // Error returns "exit status N".

@@ -80,6 +80,10 @@ Exit codes:
   127  the command was not found
   130  SIGINT before the command started (143: SIGTERM)
 
+SIGINT that stops pace, or kills the command, kills pace too (a shell's
+status is 130 all the same), so that Ctrl-C stops a shell loop of pace
+exec as it stops a loop of the command.
+
 The command's own status passes through unchanged, so a command exiting
 2, 3, 126 or 127 looks like pace's own failure. pace's failures happen
 before the command starts and always print a line starting "pace:" on
@@ -196,7 +200,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 		FixedMargin: true, CheckLater: true, Verbose: opts.Verbose, Shared: opts.Shared.shared()}, ios.ErrOut)
 	if err != nil {
 		if sig = endWatch(); sig != nil {
-			return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
+			return stoppedBeforeRun(ios, sig)
 		}
 		return reportf(ios, backendExitCode(err, ExitUsage), "%s", userMessage(err))
 	}
@@ -212,7 +216,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	switch {
 	case sig != nil:
 		adm.Release() // the zero Admission, if none, holds nothing
-		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
+		return stoppedBeforeRun(ios, sig)
 	case errors.Is(err, throttle.ErrBadCost):
 		return reportf(ios, ExitUsage, "%s", userMessage(err))
 	case err != nil:
@@ -225,9 +229,26 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	if opts.WaitOnly {
 		return nil
 	}
-	code := runForeground(opts.Factory, path, opts.Command, nil, limiter.Inherited(backend, adm), opts.Factory.exits)
+	code, killedBy := runForeground(opts.Factory, path, opts.Command, nil, limiter.Inherited(backend, adm), opts.Factory.exits)
 	if code != ExitOK {
-		return &ExitError{Code: code}
+		return &ExitError{Code: code, Signal: dieOf(killedBy)}
+	}
+	return nil
+}
+
+// stoppedBeforeRun reports that sig stopped pace exec before its command
+// ran.
+func stoppedBeforeRun(ios *IOStreams, sig os.Signal) error {
+	fmt.Fprintf(ios.ErrOut, "pace: %s: stopped before anything ran\n", interrupt.Name(sig))
+	return &ExitError{Code: signalExitCode(sig), Signal: dieOf(sig)}
+}
+
+// dieOf returns sig if pace should die of it rather than exit (see
+// ExitError.Signal): SIGINT only, the one signal a shell waiting for
+// pace tells from an exit status 130, and stops its script for.
+func dieOf(sig os.Signal) os.Signal {
+	if sig == os.Interrupt {
+		return sig
 	}
 	return nil
 }
@@ -240,9 +261,10 @@ const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
 // environment env (nil: pace's) and the files extra (descriptors 3 and
 // up), sending it the signals pace receives
 // meanwhile, and returns its exit status as a shell gives it (package
-// foreground). Unless last, the signals caught for the command go back to
-// their default action when it returns.
-func runForeground(f *Factory, path string, argv, env []string, extra []*os.File, last bool) int {
+// foreground), and the signal that killed it (nil if it exited). Unless
+// last, the signals caught for the command go back to their default
+// action when it returns.
+func runForeground(f *Factory, path string, argv, env []string, extra []*os.File, last bool) (int, os.Signal) {
 	ios := f.IOStreams
 	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: env, ExtraFiles: extra,
 		Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut, Signals: f.Signals, Last: last})

@@ -429,7 +429,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
 		watching = false
-		code := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
+		code, _ := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
 		facts.command = &code
 		stop()
 		grace := time.NewTimer(o.Grace)

@@ -95,12 +95,18 @@ func newCmdRootFor(f *Factory, args []string) *cobra.Command {
 }
 
 // Main runs pace with the process's arguments, streams and signals, and
-// returns the exit code.
-func Main() int {
+// returns the exit code, and the signal that pace should die of instead
+// where it can (ExitError.Signal; nil for none): main passes it to
+// foreground.Die before it exits with the code.
+func Main() (code int, die os.Signal) {
 	if code, ok := checkStdio(); !ok {
-		return code
+		return code, nil
 	}
 	osfiles.RaiseLimit()
+	// SIGINT ignored from the start (a script's command run with &) is
+	// ignored again once the Notify below is reset: pace could not die of
+	// it, and exits with the code.
+	intIgnored := signal.Ignored(os.Interrupt)
 	// The signals caught here stay caught until the process exits: each
 	// signal.Stop is a round trip to the runtime's signal thread (0.07 to
 	// 0.1 ms of a pace exec on a 2-CPU VM), for nothing once Execute has
@@ -125,7 +131,11 @@ func Main() int {
 			}
 		}
 	}
-	return Execute(f, os.Args[1:])
+	code, die = execute(f, newCmdRootFor(f, os.Args[1:]), os.Args[1:])
+	if intIgnored {
+		die = nil
+	}
+	return code, die
 }
 
 // Execute runs pace with args and returns the exit code. Errors are
@@ -137,6 +147,13 @@ func Execute(f *Factory, args []string) int {
 
 // executeRoot is Execute with the root command made.
 func executeRoot(f *Factory, root *cobra.Command, args []string) int {
+	code, _ := execute(f, root, args)
+	return code
+}
+
+// execute is executeRoot, and also returns the signal pace should die of
+// (ExitError.Signal).
+func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetArgs(bareProgress(args))
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
@@ -145,23 +162,23 @@ func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	cmd, err := root.ExecuteContextC(context.Background())
 	if err == nil {
-		return ExitOK
+		return ExitOK, nil
 	}
 	var exitErr *ExitError
 	if errors.As(err, &exitErr) {
-		return exitErr.Code
+		return exitErr.Code, exitErr.Signal
 	}
 	if errors.Is(err, errSilent) {
-		return ExitFailed
+		return ExitFailed, nil
 	}
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) || !started {
 		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, userFlagError(err, cmd.Name(), args)))
 		fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		return ExitUsage
+		return ExitUsage, nil
 	}
 	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, err.Error()))
-	return ExitFailed
+	return ExitFailed, nil
 }
 
 // shownArgsError returns msg, an error that quotes pace's arguments args

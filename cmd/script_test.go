@@ -19,6 +19,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/pace-cli/pace/internal/foreground"
 	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -73,17 +74,19 @@ func TestMain(m *testing.M) {
 			f.OpenBackend = func(context.Context, limiter.Options, io.Writer) (throttle.Backend, error) {
 				return newFailingBackend(n), nil
 			}
-			exitShowing(Execute(f, os.Args[1:]))
+			exitShowing(Execute(f, os.Args[1:]), nil)
 		},
 	})
 }
 
-// exitShowing exits with code, first printing it on stderr when
-// $PACE_TEST_SHOW_EXIT is set, so that scripts can check exact codes.
-func exitShowing(code int) {
+// exitShowing exits with code, or dies of die as main does, first
+// printing the code on stderr when $PACE_TEST_SHOW_EXIT is set, so that
+// scripts can check exact codes.
+func exitShowing(code int, die os.Signal) {
 	if os.Getenv("PACE_TEST_SHOW_EXIT") != "" {
 		fmt.Fprintf(os.Stderr, "[exit %d]\n", code)
 	}
+	foreground.Die(die)
 	os.Exit(code)
 }
 

@@ -86,9 +86,9 @@ type Command struct {
 
 // Run runs c, sending it the signals pace receives meanwhile (those on
 // c.Signals, and those a shell leaves to its command: forwarded), and
-// returns its exit status as a shell gives it. What goes wrong is said on
-// c.Stderr.
-func Run(c Command) int {
+// returns its exit status as a shell gives it, and the signal that killed
+// it (nil if it exited). What goes wrong is said on c.Stderr.
+func Run(c Command) (code int, killedBy os.Signal) {
 	cmd := &exec.Cmd{Path: c.Path, Args: c.Argv, Env: c.Env, Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
 		ExtraFiles: c.ExtraFiles}
 	// The thread that starts the command lives until it has exited (see
@@ -106,7 +106,7 @@ func Run(c Command) int {
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(c.Stderr, "pace: %v\n", StartError(c.Argv[0], err))
-		return StartExitCode(err)
+		return StartExitCode(err), nil
 	}
 	done := make(chan struct{})
 	forwarded := make(chan struct{})
@@ -128,7 +128,7 @@ func Run(c Command) int {
 	<-forwarded
 	if cmd.ProcessState == nil { // copying a stream failed before the exit was known
 		fmt.Fprintf(c.Stderr, "pace: %s: %v\n", c.Argv[0], err)
-		return 1
+		return 1, nil
 	}
 	return exitStatus(cmd.ProcessState)
 }

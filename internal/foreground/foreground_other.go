@@ -4,8 +4,11 @@ package foreground
 
 import "os"
 
-// exitStatus returns a finished command's exit status.
-func exitStatus(ps *os.ProcessState) int { return ps.ExitCode() }
+// exitStatus returns a finished command's exit status, and no signal.
+func exitStatus(ps *os.ProcessState) (int, os.Signal) { return ps.ExitCode(), nil }
+
+// Die does nothing: the caller exits with its code.
+func Die(os.Signal) {}
 
 // notifyForwarded does nothing: SIGINT (from the Factory) is the one
 // signal Windows delivers.

@@ -6,17 +6,38 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // exitStatus returns a finished command's exit status as a shell gives
-// it: its exit code, or 128 + the signal that killed it.
-func exitStatus(ps *os.ProcessState) int {
+// it: its exit code, or 128 + the signal that killed it, and that signal.
+func exitStatus(ps *os.ProcessState) (int, os.Signal) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), ws.Signal()
 	}
-	return ps.ExitCode()
+	return ps.ExitCode(), nil
+}
+
+// Die makes pace die of sig, by its default action, when sig is SIGINT:
+// what a shell expects of a program that Ctrl-C stopped. A shell that
+// gets SIGINT while it waits for a command goes on with its script only if
+// the command exited (it took the signal as handled): a loop of pace exec
+// went on to its next call at each Ctrl-C, where a loop of the commands
+// themselves stops. Die returns if pace lives on (sig is another signal,
+// or it was not killed in a second): the caller then exits with its code.
+// The caller has no signal.Notify left for sig that it needs, and SIGINT
+// was not ignored when pace started (pace's Notify undid that; a shell
+// that ignored it wants no death by it).
+func Die(sig os.Signal) {
+	if sig != os.Interrupt {
+		return
+	}
+	signal.Reset(sig)
+	if syscall.Kill(os.Getpid(), syscall.SIGINT) == nil {
+		time.Sleep(time.Second)
+	}
 }
 
 // forwardedSignals are the signals pace exec catches only to send them
