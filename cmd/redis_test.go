@@ -408,6 +408,19 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 	if strings.Contains(stderr, "Wr0ngSecretPw") {
 		t.Errorf("wrong password: stderr shows it:\n%s", stderr)
 	}
+	// No password: Redis answers the admission script (more than 10
+	// arguments) "ERR Protocol error: unauthenticated multibulk length",
+	// and pace quota show NOAUTH; both say what is missing.
+	for _, args := range [][]string{
+		{"exec", "--redis", "redis://" + srv.Addr(), "--key", "c", "-r", "10/s", "--", "true"},
+		{"fetch", "--redis", "redis://" + srv.Addr(), "--key", "c", "-r", "10/s", js.URL + "/{}"},
+		{"quota", "show", "--redis", "redis://" + srv.Addr(), "--key", "a"},
+	} {
+		code, _, stderr := execPace(t, "1\n", args...)
+		if code != ExitBackend || !strings.Contains(stderr, "Redis wants a password and the URL gives none") {
+			t.Errorf("%q without a password: exit %d, stderr %q; want 3 and what is missing", args, code, stderr)
+		}
+	}
 }
 
 // TestRedisRestartMidRun kills Redis in the middle of a run and starts it

@@ -222,7 +222,7 @@ func parseSpec(spec string) (Options, error) {
 // backendError is the error of a call to Redis that failed while doing
 // what.
 func backendError(key, what string, err error) error {
-	return fmt.Errorf("redisrate: %s quota %q: %s: %w", what, key, RedactURL(err.Error()), throttle.ErrBackend)
+	return fmt.Errorf("redisrate: %s quota %q: %s%s: %w", what, key, passwordHint(err), RedactURL(err.Error()), throttle.ErrBackend)
 }
 
 var (

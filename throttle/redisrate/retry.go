@@ -49,6 +49,18 @@ func permanent(err error) bool {
 	return true
 }
 
+// passwordHint says what to do when err is Redis refusing a client that
+// has not authenticated, else "". Redis answers NOAUTH to a short
+// command, but to one of more than 10 arguments (the admission script's)
+// "ERR Protocol error: unauthenticated multibulk length", which does not
+// say that a password is missing.
+func passwordHint(err error) string {
+	if redis.HasErrorPrefix(err, "NOAUTH") || strings.Contains(err.Error(), "Protocol error: unauthenticated") {
+		return `Redis wants a password and the URL gives none (write ":PASSWORD@" before its host): `
+	}
+	return ""
+}
+
 // answered reports whether err, from a call to Redis, still means that
 // Redis answered: no error, or an error reply.
 func answered(err error) bool {
@@ -88,7 +100,7 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 		}
 		l.failures.Add(1)
 		if permanent(err) {
-			return fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
+			return fmt.Errorf("redisrate: quota %q: %s%w: %w", l.name, passwordHint(err), throttle.ErrBackend, err)
 		}
 		if failingSince.IsZero() {
 			failingSince = start
