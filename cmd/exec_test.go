@@ -5,11 +5,9 @@ package cmd
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,80 +241,6 @@ func TestExecRootSame(t *testing.T) {
 		if c1 != c2 || o1 != o2 || e1 != e2 {
 			t.Errorf("pace %q: from the whole root: exit %d, stdout %q, stderr %q; from exec's own: exit %d, stdout %q, stderr %q",
 				args, c1, o1, e1, c2, o2, e2)
-		}
-	}
-}
-
-// TestExecDiesOfSIGINT: a pace exec that SIGINT stopped, or whose command
-// SIGINT killed, dies of SIGINT itself, as the command would have: a
-// shell waiting for it (a loop of pace exec) stops its script only then.
-// pace used to exit 130, which bash takes for a command that handled
-// Ctrl-C: each Ctrl-C ended one call and the loop went on to the next.
-// A command that exits 130 of its own accord, and a SIGTERM, still give
-// an exit status.
-func TestExecDiesOfSIGINT(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	run := func(name string, signal func(pid int, stderr func() string), args ...string) (syscall.WaitStatus, string) {
-		t.Helper()
-		errPath := filepath.Join(dir, name+".stderr")
-		stderr, err := os.Create(errPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stderr.Close()
-		c := exec.Command("pace", append([]string{"exec"}, args...)...)
-		c.Stderr = stderr
-		c.Env = append(os.Environ(), redisURLEnv+"=", "GORACE=atexit_sleep_ms=0")
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		read := func() string { b, _ := os.ReadFile(errPath); return string(b) }
-		if signal != nil {
-			signal(c.Process.Pid, read)
-		}
-		done := make(chan struct{})
-		go func() { c.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			c.Process.Kill()
-			<-done
-			t.Fatalf("%s: pace did not end", name)
-		}
-		return c.ProcessState.Sys().(syscall.WaitStatus), read()
-	}
-	status := func(ws syscall.WaitStatus) string {
-		if ws.Signaled() {
-			return "killed by " + ws.Signal().String()
-		}
-		return "exit " + strconv.Itoa(ws.ExitStatus())
-	}
-	whileWaiting := func(sig syscall.Signal) func(int, func() string) {
-		return func(pid int, stderr func() string) {
-			waitFor(t, "pace waiting for the quota", func() bool { return strings.Contains(stderr(), "waiting for") })
-			syscall.Kill(pid, sig)
-		}
-	}
-	quota := []string{"-v", "--key", "q", "--state", dir, "-r", "1/min"}
-	if ws, stderr := run("first", nil, append(quota, "--", "true")...); ws.ExitStatus() != 0 {
-		t.Fatalf("first call: %s: %s", status(ws), stderr)
-	}
-
-	for _, c := range []struct {
-		name   string
-		signal func(int, func() string)
-		args   []string
-		want   string
-	}{
-		{"command killed by SIGINT", nil, []string{"--", "sh", "-c", "kill -INT $$"}, "killed by interrupt"},
-		{"command exits 130", nil, []string{"--", "sh", "-c", "exit 130"}, "exit 130"},
-		{"SIGINT while waiting", whileWaiting(syscall.SIGINT), append(quota, "--", "true"), "killed by interrupt"},
-		{"SIGTERM while waiting", whileWaiting(syscall.SIGTERM), append(quota, "--", "true"), "exit 143"},
-	} {
-		ws, stderr := run(strings.ReplaceAll(c.name, " ", "-"), c.signal, c.args...)
-		if got := status(ws); got != c.want {
-			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
 		}
 	}
 }

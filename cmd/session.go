@@ -95,7 +95,7 @@ func (s *session) run(ctx context.Context) error {
 		w, err := s.openOut(setupCtx)
 		if err != nil {
 			if sig := sigs.Signal(); sig != nil {
-				return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
+				return stoppedBeforeRun(ios, sig)
 			}
 			return reportf(ios, ExitUsage, "%v", err)
 		}
@@ -162,8 +162,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 	}
 	stopped := func() error {
 		closeRun()
-		sig := sigs.Signal()
-		return reportf(ios, signalExitCode(sig), "%s: stopped before anything ran", interrupt.Name(sig))
+		return stoppedBeforeRun(ios, sigs.Signal())
 	}
 
 	backend, err = s.f.openBackend(ctx, o.backendOptions(), errOut)
@@ -227,7 +226,7 @@ func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *
 		}
 	}
 	if code != ExitOK {
-		return &ExitError{Code: code}
+		return &ExitError{Code: code, Signal: res.dieOf(code)}
 	}
 	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/pace-cli/pace/internal/human"
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/summary"
@@ -103,3 +105,15 @@ func plural(n int, word string) string { return human.Plural(n, word) }
 
 // roundDuration rounds d for display (human.Duration).
 func roundDuration(d time.Duration) time.Duration { return human.Duration(d) }
+
+// dieOf returns the signal pace should die of rather than exit with
+// code, summarize's (ExitError.Signal): SIGINT when it stopped the run
+// and gave the code, so that a shell's loop of runs stops at Ctrl-C as it
+// does for any command; nil when the code is a command's (pace proxy --
+// CMD) or the limiter's.
+func (f *runFacts) dieOf(code int) os.Signal {
+	if f.command != nil || f.limitErr != nil || f.signal != interrupt.Name(os.Interrupt) || code != ExitInterrupted {
+		return nil
+	}
+	return os.Interrupt
+}

@@ -1,0 +1,117 @@
+//go:build unix
+
+package cmd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pace's process, run with args, signalled by signal (if not nil) once
+// started: how it ended, and its stderr.
+func paceEnds(t *testing.T, dir, name string, signal func(pid int, stderr func() string), args ...string) (string, string) {
+	t.Helper()
+	errPath := filepath.Join(dir, name+".stderr")
+	stderr, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	c := exec.Command("pace", args...)
+	c.Stderr = stderr
+	c.Env = append(os.Environ(), redisURLEnv+"=", "GORACE=atexit_sleep_ms=0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string { b, _ := os.ReadFile(errPath); return string(b) }
+	if signal != nil {
+		signal(c.Process.Pid, read)
+	}
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		<-done
+		t.Fatalf("%s: pace did not end", name)
+	}
+	ws := c.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return "killed by " + ws.Signal().String(), read()
+	}
+	return "exit " + strconv.Itoa(ws.ExitStatus()), read()
+}
+
+// signalOnce returns a signal function for paceEnds that sends sig once
+// stderr holds text.
+func signalOnce(t *testing.T, text string, sig syscall.Signal) func(int, func() string) {
+	return func(pid int, stderr func() string) {
+		waitFor(t, "pace's stderr to say "+text, func() bool { return strings.Contains(stderr(), text) })
+		syscall.Kill(pid, sig)
+	}
+}
+
+// TestExecDiesOfSIGINT: a pace exec that SIGINT stopped, or whose command
+// SIGINT killed, dies of SIGINT itself, as the command would have: a
+// shell waiting for it (a loop of pace exec) stops its script only then.
+// pace used to exit 130, which bash takes for a command that handled
+// Ctrl-C: each Ctrl-C ended one call and the loop went on to the next.
+// A command that exits 130 of its own accord, and a SIGTERM, still give
+// an exit status.
+func TestExecDiesOfSIGINT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	quota := []string{"exec", "-v", "--key", "q", "--state", dir, "-r", "1/min"}
+	if got, stderr := paceEnds(t, dir, "first", nil, append(quota, "--", "true")...); got != "exit 0" {
+		t.Fatalf("first call: %s: %s", got, stderr)
+	}
+	for _, c := range []struct {
+		name   string
+		signal func(int, func() string)
+		args   []string
+		want   string
+	}{
+		{"command killed by SIGINT", nil, []string{"exec", "--", "sh", "-c", "kill -INT $$"}, "killed by interrupt"},
+		{"command exits 130", nil, []string{"exec", "--", "sh", "-c", "exit 130"}, "exit 130"},
+		{"SIGINT while waiting", signalOnce(t, "waiting for", syscall.SIGINT), append(quota, "--", "true"), "killed by interrupt"},
+		{"SIGTERM while waiting", signalOnce(t, "waiting for", syscall.SIGTERM), append(quota, "--", "true"), "exit 143"},
+	} {
+		got, stderr := paceEnds(t, dir, strings.ReplaceAll(c.name, " ", "-"), c.signal, c.args...)
+		if got != c.want {
+			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
+		}
+	}
+}
+
+// TestRunDiesOfSIGINT: pace run stopped by SIGINT dies of it once its
+// summary is written, for the same reason as pace exec
+// (TestExecDiesOfSIGINT); a SIGTERM, and a job's 130 that --halt makes
+// pace's, still give exit statuses.
+func TestRunDiesOfSIGINT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		signal func(int, func() string)
+		args   []string
+		want   string
+	}{
+		{"SIGINT while waiting", signalOnce(t, "job finished", syscall.SIGINT), []string{"-r", "1/min", "--", "true"}, "killed by interrupt"},
+		{"SIGTERM while waiting", signalOnce(t, "job finished", syscall.SIGTERM), []string{"-r", "1/min", "--", "true"}, "exit 143"},
+		{"a job's 130 by --halt", nil, []string{"--halt", "now,fail=1", "--", "sh", "-c", "exit 130"}, "exit 130"},
+	} {
+		args := append([]string{"run", "-v", "--progress", "never", "-j", "1"}, c.args...)
+		args = append(args, ":::", "1", "2")
+		got, stderr := paceEnds(t, dir, strings.ReplaceAll(c.name, " ", "-"), c.signal, args...)
+		if got != c.want {
+			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
+		}
+	}
+}
