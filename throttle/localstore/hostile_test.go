@@ -3,6 +3,7 @@
 package localstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -340,5 +341,63 @@ func TestUnfinishedStore(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Size() != int64(page) {
 		t.Errorf("the damaged store was changed to %d bytes", fi.Size())
+	}
+}
+
+// TestMetaPageDamaged: garbage over one of the store's two meta pages is
+// damage, not a store to open as the other one's earlier state: bbolt
+// would, and the quota would silently go back to it (the one written at
+// creation: nothing recorded). Found by a hostile pass: dd over the first
+// page, then pace quota show said "none recorded" and the next call went
+// in. Both for a process opening the store and one that keeps it open.
+func TestMetaPageDamaged(t *testing.T) {
+	page := int64(os.Getpagesize())
+	for _, at := range []int64{0, page} {
+		for _, kept := range []bool{false, true} {
+			dir := t.TempDir()
+			s := open(t, dir, "m", "2/h", localstore.Options{})
+			for range 2 {
+				a, err := s.Admit(context.Background(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Release()
+			}
+			if !kept {
+				_ = s.Close()
+			}
+			path := filepath.Join(dir, "m.db")
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			garbage := bytes.Repeat([]byte{0x5a}, int(page))
+			if _, err := f.WriteAt(garbage, at); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if kept {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_, err := s.Admit(ctx, 1)
+				cancel()
+				if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "damaged") {
+					t.Errorf("page at %d spoiled under an open store: Admit = %v, want ErrBackend: damaged", at, err)
+				}
+				continue
+			}
+			if _, err := localstore.Inspect(dir, "m"); err == nil || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("page at %d spoiled: Inspect = %v, want damaged", at, err)
+			}
+			s2, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "m", Rules: mustRules(t, "2/h"), Jitter: -1})
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_, err = s2.Admit(ctx, 1)
+				cancel()
+				_ = s2.Close()
+			}
+			if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("page at %d spoiled: Open and Admit = %v, want ErrBackend: damaged", at, err)
+			}
+		}
 	}
 }

@@ -81,11 +81,32 @@ func currentMeta(f *os.File, pageSize int, buf *[]byte) ([]byte, error) {
 	return best, nil
 }
 
-func validMeta(m []byte) bool {
+// metaPagesSound reports whether both meta pages in b, the start of a
+// store file whose pages are pageSize long (as currentMeta reads it),
+// are bbolt's: its magic number and version, whether or not the rest
+// passes its checksum. A commit cut short in its meta page (a torn
+// commit: TestKeptOpenTornCommit) leaves one that fails the checksum,
+// and bbolt rightly takes the other, the last whole commit. Anything else
+// over a meta page (garbage written over the file's first pages) is
+// damage: bbolt would open the store as the other page's earlier state,
+// and the quota would go back to it silently, to nothing recorded if
+// that page is the one written at the store's creation.
+func metaPagesSound(b []byte, pageSize int) bool {
+	end := pageSize + pageHeader + metaSize
+	return len(b) >= end && bboltMeta(b[pageHeader:pageHeader+metaSize]) && bboltMeta(b[pageSize+pageHeader:end])
+}
+
+// bboltMeta reports whether m starts as a bbolt meta of version 2 does.
+func bboltMeta(m []byte) bool {
 	ne := binary.NativeEndian
-	if ne.Uint32(m[0:]) != boltMagic || ne.Uint32(m[4:]) != 2 {
+	return ne.Uint32(m[0:]) == boltMagic && ne.Uint32(m[4:]) == 2
+}
+
+func validMeta(m []byte) bool {
+	if !bboltMeta(m) {
 		return false
 	}
+	ne := binary.NativeEndian
 	h := fnv.New64a()
 	_, _ = h.Write(m[:metaSize-8])
 	return h.Sum64() == ne.Uint64(m[metaSize-8:])
@@ -126,6 +147,9 @@ func (k *keptDB) reuse(p paths) (bool, error) {
 	m, err := currentMeta(k.f, int(pageSize), &k.buf)
 	if err != nil || m == nil {
 		return false, err
+	}
+	if !metaPagesSound(k.buf, int(pageSize)) {
+		return false, p.damaged("a meta page is not bbolt's")
 	}
 	if end := int64(metaPgid(m)) * pageSize; end > k.mapped || end > fi.Size() {
 		return false, nil

@@ -96,7 +96,7 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	// The lock above keeps every pace out; bbolt's own lock on the file
 	// waits (polling every 50ms) only for other programs.
-	db, _, err := openBolt(p.db, o.perm, o.bolt())
+	db, f, err := openBolt(p.db, o.perm, o.bolt())
 	if err != nil {
 		return p.openError(err)
 	}
@@ -105,7 +105,24 @@ func withDB(ctx context.Context, p paths, o txOptions, fn func(*bbolt.DB) error)
 			err = cerr
 		}
 	}()
+	if err := p.checkMetas(f, db.Info().PageSize); err != nil {
+		return err
+	}
 	return fn(db)
+}
+
+// checkMetas returns the damaged error for the store file f, opened by
+// bbolt with pages of pageSize, if one of its two meta pages is not
+// bbolt's (metaPagesSound).
+func (p paths) checkMetas(f *os.File, pageSize int) error {
+	var b []byte
+	if _, err := currentMeta(f, pageSize, &b); err != nil {
+		return err
+	}
+	if !metaPagesSound(b, pageSize) {
+		return p.damaged("a meta page is not bbolt's")
+	}
+	return nil
 }
 
 // bolt returns bbolt's options for o.
@@ -213,6 +230,10 @@ func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) erro
 				return errNotKept
 			}
 			return s.paths.openError(err)
+		}
+		if err := s.paths.checkMetas(k.f, int(k.pageSize)); err != nil {
+			_ = k.close()
+			return err
 		}
 		s.kept = k
 	}
