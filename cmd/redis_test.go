@@ -295,13 +295,7 @@ func TestRedisRuleMismatch(t *testing.T) {
 // deadRedisURL returns the URL, with a password, of a loopback port where
 // nothing listens.
 func deadRedisURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "redis://pace:dead5ecret@" + addr
+	return "redis://pace:dead5ecret@" + redistest.DeadAddr(t)
 }
 
 // silentRedisURL returns the URL, with a password, of a loopback port

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -478,16 +477,11 @@ func TestLiveUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	one := mustRules(t, "10/s")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	_ = ln.Close()
+	closed := redistest.DeadAddr(t)
 	// Nothing listens: no outage to wait out, an error at once (long
 	// before the timeout) that says so.
 	start := time.Now()
-	_, err = redisrate.Dial(ctx, "redis://:s3cret@"+closed+"?dial_timeout=200ms", redisrate.Options{Rules: one, Timeout: time.Minute})
+	_, err := redisrate.Dial(ctx, "redis://:s3cret@"+closed+"?dial_timeout=200ms", redisrate.Options{Rules: one, Timeout: time.Minute})
 	if !errors.Is(err, throttle.ErrBackend) || strings.Contains(err.Error(), "s3cret") ||
 		!strings.Contains(err.Error(), "connection refused: no Redis listens at "+closed) {
 		t.Errorf("Dial(nothing listening) = %v, want ErrBackend saying no Redis listens there, without the password", err)
