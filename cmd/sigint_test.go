@@ -17,6 +17,12 @@ import (
 // started: how it ended, and its stderr.
 func paceEnds(t *testing.T, dir, name string, signal func(pid int, stderr func() string), args ...string) (string, string) {
 	t.Helper()
+	return paceEndsIn(t, dir, name, nil, signal, args...)
+}
+
+// paceEndsIn is paceEnds with pace started with attr (nil: none).
+func paceEndsIn(t *testing.T, dir, name string, attr *syscall.SysProcAttr, signal func(pid int, stderr func() string), args ...string) (string, string) {
+	t.Helper()
 	errPath := filepath.Join(dir, name+".stderr")
 	stderr, err := os.Create(errPath)
 	if err != nil {
@@ -26,7 +32,11 @@ func paceEnds(t *testing.T, dir, name string, signal func(pid int, stderr func()
 	c := exec.Command("pace", args...)
 	c.Stderr = stderr
 	c.Env = append(os.Environ(), redisURLEnv+"=", "GORACE=atexit_sleep_ms=0")
+	c.SysProcAttr = attr
 	if err := c.Start(); err != nil {
+		if attr != nil {
+			t.Skipf("%s: cannot start pace so: %v", name, err)
+		}
 		t.Fatal(err)
 	}
 	read := func() string { b, _ := os.ReadFile(errPath); return string(b) }

@@ -29,9 +29,13 @@ func exitStatus(ps *os.ProcessState) (int, os.Signal) {
 // or it was not killed in a second): the caller then exits with its code.
 // The caller has no signal.Notify left for sig that it needs, and SIGINT
 // was not ignored when pace started (pace's Notify undid that; a shell
-// that ignored it wants no death by it).
+// that ignored it wants no death by it). Nor does pace die as the first
+// process of a PID namespace (a container's entrypoint): the kernel drops
+// a signal that a namespace's init has no handler for, even one it sends
+// itself, and Go's runtime, finding itself alive, would exit with status
+// 2, pace's usage error; it exits with its code instead.
 func Die(sig os.Signal) {
-	if sig != os.Interrupt {
+	if sig != os.Interrupt || os.Getpid() == 1 {
 		return
 	}
 	signal.Reset(sig)
