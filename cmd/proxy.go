@@ -429,8 +429,9 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
 		watching = false
-		code, _ := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
+		code, killedBy := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
 		facts.command = &code
+		facts.commandSignal = killedBy
 		stop()
 		grace := time.NewTimer(o.Grace)
 		// CMD has ended: a signal now is for pace, and closes what is
@@ -453,6 +454,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 			facts.signal = interrupt.Name(sig)
 			if code == ExitOK {
 				code = signalExitCode(sig)
+				facts.commandSignal = sig
 			}
 		}
 		grace.Stop()

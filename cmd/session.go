@@ -271,6 +271,10 @@ type runFacts struct {
 	// command, the exit status of its -- CMD, which is pace's.
 	proxy   *ProxySummary
 	command *int
+	// commandSignal is the signal that gave pace proxy -- CMD its exit
+	// status: the one that killed CMD, or one that came once CMD had
+	// exited 0.
+	commandSignal os.Signal
 }
 
 // supervise runs the pool over the input with every goroutine the run

@@ -125,3 +125,24 @@ func TestRunDiesOfSIGINT(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyDiesOfSIGINT: pace proxy -- CMD whose CMD SIGINT killed (Ctrl-C
+// reaches both) dies of SIGINT, as pace exec does, so that a shell loop
+// of pace proxy -- CMD stops; it used to exit 130 and the loop went on. A
+// CMD that exits 130 itself still gives 130.
+func TestProxyDiesOfSIGINT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, script, want string
+	}{
+		{"command killed by SIGINT", "kill -INT $$", "killed by interrupt"},
+		{"command exits 130", "exit 130", "exit 130"},
+	} {
+		got, stderr := paceEnds(t, dir, strings.ReplaceAll(c.name, " ", "-"), nil,
+			"proxy", "--progress", "never", "--upstream", "http://127.0.0.1:9", "--", "sh", "-c", c.script)
+		if got != c.want {
+			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
+		}
+	}
+}

@@ -109,10 +109,18 @@ func roundDuration(d time.Duration) time.Duration { return human.Duration(d) }
 // dieOf returns the signal pace should die of rather than exit with
 // code, summarize's (ExitError.Signal): SIGINT when it stopped the run
 // and gave the code, so that a shell's loop of runs stops at Ctrl-C as it
-// does for any command; nil when the code is a command's (pace proxy --
-// CMD) or the limiter's.
+// does for any command; nil when the code is the limiter's. pace proxy
+// -- CMD dies of SIGINT when that gave its status (commandSignal): CMD
+// killed by it, as pace exec does, since Ctrl-C reaches CMD and pace
+// alike; not for CMD's own exit status 130.
 func (f *runFacts) dieOf(code int) os.Signal {
-	if f.command != nil || f.limitErr != nil || f.signal != interrupt.Name(os.Interrupt) || code != ExitInterrupted {
+	if f.command != nil {
+		if *f.command == code && code == ExitInterrupted {
+			return dieOf(f.commandSignal)
+		}
+		return nil
+	}
+	if f.limitErr != nil || f.signal != interrupt.Name(os.Interrupt) || code != ExitInterrupted {
 		return nil
 	}
 	return os.Interrupt
