@@ -137,7 +137,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		return audited{rep: audit.New(rules, opts.Jobs, calls)}
 	})
 	if sig != nil {
-		return reportf(ios, signalExitCode(sig), "%s: audit of %s stopped: no verdict", interrupt.Name(sig), name)
+		return stoppedf(ios, sig, "%s: audit of %s stopped: no verdict", interrupt.Name(sig), name)
 	}
 	switch {
 	case res.err != nil:

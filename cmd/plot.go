@@ -143,7 +143,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 		return read{log, err}
 	})
 	if sig != nil {
-		return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
+		return stoppedf(ios, sig, "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 	}
 	log := res.log
 	if res.err != nil {
@@ -187,7 +187,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	case sig := <-opts.Signals:
 		cancel()
 		if <-done != nil {
-			return reportf(ios, signalExitCode(sig), "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
+			return stoppedf(ios, sig, "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 		}
 	}
 	if werr != nil {

@@ -321,7 +321,7 @@ func confirmReset(opts *QuotaOptions, what string) error {
 	})
 	if sig != nil {
 		fmt.Fprintln(ios.ErrOut)
-		return reportf(ios, signalExitCode(sig), "%s: %s left as it was", interrupt.Name(sig), what)
+		return stoppedf(ios, sig, "%s: %s left as it was", interrupt.Name(sig), what)
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

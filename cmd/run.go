@@ -447,7 +447,7 @@ loop:
 	readErr := got.Err
 	switch sig := sigs.Signal(); {
 	case sig != nil:
-		return reportf(ios, signalExitCode(sig), "%s: dry run stopped", interrupt.Name(sig))
+		return stoppedf(ios, sig, "%s: dry run stopped", interrupt.Name(sig))
 	case out.closed():
 		return &ExitError{Code: ExitBrokenPipe}
 	case writeErr != nil:

@@ -443,3 +443,11 @@ func reportf(ios *IOStreams, code int, format string, args ...any) error {
 	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
 	return &ExitError{Code: code}
 }
+
+// stoppedf is reportf for a command that sig stopped: its exit code
+// (128 + its number), and death by it where pace dies of it (dieOf), as
+// a run's does.
+func stoppedf(ios *IOStreams, sig os.Signal, format string, args ...any) error {
+	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
+	return &ExitError{Code: signalExitCode(sig), Signal: dieOf(sig)}
+}

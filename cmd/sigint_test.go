@@ -146,3 +146,48 @@ func TestProxyDiesOfSIGINT(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunDiesOfSIGINT: a dry run (or an audit, a plot, the question of
+// quota reset) that SIGINT stopped dies of it too, as a run does: a loop
+// of pace run --dry-run went on at each Ctrl-C. The dry run reads a FIFO
+// that stays open, so it is stopped while it waits for more items.
+func TestDryRunDiesOfSIGINT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "items")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0) // a writer that stays
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.WriteString("a\n")
+	out := filepath.Join(dir, "out")
+	stdout, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	c := exec.Command("pace", "run", "--dry-run", "-a", fifo, "--", "echo")
+	c.Stdout = stdout
+	c.Env = append(os.Environ(), redisURLEnv+"=", "GORACE=atexit_sleep_ms=0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the dry run to show its first item", func() bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), "echo a") })
+	syscall.Kill(c.Process.Pid, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		<-done
+		t.Fatal("the dry run did not end")
+	}
+	if ws := c.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("a dry run stopped by SIGINT ended %v, want killed by SIGINT", c.ProcessState)
+	}
+}
