@@ -43,6 +43,13 @@ func paceEndsIn(t *testing.T, dir, name string, attr *syscall.SysProcAttr, signa
 	if signal != nil {
 		signal(c.Process.Pid, read)
 	}
+	return waitEnd(t, c, name), read()
+}
+
+// waitEnd waits for c, a pace started, for 30 s at most, and says how it
+// ended: "exit N" or "killed by SIGNAL".
+func waitEnd(t *testing.T, c *exec.Cmd, name string) string {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
 	select {
@@ -54,9 +61,9 @@ func paceEndsIn(t *testing.T, dir, name string, attr *syscall.SysProcAttr, signa
 	}
 	ws := c.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
-		return "killed by " + ws.Signal().String(), read()
+		return "killed by " + ws.Signal().String()
 	}
-	return "exit " + strconv.Itoa(ws.ExitStatus()), read()
+	return "exit " + strconv.Itoa(ws.ExitStatus())
 }
 
 // signalOnce returns a signal function for paceEnds that sends sig once
@@ -82,17 +89,27 @@ func TestExecDiesOfSIGINT(t *testing.T) {
 	if got, stderr := paceEnds(t, dir, "first", nil, append(quota, "--", "true")...); got != "exit 0" {
 		t.Fatalf("first call: %s: %s", got, stderr)
 	}
-	for _, c := range []struct {
-		name   string
-		signal func(int, func() string)
-		args   []string
-		want   string
-	}{
+	checkEnds(t, dir, []endCase{
 		{"command killed by SIGINT", nil, []string{"exec", "--", "sh", "-c", "kill -INT $$"}, "killed by interrupt"},
 		{"command exits 130", nil, []string{"exec", "--", "sh", "-c", "exit 130"}, "exit 130"},
 		{"SIGINT while waiting", signalOnce(t, "waiting for", syscall.SIGINT), append(quota, "--", "true"), "killed by interrupt"},
 		{"SIGTERM while waiting", signalOnce(t, "waiting for", syscall.SIGTERM), append(quota, "--", "true"), "exit 143"},
-	} {
+	})
+}
+
+// endCase is a pace that checkEnds runs: its arguments, the signal
+// function for paceEnds, and how it should end.
+type endCase struct {
+	name   string
+	signal func(int, func() string)
+	args   []string
+	want   string
+}
+
+// checkEnds runs each case's pace (paceEnds) and checks how it ended.
+func checkEnds(t *testing.T, dir string, cases []endCase) {
+	t.Helper()
+	for _, c := range cases {
 		got, stderr := paceEnds(t, dir, strings.ReplaceAll(c.name, " ", "-"), c.signal, c.args...)
 		if got != c.want {
 			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
@@ -107,23 +124,15 @@ func TestExecDiesOfSIGINT(t *testing.T) {
 func TestRunDiesOfSIGINT(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name   string
-		signal func(int, func() string)
-		args   []string
-		want   string
-	}{
-		{"SIGINT while waiting", signalOnce(t, "job finished", syscall.SIGINT), []string{"-r", "1/min", "--", "true"}, "killed by interrupt"},
-		{"SIGTERM while waiting", signalOnce(t, "job finished", syscall.SIGTERM), []string{"-r", "1/min", "--", "true"}, "exit 143"},
-		{"a job's 130 by --halt", nil, []string{"--halt", "now,fail=1", "--", "sh", "-c", "exit 130"}, "exit 130"},
-	} {
-		args := append([]string{"run", "-v", "--progress", "never", "-j", "1"}, c.args...)
-		args = append(args, ":::", "1", "2")
-		got, stderr := paceEnds(t, dir, strings.ReplaceAll(c.name, " ", "-"), c.signal, args...)
-		if got != c.want {
-			t.Errorf("%s: pace %s, want %s; stderr:\n%s", c.name, got, c.want, stderr)
-		}
+	run := func(args ...string) []string {
+		args = append([]string{"run", "-v", "--progress", "never", "-j", "1"}, args...)
+		return append(args, ":::", "1", "2")
 	}
+	checkEnds(t, dir, []endCase{
+		{"SIGINT while waiting", signalOnce(t, "job finished", syscall.SIGINT), run("-r", "1/min", "--", "true"), "killed by interrupt"},
+		{"SIGTERM while waiting", signalOnce(t, "job finished", syscall.SIGTERM), run("-r", "1/min", "--", "true"), "exit 143"},
+		{"a job's 130 by --halt", nil, run("--halt", "now,fail=1", "--", "sh", "-c", "exit 130"), "exit 130"},
+	})
 }
 
 // TestProxyDiesOfSIGINT: pace proxy -- CMD whose CMD SIGINT killed (Ctrl-C
@@ -178,16 +187,7 @@ func TestDryRunDiesOfSIGINT(t *testing.T) {
 	}
 	waitFor(t, "the dry run to show its first item", func() bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), "echo a") })
 	syscall.Kill(c.Process.Pid, syscall.SIGINT)
-	done := make(chan struct{})
-	go func() { c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		c.Process.Kill()
-		<-done
-		t.Fatal("the dry run did not end")
-	}
-	if ws := c.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
-		t.Errorf("a dry run stopped by SIGINT ended %v, want killed by SIGINT", c.ProcessState)
+	if got := waitEnd(t, c, "dry run"); got != "killed by interrupt" {
+		t.Errorf("a dry run stopped by SIGINT: pace %s, want killed by interrupt", got)
 	}
 }
