@@ -66,6 +66,15 @@ func Inspect(dir, key string) (*Quota, error) {
 	}
 	p := pathsOf(dir, key)
 	q := &Quota{Key: key, Path: p.db}
+	// Neither a store nor its lock: nothing to read, and no lock file to
+	// leave behind (taking the lock would create one, for a quota that
+	// does not exist). A lock that is there is taken and checked as
+	// always (a symbolic link planted there is refused).
+	if _, err := os.Lstat(p.db); errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Lstat(p.lock); errors.Is(lerr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("localstore: no quota %q in %s: %w", key, dir, err)
+		}
+	}
 	err := withDB(context.Background(), p, txOptions{timeout: DefaultTimeout, readOnly: true}, func(db *bbolt.DB) error {
 		return db.View(func(tx *bbolt.Tx) error { return q.read(p, tx) })
 	})

@@ -607,6 +607,9 @@ func TestInspectResetKeys(t *testing.T) {
 		if _, err := localstore.Inspect(dir, "q"); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("Inspect(no quota) = %v, want ErrNotExist", err)
 		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("Inspect(no quota) left %d files in the directory (%s), want none", len(left), left[0].Name())
+		}
 		s := open(t, dir, "q", "cost:10/s,3/s,2000000/h", localstore.Options{GlobalJobs: 2})
 		t0 := time.Now()
 		for _, c := range []int{4, 6} {
