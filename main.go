@@ -17,8 +17,9 @@ func main() {
 	// three collections for 5,000 fetches instead of twelve.
 	gctune.Start()
 	code, die := cmd.Main()
-	// Ctrl-C that stopped pace exec or its command kills pace too, so that
-	// a shell's loop stops (foreground.Die); else the exit code.
+	// Ctrl-C that stopped pace (or killed pace exec's command) kills pace
+	// too, so that a shell's loop stops (foreground.Die); else the exit
+	// code.
 	foreground.Die(die)
 	os.Exit(code)
 }

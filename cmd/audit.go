@@ -53,9 +53,11 @@ call at once (a short log under 10000/day), they never held the run back
 and the efficiency is n/a (null in JSON).
 
 Exit codes:
-  0  every rule was kept
-  1  some rule was broken
-  2  bad flags, or input that cannot be read (the bad line is quoted)`
+  0    every rule was kept
+  1    some rule was broken
+  2    bad flags, or input that cannot be read (the bad line is quoted)
+  130  stopped by SIGINT, which pace dies of (a shell sees 130): no
+       verdict (143: SIGTERM)`
 
 const auditExample = `  # did yesterday's run keep the API's limits?
   pace audit -r 10/s,500/min,10000/day run.joblog

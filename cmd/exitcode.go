@@ -13,7 +13,9 @@ const (
 	ExitBackend = 3
 	// ExitHangup: stopped by SIGHUP, its terminal closed (128 + 1).
 	ExitHangup = 129
-	// ExitInterrupted: stopped by SIGINT (128 + 2).
+	// ExitInterrupted: stopped by SIGINT (128 + 2). pace mostly dies of
+	// SIGINT instead (ExitError.Signal, foreground.Die), which a shell
+	// reports as 130 too.
 	ExitInterrupted = 130
 	// ExitQuit: stopped by SIGQUIT (Ctrl-\, 128 + 3): its jobs killed at
 	// once.
@@ -34,7 +36,9 @@ const exitCodesHelp = `Exit codes:
        (bad -r, unknown flag, unreadable input file, command not found)
   3    the limiter's backend failed
   129  stopped by SIGHUP (its terminal closed)
-  130  interrupted by SIGINT (Ctrl-C)
+  130  interrupted by SIGINT (Ctrl-C): pace dies of SIGINT, so that a
+       shell loop around it stops too (exit 130 as a PID namespace's
+       first process)
   131  stopped by SIGQUIT (Ctrl-\): running jobs killed
   141  stdout closed by its reader (| head): running jobs killed
   143  terminated by SIGTERM`

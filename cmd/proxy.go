@@ -138,7 +138,8 @@ Interrupts:
   --grace (a second signal closes them at once); then the summary and the
   job log. With -- CMD the signals go to CMD instead, and the proxy stops
   the same way once CMD has exited; a signal then closes what is still in
-  flight at once, and pace exits 130 (143 for SIGTERM) if CMD exited 0.
+  flight at once, and if CMD exited 0 pace ends as that signal stopped
+  it: it dies of SIGINT (a shell sees 130), exits 143 for SIGTERM.
 
 ` + redisHelp + `
 
@@ -148,7 +149,8 @@ Exit codes:
        rules; nothing ran
   3    the quota's store failed before the proxy started
   126  CMD cannot run; 127 CMD was not found
-  130  stopped by SIGINT (143: SIGTERM)`
+  130  stopped by SIGINT, which pace then dies of (a shell sees 130);
+       143 SIGTERM, 129 SIGHUP, 131 SIGQUIT`
 
 const proxyExample = `  # pace a Python script's calls: 10/s and 500/min, 8 in flight
   pace proxy --upstream https://api.example.com -r 10/s,500/min -j 8 -- python sync.py

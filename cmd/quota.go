@@ -84,10 +84,12 @@ forgets a quota once every call has left its longest window; the local
 store keeps its file and shows it idle.
 
 Exit codes:
-  0  done
-  1  no such quota, the quota is in use, or reset declined
-  2  bad flags, or reset without --yes and no terminal to ask
-  3  the store cannot be read (damaged or newer file, Redis down)`
+  0    done
+  1    no such quota, the quota is in use, or reset declined
+  2    bad flags, or reset without --yes and no terminal to ask
+  3    the store cannot be read (damaged or newer file, Redis down)
+  130  reset's question stopped by SIGINT, which pace dies of (a shell
+       sees 130): the quota left as it was (143: SIGTERM)`
 
 const quotaExample = `  # every quota of this host, and how full their rules are
   pace quota show
