@@ -10,10 +10,13 @@ import (
 // checkStdio refuses to run with stdout closed (pace ... >&-): job output
 // would vanish, and a job printing nothing would not even tell. A
 // descriptor closed when pace started is the null device reopened
-// read-write (osfiles.ReopenedNull).
+// read-write (osfiles.ReopenedNull), which is also what Python's
+// subprocess.DEVNULL gives: the message says how to discard output
+// either way.
 func checkStdio() (code int, ok bool) {
 	if osfiles.ReopenedNull(1) {
-		fmt.Fprintln(os.Stderr, "pace: stdout is closed; to discard job output, send it to /dev/null (> /dev/null)")
+		fmt.Fprintln(os.Stderr, "pace: stdout is closed, or is /dev/null opened read-write (as Python's subprocess.DEVNULL opens it), "+
+			"which pace cannot tell apart; to discard job output, open /dev/null write-only (> /dev/null; in Python, stdout=open(os.devnull, \"w\"))")
 		return ExitUsage, false
 	}
 	return 0, true

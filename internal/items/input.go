@@ -67,7 +67,8 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 // errStdinClosed is the error of reading items from a stdin that was
 // closed when pace started (pace run ... <&-): read as no items, the run
 // would do nothing and succeed.
-var errStdinClosed = errors.New("stdin is closed: give the items on stdin (< FILE, or a pipe), with -a FILE, or after ::: on the command line")
+var errStdinClosed = errors.New("stdin is closed, or is /dev/null opened read-write (as Python's subprocess.DEVNULL opens it): " +
+	"give the items on stdin (< FILE, or a pipe), with -a FILE, or after ::: on the command line; for no items, -a /dev/null")
 
 // checkStdin returns errStdinClosed if stdin is a standard descriptor
 // that was closed when the process started: the Go runtime put the null
