@@ -2,6 +2,7 @@ package redisrate_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -140,5 +141,46 @@ func TestRedactURL(t *testing.T) {
 		if got := redisrate.RedactURL(tt.in); got != tt.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestDialCancelledWhileRedisIsSilent: a Dial waiting on a Redis that
+// accepts connections and never answers returns as soon as its context is
+// cancelled (Ctrl-C at pace's start), not once go-redis's read timeout
+// (here 20 s) has run out: go-redis heeds a context's deadline, not its
+// cancellation.
+func TestDialCancelledWhileRedisIsSilent(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	l, err := redisrate.Dial(ctx, "redis://"+ln.Addr().String()+"?read_timeout=20s&dial_timeout=20s",
+		redisrate.Options{Rules: []throttle.Rule{{N: 1, Window: time.Second}}, Timeout: time.Minute})
+	if err == nil {
+		l.Close()
+		t.Fatal("Dial to a Redis that never answers succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Dial returned %v after its context was cancelled at 300ms (%v), want at once", d, err)
 	}
 }
