@@ -239,8 +239,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 // stoppedBeforeRun reports that sig stopped pace exec before its command
 // ran.
 func stoppedBeforeRun(ios *IOStreams, sig os.Signal) error {
-	fmt.Fprintf(ios.ErrOut, "pace: %s: stopped before anything ran\n", interrupt.Name(sig))
-	return &ExitError{Code: signalExitCode(sig), Signal: dieOf(sig)}
+	return stoppedf(ios, sig, "%s: stopped before anything ran", interrupt.Name(sig))
 }
 
 // dieOf returns sig if pace should die of it rather than exit (see

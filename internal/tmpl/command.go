@@ -242,7 +242,7 @@ func remoteCommandArg(args []string) int {
 // script that is a placeholder alone (sh -c {}) runs the item as code, as
 // asked. It returns the placeholder as written.
 func nestedScriptPlaceholder(src string) (string, bool) {
-	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+	words := scriptWords(src)
 	for w := 0; w < len(words); w++ {
 		name := path.Base(commandWord(words[w]))
 		c := false
@@ -276,14 +276,9 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 			continue
 		}
 		at += opt
-		fields := parse(src[at:shellWordEnd(src, at)])
-		if len(fields) == 1 && fields[0].kind != literal {
-			continue // sh -c {}: the item as the script, code as asked
-		}
-		for _, f := range fields {
-			if f.kind != literal && !f.numeric() { // numbers are safe anywhere
-				return f.text, true
-			}
+		// sh -c {} alone runs the item as the script: code, as asked.
+		if ph, ok := codePlaceholder(parse(src[at:shellWordEnd(src, at)])); ok {
+			return ph, true
 		}
 	}
 	return "", false
@@ -298,7 +293,7 @@ func nestedScriptPlaceholder(src string) (string, bool) {
 // command that is a placeholder alone (ssh host {}) runs the item as
 // code, as asked. It returns the placeholder as written.
 func remoteScriptPlaceholder(src string) (string, bool) {
-	words := strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+	words := scriptWords(src)
 	for w := range words {
 		if path.Base(commandWord(words[w])) != "ssh" {
 			continue
@@ -311,14 +306,31 @@ func remoteScriptPlaceholder(src string) (string, bool) {
 		if at < 0 {
 			continue
 		}
-		fields := parse(strings.TrimRight(localCommandRest(src[at:]), " \t"))
-		if len(fields) == 1 && fields[0].kind != literal {
-			continue // ssh host {}: the item as the command, code as asked
+		// ssh host {} alone runs the item as the command: code, as asked.
+		if ph, ok := codePlaceholder(parse(strings.TrimRight(localCommandRest(src[at:]), " \t"))); ok {
+			return ph, true
 		}
-		for _, f := range fields {
-			if f.kind != literal && !f.numeric() { // numbers are safe anywhere
-				return f.text, true
-			}
+	}
+	return "", false
+}
+
+// scriptWords splits src, a shell script, at blanks (a first cut at its
+// words, for finding the programs it runs).
+func scriptWords(src string) []string {
+	return strings.FieldsFunc(src, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+}
+
+// codePlaceholder returns the first placeholder in fields, the text
+// another shell reads as code (a nested shell's script, ssh's remote
+// command), unless fields are a placeholder alone, which runs the item as
+// code as asked; numeric placeholders ({#}, {%}) are safe anywhere.
+func codePlaceholder(fields []field) (string, bool) {
+	if len(fields) == 1 && fields[0].kind != literal {
+		return "", false
+	}
+	for _, f := range fields {
+		if f.kind != literal && !f.numeric() {
+			return f.text, true
 		}
 	}
 	return "", false
