@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -77,6 +78,7 @@ func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ss, err := strictserver.New(o)
 	ts.Check(err)
+	var stalled atomic.Int64 // requests to /_stall/ the server is holding
 	mux := http.NewServeMux()
 	mux.Handle("/", ss)
 	mux.HandleFunc("/_stats", func(w http.ResponseWriter, _ *http.Request) {
@@ -85,7 +87,7 @@ func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
 		for _, c := range ss.Calls() {
 			cost += int64(c.Cost)
 		}
-		json.NewEncoder(w).Encode(map[string]int64{"accepted": st.Accepted, "refused": st.Refused, "reset": st.Reset, "cost": cost})
+		json.NewEncoder(w).Encode(map[string]int64{"accepted": st.Accepted, "refused": st.Refused, "reset": st.Reset, "cost": cost, "stalled": stalled.Load()})
 	})
 	mux.HandleFunc("/_headers", func(w http.ResponseWriter, r *http.Request) {
 		var lines []string
@@ -119,11 +121,47 @@ func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
 	mux.HandleFunc("/_stall/", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("partial\n", 8<<10)))
 		w.(http.Flusher).Flush()
+		stalled.Add(1)
+		defer stalled.Add(-1)
 		<-r.Context().Done()
 	})
 	srv := httptest.NewServer(mux)
 	ts.Defer(srv.Close)
 	ts.Setenv(args[0], srv.URL)
+}
+
+// cmdWaitstalled waits (up to 20s) until a strictserver holds at least N
+// requests to /_stall/, each after its first 64 KiB: a command in the
+// background is then surely under way, whatever the machine's load. If
+// they never come, the last background command is killed, as waitgrep
+// does.
+//
+//	waitstalled NAME N
+func cmdWaitstalled(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitstalled NAME N")
+	}
+	want, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(ts.Getenv(args[0]) + "/_stats")
+		ts.Check(err)
+		var st map[string]int64
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		ts.Check(err)
+		if st["stalled"] >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			if bg := ts.BackgroundCmds(); len(bg) > 0 && bg[len(bg)-1].Process != nil {
+				bg[len(bg)-1].Process.Kill() // or the script waits for it forever
+			}
+			ts.Fatalf("the server holds %d stalled requests after 20s, want %d", st["stalled"], want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // cmdServerstats checks a strictserver's counts:
