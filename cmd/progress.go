@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,14 @@ type display struct {
 	status  barStatus
 	done    int64 // items done
 	closed  bool
+
+	// unsure: where the cursor is on the terminal's line is not known,
+	// as when pace starts (a shell's printf 'prompt> ' may have left it
+	// mid-line) or is continued after Ctrl-Z; pace's next line then
+	// starts with lineLocked's fill, without which a bar's "\r" would
+	// draw over what is there. Only on a terminal that shows a bar
+	// (onTerminal).
+	unsure, onTerminal bool
 }
 
 // barStatus is what the bar shows besides the count: the total (-1:
@@ -82,6 +91,8 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
 		d.bar.Reflow = termbar.Reflows(os.Getenv)
+		d.onTerminal = ios.IsStderrTTY()
+		d.unsure = d.onTerminal
 	}
 	return d
 }
@@ -99,6 +110,17 @@ func (d *display) write(fn func()) {
 	d.eraseLocked()
 	fn()
 	d.drawLocked()
+}
+
+// stopped runs fn, which stops pace until it is continued (Ctrl-Z,
+// then fg or bg), with the bar erased. Meanwhile the shell wrote lines
+// of its own, and its prompt after bg: where the cursor is now is not
+// known.
+func (d *display) stopped(fn func()) {
+	d.write(func() {
+		fn()
+		d.midLine, d.unsure = false, d.onTerminal
+	})
 }
 
 // screen returns a writer to w for use inside write's fn that tells the
@@ -128,16 +150,24 @@ func (s screenWriter) Write(p []byte) (int, error) {
 func (d *display) sawLocked(p []byte) {
 	if len(p) > 0 {
 		d.midLine = p[len(p)-1] != '\n'
+		d.unsure = false
 	}
 }
 
 // lineLocked starts a line of pace's own: it ends the line that output
-// left open, if any. Requires d.mu held.
+// left open, if any. Where the cursor is not known (unsure), it fills
+// the row with spaces and returns: from the row's first column the
+// cursor stays on it (a terminal holds a full row's wrap until the next
+// character), from any other it wraps to the next row, below what was
+// left there (zsh's PROMPT_SP does the same). Requires d.mu held.
 func (d *display) lineLocked() {
-	if d.midLine {
+	switch {
+	case d.midLine:
 		io.WriteString(d.w, "\n")
-		d.midLine = false
+	case d.unsure:
+		io.WriteString(d.w, strings.Repeat(" ", d.width())+"\r")
 	}
+	d.midLine, d.unsure = false, false
 }
 
 // add counts n more items done.

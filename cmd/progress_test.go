@@ -226,6 +226,49 @@ func TestDisplayNarrowed(t *testing.T) {
 	}
 }
 
+// TestDisplayUnknownColumn: what was on the terminal's line when pace
+// started (printf 'prompt> '; pace run ...), or when it was continued
+// in the background after Ctrl-Z (the shell's prompt), stays: the bar
+// goes below it, not over it. From a line's first column the bar takes
+// that line, with no blank line above it.
+func TestDisplayUnknownColumn(t *testing.T) {
+	for _, tt := range []struct {
+		before string
+		want   []string
+	}{
+		{"prompt> ", []string{"prompt>", "  25% [████··············]  1/4 done"}},
+		{"", []string{"  25% [████··············]  1/4 done"}},
+		{"line\n", []string{"line", "  25% [████··············]  1/4 done"}},
+		{strings.Repeat("x", 39), []string{strings.Repeat("x", 39), "  25% [████··············]  1/4 done"}},
+		{strings.Repeat("x", 40), []string{strings.Repeat("x", 40), "  25% [████··············]  1/4 done"}},
+	} {
+		d, scr := testDisplay(40)
+		d.unsure, d.onTerminal = true, true
+		scr.Write([]byte(tt.before))
+		d.setStatus(1, 4)
+		if got := scr.text(); !slices.Equal(got, tt.want) {
+			t.Errorf("after %q: screen %q, want %q", tt.before, got, tt.want)
+		}
+		d.close()
+		if got, want := scr.text(), tt.want[:len(tt.want)-1]; !slices.Equal(got, want) {
+			t.Errorf("after %q, closed: screen %q, want %q", tt.before, got, want)
+		}
+	}
+
+	d, scr := testDisplay(40)
+	d.onTerminal = true
+	d.setStatus(1, 4)
+	out := d.screen(&bytesWriter{scr}, true)
+	d.write(func() { out.Write([]byte("a\n")) })
+	// Ctrl-Z, then bg: the shell says so and prompts while pace is stopped.
+	d.stopped(func() { scr.Write([]byte("^Z\n[1]+  Stopped    pace run\n$ bg\n[1]+ pace run &\n$ ")) })
+	d.setStatus(2, 4)
+	want := []string{"a", "^Z", "[1]+  Stopped    pace run", "$ bg", "[1]+ pace run &", "$", "  50% [█████████·········]  2/4 done"}
+	if got := scr.text(); !slices.Equal(got, want) {
+		t.Errorf("continued in the background: screen\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestDisplayWithoutBar(t *testing.T) {
 	for _, mode := range []string{progressLines, progressNever} {
 		w := &writeLog{}

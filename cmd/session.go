@@ -80,7 +80,7 @@ func (s *session) run(ctx context.Context) error {
 	disp.typed = ios.IsStdinTTY() && s.input.R == ios.In
 	errOut := displayWriter{disp, ios.ErrOut}
 	if s.jobs != nil {
-		defer jobctl.Follow(s.jobs.SignalRunning, disp.write)()
+		defer jobctl.Follow(s.jobs.SignalRunning, disp.stopped)()
 	}
 
 	// Interrupts: before the run, the first one cancels the setup.

@@ -225,3 +225,15 @@ func TestTerminalDumb(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalPromptKept: text a shell left on the line before pace
+// started (printf 'prompt> '; pace run ...) is still on screen at the
+// end; the first bar went below it, not over it.
+func TestTerminalPromptKept(t *testing.T) {
+	raw := ptyRun(t, 40, t.TempDir(), `printf 'prompt> '; pace run -r 1/100ms -j 1 -- echo line {} ::: 1 2 3`, nil)
+	lines := checkScreen(t, 40, raw)
+	want := []string{"prompt>", "line 1", "line 2", "line 3"}
+	if len(lines) != 5 || !slices.Equal(lines[:4], want) {
+		t.Errorf("screen\n%s\nwant %q, then the summary", strings.Join(lines, "\n"), want)
+	}
+}
