@@ -19,6 +19,7 @@ import (
 	"github.com/pace-cli/pace/internal/spec"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/fetch"
+	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
@@ -286,7 +287,10 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 			return reportf(ios, ExitUsage, "output directory: %v", err)
 		}
 	}
-	errOut := ios.ErrOut
+	// The server's long pauses are told through the session's display,
+	// which erases the bar first: it exists once the run starts, and
+	// the transport that tells of them is made then (Use).
+	var say func(msg string)
 	ex, err := fetch.New(fetch.Options{
 		Client:             fetch.NewClient(fetch.ClientOptions{Conns: o.Jobs, Insecure: opts.Insecure}),
 		URL:                opts.URL,
@@ -306,7 +310,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 		CostFrom:           opts.CostFrom,
 		Learn:              !opts.IgnoreServerLimits,
 		Adopt:              opts.RulesFromServer,
-		OnPause:            announcePause(errOut),
+		OnPause:            announcePause(func(msg string) { say(msg) }),
 	})
 	if err != nil {
 		return flagErrorf("%v", err)
@@ -331,11 +335,15 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if o.DryRun {
 		return dryRun(ctx, opts.Factory, o, executor, fetchJobLogCommand, in, readOpts)
 	}
+	use := func(b throttle.Backend, hint func(string), remaining func() int64) *pacehttp.Transport {
+		say = hint // before the transport, which may call OnPause, is made
+		return ex.Use(b, hint, remaining)
+	}
 	s := &session{
 		f:           opts.Factory,
 		opts:        o,
 		executor:    executor,
-		useBackend:  ex.Use,
+		useBackend:  use,
 		input:       in,
 		readOpts:    readOpts,
 		print:       printFetchResult(o.Tag, o.Verbose, ex.ShowItem),
@@ -359,12 +367,13 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 const longPause = 3 * time.Second
 
 // announcePause returns the OnPause of pace fetch's and pace proxy's
-// transport: it says on w when the server asks for a long pause.
-func announcePause(w io.Writer) func(d time.Duration, reason string) {
+// transport: it tells say, which writes a line of pace's own through the
+// display, when the server asks for a long pause.
+func announcePause(say func(msg string)) func(d time.Duration, reason string) {
 	return func(d time.Duration, reason string) {
 		if d >= longPause {
-			fmt.Fprintf(w, "pace: the server asked for a pause of %s (%s): admitting nothing until %s\n",
-				roundDuration(d), reason, time.Now().Add(d).Format("15:04:05"))
+			say(fmt.Sprintf("the server asked for a pause of %s (%s): admitting nothing until %s",
+				roundDuration(d), reason, time.Now().Add(d).Format("15:04:05")))
 		}
 	}
 }

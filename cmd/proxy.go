@@ -368,7 +368,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		Learn: !opts.IgnoreServerLimits, Adopt: opts.RulesFromServer,
 		Hint:               func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) },
 		IgnoreServerLimits: opts.IgnoreServerLimits, MaxServerPause: opts.MaxServerPause, CutServerPauses: true,
-		Margin: o.Margin, FixedMargin: o.MarginSet, OnPause: announcePause(errOut),
+		Margin: o.Margin, FixedMargin: o.MarginSet, OnPause: announcePause(func(msg string) { fmt.Fprintf(errOut, "pace: %s\n", msg) }),
 	})
 	var stop, kill func()
 	rec := newRecorder(s, tr.Backend(), jl, disp, errOut, func() { stop() })

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -235,5 +236,30 @@ func TestTerminalPromptKept(t *testing.T) {
 	want := []string{"prompt>", "line 1", "line 2", "line 3"}
 	if len(lines) != 5 || !slices.Equal(lines[:4], want) {
 		t.Errorf("screen\n%s\nwant %q, then the summary", strings.Join(lines, "\n"), want)
+	}
+}
+
+// TestTerminalServerPause: pace fetch's line about a long pause the
+// server asked for is written as pace's other lines are, with the bar
+// erased first: it was written after the bar, on its line, and left a
+// copy of the bar in front of it.
+func TestTerminalServerPause(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprintf(w, "body %s\n", r.URL.Path)
+	}))
+	defer srv.Close()
+	raw := ptyRun(t, 120, t.TempDir(), `seq 2 | pace fetch -j 1 `+srv.URL+`/{}`, nil)
+	lines := checkScreen(t, 120, raw)
+	shown := strings.Join(lines, "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pace: the server asked for a pause of 3s") ||
+		!slices.Equal(lines[1:3], []string{"body /1", "body /2"}) {
+		t.Errorf("screen\n%s\nwant the line about the pause, the 2 bodies and the summary", shown)
 	}
 }
