@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/term"
+
+	"github.com/pace-cli/pace/internal/termbar"
 )
 
 // IOStreams bundles pace's standard streams with what is known about
@@ -23,6 +25,9 @@ type IOStreams struct {
 	dumb bool
 	// width returns the columns of stderr's terminal, 0 if unknown.
 	width func() int
+	// resizes, if set, relays the terminal's resizes to a channel as
+	// signal.Notify does (signal.Stop ends it).
+	resizes func(chan<- os.Signal)
 }
 
 // System returns the process's standard streams.
@@ -42,6 +47,7 @@ func System() *IOStreams {
 			}
 			return w
 		},
+		resizes: termbar.NotifyResize,
 	}
 }
 
@@ -78,6 +84,18 @@ func (s *IOStreams) TerminalWidth() int {
 
 // SetTerminalWidth overrides TerminalWidth with a fixed width.
 func (s *IOStreams) SetTerminalWidth(w int) { s.width = func() int { return w } }
+
+// NotifyResize relays the resizes of stderr's terminal (SIGWINCH) to c,
+// as signal.Notify relays signals; signal.Stop(c) ends it. Test streams
+// tell of none.
+func (s *IOStreams) NotifyResize(c chan<- os.Signal) {
+	if s.resizes != nil {
+		s.resizes(c)
+	}
+}
+
+// SetResizes overrides NotifyResize: notify is given the channel.
+func (s *IOStreams) SetResizes(notify func(chan<- os.Signal)) { s.resizes = notify }
 
 // defaultTerminalWidth is the width assumed when the terminal does not
 // tell its own.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,14 @@ import (
 
 // barEvery is how often the bar is redrawn.
 const barEvery = 200 * time.Millisecond
+
+// resizeSettle is how long the terminal's size must hold after a resize
+// before the bar is drawn again. A terminal may tell pace of its size late:
+// tmux re-wraps its screen at once but tells a program of at most one
+// resize every 250 ms, so that while a window is dragged the size pace
+// reads is not the screen's. A bar drawn or erased for that size would
+// leave pieces of itself on the screen, or erase output above it.
+const resizeSettle = 500 * time.Millisecond
 
 // Defaults and bounds of --progress-interval, for status lines.
 const (
@@ -49,6 +58,9 @@ type display struct {
 	// typed: the items are typed on the terminal. Until the input ends
 	// no progress is shown, which would write over what the user types.
 	typed bool
+	// notifyResize relays the terminal's resizes to a channel
+	// (IOStreams.NotifyResize).
+	notifyResize func(chan<- os.Signal)
 
 	mu      sync.Mutex
 	bar     *termbar.Bar // nil unless mode is progressAlways
@@ -56,6 +68,10 @@ type display struct {
 	status  barStatus
 	done    int64 // items done
 	closed  bool
+
+	// resizedAt is when the terminal told of its last resize: the bar
+	// is not drawn until resizeSettle after it.
+	resizedAt time.Time
 
 	// unsure: where the cursor is on the terminal's line is not known,
 	// as when pace starts (a shell's printf 'prompt> ' may have left it
@@ -90,6 +106,7 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 		outOnScreen: ios.IsStdoutTTY() && ios.IsStderrTTY() || sameFile(ios.Out, ios.ErrOut)}
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
+		d.notifyResize = ios.NotifyResize
 		d.bar.Reflow = termbar.Reflows(os.Getenv)
 		d.onTerminal = ios.IsStderrTTY()
 		d.unsure = d.onTerminal
@@ -184,10 +201,22 @@ func (d *display) eraseLocked() {
 	}
 }
 
+// resized erases the bar at once, when the terminal tells of a resize
+// (the screen has its new width now, and may have another soon), and
+// keeps it off until the size has held for resizeSettle; output written
+// meanwhile has nothing drawn around it.
+func (d *display) resized() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.eraseLocked()
+	d.resizedAt = time.Now()
+}
+
 // drawLocked draws the bar with the latest status in place of the one on
-// screen, on a line of its own. Requires d.mu held.
+// screen, on a line of its own; not while the terminal is being resized.
+// Requires d.mu held.
 func (d *display) drawLocked() {
-	if d.bar == nil || d.closed || !d.status.ready {
+	if d.bar == nil || d.closed || !d.status.ready || time.Since(d.resizedAt) < resizeSettle {
 		return
 	}
 	d.lineLocked() // output without a final newline stays whole: the bar goes below
@@ -228,10 +257,18 @@ func (d *display) follow(done <-chan struct{}, b throttle.Backend, t *summary.Ta
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var resizes chan os.Signal
+	if d.notifyResize != nil {
+		resizes = make(chan os.Signal, 1)
+		d.notifyResize(resizes)
+		defer signal.Stop(resizes)
+	}
 	for {
 		select {
 		case <-done:
 			return
+		case <-resizes:
+			d.resized()
 		case now := <-tick.C:
 			st := b.Stats()
 			ts := t.Snapshot()

@@ -269,6 +269,53 @@ func TestDisplayUnknownColumn(t *testing.T) {
 	}
 }
 
+// TestDisplayResizeStorm: a terminal being resized (a window dragged)
+// may tell pace of its size late: tmux re-wraps its screen at once but
+// tells a program of at most one resize every 250 ms. The bar is erased
+// when a resize is told, and not drawn again until the size has held for
+// resizeSettle: a bar drawn or erased for a size the screen no longer has
+// left pieces of itself between the lines of output, or erased them.
+func TestDisplayResizeStorm(t *testing.T) {
+	parts := []progress.Part{{Text: "3 failed", Drop: 1}, {Text: "waiting on 5/s", Drop: 3}, {Text: "ETA 3m20s", Drop: 2}}
+	for _, reflow := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			d, scr := testDisplay(120)
+			d.bar.Reflow = reflow
+			told := 120 // the width the terminal tells
+			d.width = func() int { return told }
+			out := d.screen(&bytesWriter{scr}, true)
+			d.setStatus(120, 1000, parts...)
+			step := func(screen, tells int, line string) {
+				scr.resize(screen, reflow)
+				if tells > 0 {
+					told = tells
+					d.resized()
+				}
+				d.write(func() { fmt.Fprintf(out, "%s\n", line) })
+				d.setStatus(120, 1000, parts...) // the ticker
+				time.Sleep(100 * time.Millisecond)
+			}
+			step(50, 50, "line 1")   // narrowed, and told
+			step(30, 0, "line 2")    // narrowed again, told later
+			step(100, 0, "line 3")   // widened, told later
+			step(100, 100, "line 4") // told at last
+			step(100, 0, "line 5")
+			for _, l := range scr.text() {
+				if barLine.MatchString(l) {
+					t.Errorf("reflow %v: the bar is drawn while the terminal is being resized: %q", reflow, l)
+				}
+			}
+			time.Sleep(resizeSettle)
+			d.setStatus(120, 1000, parts...)
+			got := scr.text()
+			want := []string{"line 1", "line 2", "line 3", "line 4", "line 5"}
+			if len(got) != 6 || !slices.Equal(got[:5], want) || !strings.HasPrefix(got[5], "  12% [") {
+				t.Errorf("reflow %v: screen\n%s\nwant the 5 lines of output and the bar", reflow, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
 func TestDisplayWithoutBar(t *testing.T) {
 	for _, mode := range []string{progressLines, progressNever} {
 		w := &writeLog{}
@@ -364,6 +411,54 @@ func TestProgressBarOnTerminal(t *testing.T) {
 			if r, _ := strconv.ParseFloat(m[1], 64); r > 4 {
 				t.Errorf("the bar shows %s/s under 4/s", m[1])
 			}
+		}
+	})
+}
+
+// TestProgressBarResized: when the terminal tells of a resize (SIGWINCH)
+// the bar is erased at once, and drawn again only once the size has held
+// for resizeSettle.
+func TestProgressBarResized(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions(t, 1)
+		o.Progress, o.Summary = progressAuto, summaryNone
+		o.Input = itemsFile(t, 2)
+		ts := newTestSession(t, "", o, &fakeExec{took: 2 * time.Second})
+		ios := ts.s.f.IOStreams
+		ios.SetStderrTTY(true)
+		w := &writeLog{}
+		ios.ErrOut = w
+		notified := make(chan chan<- os.Signal, 1)
+		ios.SetResizes(func(c chan<- os.Signal) { notified <- c })
+		wait := ts.start()
+		resizes := <-notified
+		bars := func(writes []string) (n int) {
+			for _, s := range writes {
+				if barLine.MatchString(s) {
+					n++
+				}
+			}
+			return n
+		}
+		time.Sleep(time.Second + barEvery/2) // between two ticks
+		if n := bars(w.take()); n == 0 {
+			t.Fatal("no bar drawn in the first second")
+		}
+		resizes <- os.Interrupt // which signal does not matter
+		synctest.Wait()
+		if got := w.take(); len(got) != 1 || got[0] != "\x1b[2K\r" {
+			t.Errorf("writes when told of a resize: %q, want the bar erased", got)
+		}
+		time.Sleep(resizeSettle - time.Millisecond)
+		if got := w.take(); len(got) > 0 {
+			t.Errorf("writes while the size settles: %q, want none", got)
+		}
+		time.Sleep(barEvery)
+		if n := bars(w.take()); n == 0 {
+			t.Errorf("no bar drawn once the size held for %v", resizeSettle)
+		}
+		if code := wait(); code != ExitOK {
+			t.Fatalf("run = exit %d", code)
 		}
 	})
 }

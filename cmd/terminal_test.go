@@ -190,7 +190,9 @@ func TestTerminalBarFits(t *testing.T) {
 	}
 	t.Run("resize", func(t *testing.T) {
 		t.Parallel()
-		raw := ptyRun(t, 200, t.TempDir(), `seq 8 >items; pace run -r 1/100ms -j 1 -a items -- echo {}`, func(sofar []byte) int {
+		// 2s: after a resize the bar is drawn again once the size has
+		// held for resizeSettle.
+		raw := ptyRun(t, 200, t.TempDir(), `seq 20 >items; pace run -r 1/100ms -j 1 -a items -- echo {}`, func(sofar []byte) int {
 			if bytes.Contains(sofar, []byte("% [")) { // a bar with the total known
 				return 40
 			}

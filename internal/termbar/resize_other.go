@@ -1,0 +1,8 @@
+//go:build !unix
+
+package termbar
+
+import "os"
+
+// NotifyResize does nothing where the system tells of no resizes.
+func NotifyResize(chan<- os.Signal) {}
