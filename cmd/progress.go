@@ -216,10 +216,13 @@ func (d *display) resized() {
 // screen, on a line of its own; not while the terminal is being resized.
 // Requires d.mu held.
 func (d *display) drawLocked() {
-	if d.bar == nil || d.closed || !d.status.ready || time.Since(d.resizedAt) < resizeSettle {
+	if d.bar == nil || d.closed || !d.status.ready {
 		return
 	}
 	d.lineLocked() // output without a final newline stays whole: the bar goes below
+	if time.Since(d.resizedAt) < resizeSettle {
+		return // the line is the bar's all the same: each output keeps a line of its own
+	}
 	parts := append([]progress.Part{{Text: progress.CountText(d.done, d.status.total)}}, d.status.parts...)
 	d.bar.Draw(d.done, d.status.total, parts, d.width())
 }

@@ -291,15 +291,15 @@ func TestDisplayResizeStorm(t *testing.T) {
 					told = tells
 					d.resized()
 				}
-				d.write(func() { fmt.Fprintf(out, "%s\n", line) })
+				d.write(func() { io.WriteString(out, line) })
 				d.setStatus(120, 1000, parts...) // the ticker
 				time.Sleep(100 * time.Millisecond)
 			}
-			step(50, 50, "line 1")   // narrowed, and told
-			step(30, 0, "line 2")    // narrowed again, told later
-			step(100, 0, "line 3")   // widened, told later
-			step(100, 100, "line 4") // told at last
-			step(100, 0, "line 5")
+			step(50, 50, "line 1\n")   // narrowed, and told
+			step(30, 0, `{"id":2}`)    // narrowed again, told later
+			step(100, 0, `{"id":3}`)   // widened, told later
+			step(100, 100, "line 4\n") // told at last
+			step(100, 0, `{"id":5}`)
 			for _, l := range scr.text() {
 				if barLine.MatchString(l) {
 					t.Errorf("reflow %v: the bar is drawn while the terminal is being resized: %q", reflow, l)
@@ -308,7 +308,9 @@ func TestDisplayResizeStorm(t *testing.T) {
 			time.Sleep(resizeSettle)
 			d.setStatus(120, 1000, parts...)
 			got := scr.text()
-			want := []string{"line 1", "line 2", "line 3", "line 4", "line 5"}
+			// Output without a final newline has a line of its own, as
+			// when the bar is drawn below it.
+			want := []string{"line 1", `{"id":2}`, `{"id":3}`, "line 4", `{"id":5}`}
 			if len(got) != 6 || !slices.Equal(got[:5], want) || !strings.HasPrefix(got[5], "  12% [") {
 				t.Errorf("reflow %v: screen\n%s\nwant the 5 lines of output and the bar", reflow, strings.Join(got, "\n"))
 			}
