@@ -28,6 +28,9 @@ type IOStreams struct {
 	// resizes, if set, relays the terminal's resizes to a channel as
 	// signal.Notify does (signal.Stop ends it).
 	resizes func(chan<- os.Signal)
+	// foreground, if set, reports whether pace is in the foreground of
+	// stderr's terminal.
+	foreground func() bool
 }
 
 // System returns the process's standard streams.
@@ -47,7 +50,8 @@ func System() *IOStreams {
 			}
 			return w
 		},
-		resizes: termbar.NotifyResize,
+		resizes:    termbar.NotifyResize,
+		foreground: func() bool { return termbar.InForeground(os.Stderr.Fd()) },
 	}
 }
 
@@ -96,6 +100,15 @@ func (s *IOStreams) NotifyResize(c chan<- os.Signal) {
 
 // SetResizes overrides NotifyResize: notify is given the channel.
 func (s *IOStreams) SetResizes(notify func(chan<- os.Signal)) { s.resizes = notify }
+
+// IsForeground reports whether pace's process group is the foreground
+// group of stderr's terminal (or stderr is no terminal): the bar is drawn
+// only then, not over the shell's prompt when pace runs in the
+// background. Test streams are in the foreground.
+func (s *IOStreams) IsForeground() bool { return s.foreground == nil || s.foreground() }
+
+// SetForeground overrides IsForeground.
+func (s *IOStreams) SetForeground(fg func() bool) { s.foreground = fg }
 
 // defaultTerminalWidth is the width assumed when the terminal does not
 // tell its own.

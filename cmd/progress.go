@@ -61,6 +61,9 @@ type display struct {
 	// notifyResize relays the terminal's resizes to a channel
 	// (IOStreams.NotifyResize).
 	notifyResize func(chan<- os.Signal)
+	// foreground, if set, reports whether pace is in the foreground of
+	// the terminal (IOStreams.IsForeground); the bar is drawn only then.
+	foreground func() bool
 
 	mu      sync.Mutex
 	bar     *termbar.Bar // nil unless mode is progressAlways
@@ -72,6 +75,9 @@ type display struct {
 	// resizedAt is when the terminal told of its last resize: the bar
 	// is not drawn until resizeSettle after it.
 	resizedAt time.Time
+	// background: pace was in the background at the last draw, which
+	// drew nothing.
+	background bool
 
 	// unsure: where the cursor is on the terminal's line is not known,
 	// as when pace starts (a shell's printf 'prompt> ' may have left it
@@ -106,7 +112,7 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 		outOnScreen: ios.IsStdoutTTY() && ios.IsStderrTTY() || sameFile(ios.Out, ios.ErrOut)}
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
-		d.notifyResize = ios.NotifyResize
+		d.notifyResize, d.foreground = ios.NotifyResize, ios.IsForeground
 		d.bar.Reflow = termbar.Reflows(os.Getenv)
 		d.onTerminal = ios.IsStderrTTY()
 		d.unsure = d.onTerminal
@@ -213,11 +219,22 @@ func (d *display) resized() {
 }
 
 // drawLocked draws the bar with the latest status in place of the one on
-// screen, on a line of its own; not while the terminal is being resized.
-// Requires d.mu held.
+// screen, on a line of its own; not while pace is in the background, nor
+// while the terminal is being resized. Requires d.mu held.
 func (d *display) drawLocked() {
 	if d.bar == nil || d.closed || !d.status.ready {
 		return
+	}
+	if d.foreground != nil && !d.foreground() {
+		// In the background (pace run ... &, or bg after Ctrl-Z) the
+		// shell and the user have the terminal: nothing is drawn, and
+		// output is left as it ends, as any program's in the background.
+		d.background = true
+		return
+	}
+	if d.background {
+		// Back in the foreground (fg): the shell has written its lines.
+		d.background, d.midLine, d.unsure = false, false, d.onTerminal
 	}
 	d.lineLocked() // output without a final newline stays whole: the bar goes below
 	if time.Since(d.resizedAt) < resizeSettle {

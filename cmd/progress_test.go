@@ -269,6 +269,34 @@ func TestDisplayUnknownColumn(t *testing.T) {
 	}
 }
 
+// TestDisplayInBackground: in the background (pace run ... &, or bg after
+// Ctrl-Z) no bar is drawn: it would be drawn over the shell's prompt and
+// what the user types, every 200 ms. Output is written as it comes. Back
+// in the foreground (fg), the bar is drawn below what the shell wrote.
+func TestDisplayInBackground(t *testing.T) {
+	d, scr := testDisplay(40)
+	d.onTerminal, d.unsure = true, true
+	fg := false
+	d.foreground = func() bool { return fg }
+	scr.Write([]byte("$ pace run ... &\n[1] 4242\n$ "))
+	d.setStatus(1, 4)
+	out := d.screen(&bytesWriter{scr}, true)
+	d.write(func() { out.Write([]byte("a\n")) })
+	scr.Write([]byte("ls"))
+	d.setStatus(2, 4)
+	want := []string{"$ pace run ... &", "[1] 4242", "$ a", "ls"}
+	if got := scr.text(); !slices.Equal(got, want) {
+		t.Errorf("in the background: screen\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	scr.Write([]byte("\n$ fg\npace run ...\n"))
+	fg = true
+	d.setStatus(3, 4)
+	want = []string{"$ pace run ... &", "[1] 4242", "$ a", "ls", "$ fg", "pace run ...", "  75% [█████████████·····]  3/4 done"}
+	if got := scr.text(); !slices.Equal(got, want) {
+		t.Errorf("back in the foreground: screen\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestDisplayResizeStorm: a terminal being resized (a window dragged)
 // may tell pace of its size late: tmux re-wraps its screen at once but
 // tells a program of at most one resize every 250 ms. The bar is erased
