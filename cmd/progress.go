@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -86,6 +87,9 @@ type display struct {
 	// draw over what is there. Only on a terminal that shows a bar
 	// (onTerminal).
 	unsure, onTerminal bool
+	// escaped: output since pace's last line held an escape sequence,
+	// which may be unfinished.
+	escaped bool
 }
 
 // barStatus is what the bar shows besides the count: the total (-1:
@@ -174,6 +178,7 @@ func (d *display) sawLocked(p []byte) {
 	if len(p) > 0 {
 		d.midLine = p[len(p)-1] != '\n'
 		d.unsure = false
+		d.escaped = d.escaped || bytes.IndexByte(p, 0x1b) >= 0
 	}
 }
 
@@ -184,6 +189,15 @@ func (d *display) sawLocked(p []byte) {
 // character), from any other it wraps to the next row, below what was
 // left there (zsh's PROMPT_SP does the same). Requires d.mu held.
 func (d *display) lineLocked() {
+	if d.escaped && d.onTerminal {
+		// Output that wrote an escape sequence may have left one open
+		// (a body cut short, a job killed while writing one): the
+		// terminal would take what pace writes next for the rest of it,
+		// and the bar's erase would then erase that output's line. CAN
+		// ends any sequence, and is nothing otherwise.
+		io.WriteString(d.w, "\x18")
+	}
+	d.escaped = false
 	switch {
 	case d.midLine:
 		io.WriteString(d.w, "\n")

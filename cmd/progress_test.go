@@ -269,6 +269,27 @@ func TestDisplayUnknownColumn(t *testing.T) {
 	}
 }
 
+// TestDisplayUnfinishedEscape: output that leaves an escape sequence
+// open (a title never ended, a colour cut short) would make the terminal
+// take the newline and the bar that follow for the rest of it, and the
+// bar's erase would then erase the output's line; pace ends the sequence
+// (CAN) before it writes.
+func TestDisplayUnfinishedEscape(t *testing.T) {
+	for _, open := range []string{"\x1b]0;title", "\x1b]52;c;aGVsbG8="} {
+		d, scr := testDisplay(40)
+		d.onTerminal = true
+		d.setStatus(1, 4)
+		out := d.screen(&bytesWriter{scr}, true)
+		d.write(func() { out.Write([]byte("out" + open)) })
+		d.setStatus(2, 4)
+		d.write(func() { out.Write([]byte("next\n")) })
+		d.close()
+		if got, want := scr.text(), []string{"out", "next"}; !slices.Equal(got, want) || len(scr.errs) > 0 {
+			t.Errorf("after output ending in %q: screen %q (errors %q), want %q", open, got, scr.errs, want)
+		}
+	}
+}
+
 // TestDisplayInBackground: in the background (pace run ... &, or bg after
 // Ctrl-Z) no bar is drawn: it would be drawn over the shell's prompt and
 // what the user types, every 200 ms. Output is written as it comes. Back

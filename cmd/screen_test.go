@@ -13,7 +13,10 @@ import (
 // each), CR, LF, BS, TAB, and the CSI sequences K (erase in line), G
 // (column), C and D (forward, back), A and B (up, down), F (up, column 1),
 // J (erase below),
-// m (colours, ignored) and ?25l/?25h (cursor shown or hidden, ignored).
+// m (colours, ignored) and ?25l/?25h (cursor shown or hidden, ignored),
+// OSC strings (ESC ], shown nothing of, ended by BEL or ESC \, and as
+// tmux and xterm read them, by any other escape), and CAN, which ends any
+// sequence.
 // LF also returns the cursor to the first column, as a terminal does with
 // its default onlcr setting.
 // Anything else is an error, so that a test never passes by ignoring what
@@ -34,6 +37,9 @@ type screen struct {
 	// cont marks the rows a rune wrapped to: the rest of the line above,
 	// which a terminal that reflows joins to it when resized.
 	cont map[int]bool
+	// osc: inside an OSC string, whose bytes are shown nothing of, until
+	// its end (which may come in a later write).
+	osc bool
 }
 
 func newScreen(cols int) *screen {
@@ -81,7 +87,25 @@ func (s *screen) eraseLine(from, to int) {
 func (s *screen) Write(p []byte) (int, error) {
 	for i := 0; i < len(p); {
 		r, n := utf8.DecodeRune(p[i:])
+		if s.osc {
+			switch {
+			case r == 0x07, r == 0x18, r == 0x1a:
+				s.osc = false
+			case r == 0x1b:
+				s.osc = false
+				if i+1 < len(p) && p[i+1] == '\\' {
+					n = 2
+				} else {
+					continue // another escape ends it, and is read
+				}
+			}
+			i += n
+			continue
+		}
 		switch {
+		case r == 0x18, r == 0x1a: // CAN, SUB: nothing outside a sequence
+		case r == 0x1b && i+1 < len(p) && p[i+1] == ']':
+			s.osc, n = true, 2
 		case r == '\r':
 			s.col, s.pending = 0, false
 		case r == '\n': // as a terminal with onlcr shows it (the default)
