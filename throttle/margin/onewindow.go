@@ -40,7 +40,12 @@ type block struct {
 	// known), computed with the cut cut.
 	sufB, preB [blockSize]int64
 	sufA, preA [blockSize]int64
-	cut        time.Duration
+	// arrA is the latest arrival (hiOf + at) in the block, overA the most
+	// by which one arrived after a later one's admission (overtaken);
+	// math.MaxInt64 where a latest bound is not known. Both computed with
+	// the cut cut.
+	arrA, overA int64
+	cut         time.Duration
 }
 
 // none stands for a minimum over nothing.
@@ -92,6 +97,22 @@ func (m *tracker) buildA(b *block, seg []lagSample) {
 		b.sufA[k] = suffix
 	}
 	prefixMost(&b.preA, &b.sufA, seg)
+	b.arrA, b.overA = math.MinInt64, 0
+	for k := range seg {
+		s := &seg[k]
+		if k > 0 {
+			if b.arrA == math.MaxInt64 {
+				b.overA = math.MaxInt64
+			} else if b.overA != math.MaxInt64 {
+				b.overA = max(b.overA, b.arrA-s.at)
+			}
+		}
+		if s.hi == unknownLag {
+			b.arrA = math.MaxInt64
+		} else {
+			b.arrA = max(b.arrA, int64(m.hiOf(s))+s.at)
+		}
+	}
 	b.cut = m.cut
 }
 

@@ -163,7 +163,29 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	bound := m.lateLeast(live, now.Add(-m.window-m.current).UnixNano(), true)
+	from := now.Add(-m.window - m.current).UnixNano()
+	bound := m.lateLeast(live, from, true)
+	// A call admitted before x that arrived after x's admission
+	// (tracker.overtaken), pair by pair.
+	for j := range live {
+		if live[j].at < from {
+			continue
+		}
+		for i := range j {
+			l := live[i].hi
+			if live[i].cut {
+				l -= m.cut
+			}
+			if live[i].pending {
+				l = live[i].latency + m.underWay
+			}
+			if l == unknownLag {
+				bound = unknownLag
+				break
+			}
+			bound = max(bound, l+time.Duration(live[i].at-live[j].at))
+		}
+	}
 	m.current = min(max(m.seen, bound), m.ceiling)
 	return m.current
 }
