@@ -103,6 +103,18 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
+// signal sends sig to the server's process, if it runs.
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal redis-server: %v", err)
+	}
+}
+
 // Restart starts a killed server again on the same port, empty. It
 // retries for a while if the port is not free yet.
 func (s *Server) Restart() {

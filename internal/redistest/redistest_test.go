@@ -3,6 +3,7 @@ package redistest
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStartKillRestart(t *testing.T) {
@@ -39,5 +40,26 @@ func TestStartExtraArgs(t *testing.T) {
 	s := Start(t, "--rename-command", "TIME", "")
 	if _, err := s.Do("TIME"); err == nil {
 		t.Error("TIME answered, want it renamed away")
+	}
+}
+
+// TestStopContinue: a stopped server answers nothing, and answers again
+// once continued.
+func TestStopContinue(t *testing.T) {
+	s := Start(t)
+	s.Stop()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := s.Do("PING")
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		t.Fatalf("PING answered (%v) while the server was stopped", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.Continue()
+	if err := <-answered; err != nil {
+		t.Errorf("PING sent while stopped = %v once continued, want PONG", err)
 	}
 }

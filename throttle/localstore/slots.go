@@ -183,8 +183,9 @@ func (ss *storeSide) TrySlot(context.Context, uint64) (any, bool, time.Duration,
 	return i, true, 0, nil
 }
 
-// ReleaseSlot gives back slot i; it implements gate.Store.
-func (ss *storeSide) ReleaseSlot(slot any) { ss.slots.release(slot.(int)) }
+// ReleaseSlot gives back slot i, at once (a lock on a local file); it
+// implements gate.Store.
+func (ss *storeSide) ReleaseSlot(_ context.Context, slot any) { ss.slots.release(slot.(int)) }
 
 // holderInfo is what the holder of a slot writes into its file.
 type holderInfo struct {

@@ -543,7 +543,7 @@ func (s *Store) Close() error {
 		s.closeKept()
 		s.txLock.close()
 		s.txMu.Unlock()
-		s.core.ReleaseHeld()
+		s.core.ReleaseHeld(context.Background())
 		if s.slots != nil {
 			s.slots.close()
 		}

@@ -44,7 +44,10 @@
 // capped exponential backoff and resumes when Redis is back, and gives up
 // with an error wrapping throttle.ErrBackend once the timeout has passed
 // without a successful answer. Options.OnOutage hears when Redis stops and
-// starts answering. A Redis that loses its data (restarted without
+// starts answering. A caller who gives up (its context cancelled) does not
+// wait for an answer that does not come: go-redis would hold it for its
+// read timeout, so the call is left behind (see Admit), and giving a slot
+// back waits at most a second. A Redis that loses its data (restarted without
 // persistence, failed over to a lagging replica) forgets the admissions of
 // the last window and may then admit a burst above the rules; run it with
 // persistence if that matters.
@@ -195,6 +198,13 @@ type Limiter struct {
 
 	renewMu  sync.Mutex // orders starting a lease's renewer with Close
 	renewers sync.WaitGroup
+	// life ends once Close has given the slots back: a renewal still
+	// under way then is left behind (see await).
+	life    context.Context
+	endLife context.CancelFunc
+	// calls counts the goroutines of calls to Redis that a caller may
+	// leave behind (see await) and of releases sent in the background.
+	calls goroutines
 
 	roundTrips  atomic.Int64
 	scriptLoads atomic.Int64
@@ -220,6 +230,7 @@ func Open(ctx context.Context, client Client, opts Options) (*Limiter, error) {
 		return nil, err
 	}
 	if err := l.checkStored(ctx); err != nil {
+		l.endLife()
 		return nil, err
 	}
 	return l, nil
@@ -286,6 +297,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		slotKey:  "pace:{" + cf.Key + "}:slots",
 		margKey:  "pace:{" + cf.Key + "}:margins",
 	}
+	l.life, l.endLife = context.WithCancel(context.Background())
 	l.core = gate.NewCore(gate.Config{Name: "redisrate", Rules: l.rules, GlobalJobs: cf.GlobalJobs,
 		Margin: cf.Margin, Jitter: cf.Jitter, Timeout: cf.Timeout}, (*redisSide)(l))
 	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
@@ -405,7 +417,7 @@ func (l *Limiter) checkStored(ctx context.Context) error {
 	var stored string
 	err := l.retry(ctx, func(ctx context.Context) error {
 		var err error
-		stored, err = l.client.Get(ctx, l.keys[0]).Result()
+		stored, err = await(ctx, &l.calls, func() (string, error) { return l.client.Get(ctx, l.keys[0]).Result() }, nil)
 		if errors.Is(err, redis.Nil) {
 			stored, err = "", nil // nobody keeps the quota now: the first admission claims it
 		}
@@ -430,11 +442,16 @@ func (l *Limiter) mismatch(stored string) error {
 // of the given cost fleet-wide and records it. The Admission's At is the
 // instant by the Redis server's clock (by this process's clock under the
 // fallback for servers that refuse TIME in scripts). If Admit fails it
-// holds nothing: a slot taken before the rate wait failed is given back.
+// holds nothing: a slot taken before the rate wait failed is given back
+// (without waiting for Redis's answer once ctx has ended).
 //
-// If ctx ends while a script call is under way, Redis may still have
-// recorded the admission: it then counts against the quota although the
-// caller does not go ahead. The error is only ever on that safe side.
+// Admit returns as soon as ctx is cancelled, even while Redis does not
+// answer (go-redis itself would wait out its read timeout): the call
+// under way is left behind. If it runs in Redis all the same, it may
+// record the admission, which then counts against the quota although the
+// caller does not go ahead, or take a slot, which is given back once its
+// answer comes (or runs out with its lease). The error is only ever on
+// that safe side.
 func (l *Limiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	return l.core.Admit(ctx, cost)
 }
@@ -465,7 +482,7 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	}
 	n := len(keys) / 2
 	keys = append(keys, l.margKey)
-	reply, err := l.run(context.Background(), correctScript(), keys, args)
+	reply, err := l.run(context.Background(), correctScript(), keys, args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +530,7 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 		}
 	}
 	sent := time.Now()
-	reply, err := l.run(ctx, admitScript(), l.admitKeys, args)
+	reply, err := l.run(ctx, admitScript(), l.admitKeys, args, nil)
 	replied := time.Now()
 	rtt := replied.Sub(sent)
 	if err != nil {
@@ -571,7 +588,7 @@ func (l *Limiter) SetMargin(d time.Duration) { l.core.SetMargin(d) }
 func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Duration, error) {
 	l := (*Limiter)(rs)
 	_, _, own, ownTTL := l.windows(margin)
-	reply, err := l.eval(ctx, marginScript(), []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.marginField(own), ownTTL})
+	reply, err := l.eval(ctx, marginScript(), []string{l.margKey}, []any{time.Now().UnixMicro(), own, l.marginField(own), ownTTL}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -585,20 +602,29 @@ func (rs *redisSide) Publish(ctx context.Context, margin time.Duration) (time.Du
 // Close stops renewing the leases of fleet-wide slots still held and gives
 // them back, and makes later and waiting calls return throttle.ErrClosed.
 // Call it once every call has finished. It closes the client if Dial made
-// it.
+// it. It does not wait on a Redis that stopped answering: a call under
+// way is left behind (it ends at the client's read timeout, or at once
+// when Close closes the client), and the releases are waited for at most
+// a second, after which a slot not given back stays taken until its
+// lease runs out.
 func (l *Limiter) Close() error {
 	if !l.core.Shutdown() {
 		return nil
 	}
+	ctx, cancel := l.releaseContext(context.Background())
+	l.core.ReleaseHeld(ctx)
+	cancel()
+	l.endLife()
 	l.renewMu.Lock()
 	//lint:ignore SA2001 the lock orders Close after a renewer being started
 	l.renewMu.Unlock()
 	l.renewers.Wait()
-	l.core.ReleaseHeld()
 	l.health.setReport(nil)
 	if l.owned {
 		if c, ok := l.client.(interface{ Close() error }); ok {
-			return c.Close()
+			err := c.Close()
+			l.calls.Wait() // the calls left behind end with their connections
+			return err
 		}
 	}
 	return nil

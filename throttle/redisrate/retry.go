@@ -68,12 +68,14 @@ func answered(err error) bool {
 	return err == nil || errors.As(err, &re)
 }
 
-// run calls script s until Redis answers; see retry.
-func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
+// run calls script s until Redis answers; see retry. It returns as soon
+// as ctx is cancelled; left, if set, gets the reply of the try then left
+// behind (see await).
+func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args []any, left func(any, error)) (any, error) {
 	var reply any
 	err := l.retry(ctx, func(ctx context.Context) error {
 		var err error
-		reply, err = l.eval(ctx, s, keys, args)
+		reply, err = l.eval(ctx, s, keys, args, left)
 		return err
 	})
 	return reply, err
@@ -125,8 +127,16 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 	}
 }
 
-// eval runs s once: EVALSHA, then EVAL if Redis does not have the script.
-func (l *Limiter) eval(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
+// eval runs s once (see evalNow), and returns as soon as ctx is
+// cancelled; left, if set, gets the reply of the call then left behind
+// (see await).
+func (l *Limiter) eval(ctx context.Context, s *redis.Script, keys []string, args []any, left func(any, error)) (any, error) {
+	return await(ctx, &l.calls, func() (any, error) { return l.evalNow(ctx, s, keys, args) }, left)
+}
+
+// evalNow runs s once, on the caller's goroutine: EVALSHA, then EVAL if
+// Redis does not have the script.
+func (l *Limiter) evalNow(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
 	c := countingScripter{l}
 	reply, err := s.Run(ctx, c, keys, args...).Result()
 	// Run falls back on EVAL only for errors that start with NOSCRIPT;
@@ -228,6 +238,13 @@ func (h *health) observe(start time.Time, err error) {
 			}
 		}
 	}
+}
+
+// isDown reports whether Redis is reported not answering now.
+func (h *health) isDown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down
 }
 
 // setReport changes where outages are reported; nil silences them.

@@ -33,7 +33,13 @@ func (l *Limiter) slotArgs(op, id string) []any {
 func (rs *redisSide) TrySlot(ctx context.Context, attempt uint64) (any, bool, time.Duration, error) {
 	l := (*Limiter)(rs)
 	id := l.idPrefix + ".s" + strconv.FormatUint(attempt, 36)
-	reply, err := l.run(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("take", id))
+	reply, err := l.run(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("take", id), func(reply any, err error) {
+		// The caller gave up while Redis had not answered: a slot the
+		// take got after all goes back at once (else at its lease's end).
+		if ok, _, perr := parseTakeReply(reply); err == nil && perr == nil && ok {
+			l.sendRelease(id)
+		}
+	})
 	if err != nil {
 		return nil, false, 0, err
 	}
@@ -49,7 +55,7 @@ func (rs *redisSide) TrySlot(ctx context.Context, attempt uint64) (any, bool, ti
 	if l.core.IsClosed() {
 		l.renewMu.Unlock()
 		close(ls.done) // no renewer
-		l.release(ls)
+		l.release(ctx, ls)
 		return nil, false, 0, throttle.ErrClosed
 	}
 	l.renewers.Add(1)
@@ -59,11 +65,15 @@ func (rs *redisSide) TrySlot(ctx context.Context, attempt uint64) (any, bool, ti
 }
 
 // ReleaseSlot gives a lease back; it implements gate.Store.
-func (rs *redisSide) ReleaseSlot(slot any) { (*Limiter)(rs).release(slot.(*lease)) }
+func (rs *redisSide) ReleaseSlot(ctx context.Context, slot any) {
+	(*Limiter)(rs).release(ctx, slot.(*lease))
+}
 
 // renew extends ls every Lease/3 until it is released or the limiter
 // closed. A renewal that fails is tried again at the next tick; a lease
 // found expired is taken again if a slot is free, else counted as lost.
+// A renewal still unanswered once Close has given the slots back is left
+// behind.
 func (l *Limiter) renew(ls *lease) {
 	defer l.renewers.Done()
 	defer close(ls.done)
@@ -79,9 +89,12 @@ func (l *Limiter) renew(ls *lease) {
 		case <-l.core.Closed():
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		reply, err := l.eval(ctx, slotsScript(), keys, l.slotArgs("renew", ls.id))
+		ctx, cancel := context.WithTimeout(l.life, every)
+		reply, err := l.eval(ctx, slotsScript(), keys, l.slotArgs("renew", ls.id), nil)
 		cancel()
+		if l.life.Err() != nil {
+			return
+		}
 		if err != nil {
 			l.failures.Add(1)
 			continue
@@ -92,20 +105,58 @@ func (l *Limiter) renew(ls *lease) {
 	}
 }
 
-// release gives ls back, once. It makes one attempt: if Redis does not
-// answer, the slot stays taken until its lease runs out. It first waits
-// for the renewer to stop: a renewal landing after the release would take
-// the slot again.
-func (l *Limiter) release(ls *lease) {
+// release gives ls back, once: it stops the renewer and, once the renewer
+// has stopped (a renewal landing after the release would take the slot
+// again), sends the release. It makes one attempt: if Redis does not
+// answer, the slot stays taken until its lease runs out. The caller waits
+// for it at most until ctx is done (see releaseContext); the release goes
+// on without it.
+func (l *Limiter) release(ctx context.Context, ls *lease) {
 	ls.once.Do(func() {
 		close(ls.stop)
-		<-ls.done
-		ctx, cancel := context.WithTimeout(context.Background(), min(l.cf.Timeout, 5*time.Second))
+		ctx, cancel := l.releaseContext(ctx)
 		defer cancel()
-		if _, err := l.eval(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("release", ls.id)); err != nil {
-			l.failures.Add(1)
+		sent := make(chan struct{})
+		send := func() {
+			defer close(sent)
+			<-ls.done
+			l.sendRelease(ls.id)
+		}
+		if !l.calls.Go(send) {
+			send() // Close has closed the client: it fails at once
+		}
+		select {
+		case <-sent:
+		case <-ctx.Done():
 		}
 	})
+}
+
+// releaseWait is the longest a release is waited for: as long as a call
+// may go unanswered before Redis is reported as not answering.
+const releaseWait = stallAfter
+
+// releaseContext returns the context a release is waited for under: ctx,
+// for at most releaseWait, and done at once while Redis is reported not
+// answering, so that no caller (a job that ended, Close after Ctrl-C)
+// waits on a silent Redis for its read timeout.
+func (l *Limiter) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, releaseWait)
+	if l.health.isDown() {
+		cancel()
+	}
+	return ctx, cancel
+}
+
+// sendRelease gives the lease id back in Redis, on the caller's
+// goroutine: one attempt, bounded; a failure is counted, and the slot then
+// stays taken until its lease runs out.
+func (l *Limiter) sendRelease(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(l.cf.Timeout, 5*time.Second))
+	defer cancel()
+	if _, err := l.evalNow(ctx, slotsScript(), []string{l.slotKey}, l.slotArgs("release", id)); err != nil {
+		l.failures.Add(1)
+	}
 }
 
 // parseTakeReply decodes the reply of slotsLua's take.

@@ -146,17 +146,12 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Limiter, error) {
 		return nil, err
 	}
 	l.owned = true
-	// go-redis bounds a call by its context's deadline, not by its
-	// cancellation: a Redis that accepts and never answers held a caller
-	// that gave up (Ctrl-C) for the whole read timeout. Closing the client,
-	// which no one else uses yet, ends the call at once.
-	stop := context.AfterFunc(ctx, func() { client.Close() })
-	err = l.checkStored(ctx)
-	if !stop() && err == nil {
-		err = ctx.Err() // closed as the check returned
-	}
-	if err != nil {
+	if err := l.checkStored(ctx); err != nil {
+		// A check left behind (ctx cancelled while Redis was silent)
+		// ends with the client.
+		l.endLife()
 		client.Close()
+		l.calls.Wait()
 		return nil, err
 	}
 	return l, nil

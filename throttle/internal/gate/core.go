@@ -48,8 +48,10 @@ type Store interface {
 	// try whose answer was lost is not a second slot). If none is free it
 	// returns ok false and how long to wait before trying again.
 	TrySlot(ctx context.Context, attempt uint64) (slot any, ok bool, retry time.Duration, err error)
-	// ReleaseSlot gives back a slot TrySlot took.
-	ReleaseSlot(slot any)
+	// ReleaseSlot gives back a slot TrySlot took. It waits for the store
+	// at most until ctx is done (a caller who gave up does not wait on a
+	// store that stopped answering); the release goes on without it.
+	ReleaseSlot(ctx context.Context, slot any)
 }
 
 // Decision is the outcome of one admission attempt.
@@ -191,7 +193,7 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	d, err := c.wait(ctx, cost)
 	if err != nil {
 		if slot != nil {
-			c.store.ReleaseSlot(slot)
+			c.store.ReleaseSlot(ctx, slot)
 		}
 		return throttle.Admission{}, err
 	}
@@ -464,7 +466,7 @@ func (c *Core) takeSlot(ctx context.Context) (any, error) {
 			c.mu.Lock()
 			if c.IsClosed() {
 				c.mu.Unlock()
-				c.store.ReleaseSlot(slot)
+				c.store.ReleaseSlot(ctx, slot)
 				return nil, throttle.ErrClosed
 			}
 			if waited {
@@ -510,7 +512,7 @@ func (o *owner) Release(id uint64) {
 	}
 	c.mu.Unlock()
 	if slot != nil {
-		c.store.ReleaseSlot(slot)
+		c.store.ReleaseSlot(context.Background(), slot)
 	}
 }
 
@@ -614,8 +616,9 @@ func (c *Core) Shutdown() bool {
 }
 
 // ReleaseHeld gives back every slot still held by admissions not yet
-// released (the backend is closing).
-func (c *Core) ReleaseHeld() {
+// released (the backend is closing), waiting for the store at most until
+// ctx is done.
+func (c *Core) ReleaseHeld(ctx context.Context) {
 	c.mu.Lock()
 	var slots []any
 	for id, s := range c.held {
@@ -626,7 +629,7 @@ func (c *Core) ReleaseHeld() {
 	}
 	c.mu.Unlock()
 	for _, s := range slots {
-		c.store.ReleaseSlot(s)
+		c.store.ReleaseSlot(ctx, s)
 	}
 }
 

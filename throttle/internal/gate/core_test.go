@@ -39,7 +39,7 @@ func (f *fakeStore) TrySlot(context.Context, uint64) (any, bool, time.Duration, 
 	return f.slotsHeld, true, 0, nil
 }
 
-func (f *fakeStore) ReleaseSlot(s any) {
+func (f *fakeStore) ReleaseSlot(_ context.Context, s any) {
 	f.slotsHeld--
 	f.released = append(f.released, s)
 }
@@ -82,7 +82,7 @@ func TestCore(t *testing.T) {
 			t.Error("Admit(101) under cost:100/m succeeded")
 		}
 		c.Shutdown()
-		c.ReleaseHeld()
+		c.ReleaseHeld(ctx)
 		if f.slotsHeld != 0 {
 			t.Errorf("%d slots held after close, want 0", f.slotsHeld)
 		}
