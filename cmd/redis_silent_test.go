@@ -1,0 +1,144 @@
+package cmd
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redistest"
+)
+
+// Tests of pace against a Redis that goes silent: a redis-server stopped
+// with SIGSTOP keeps its connections, accepts new ones and answers nothing
+// until it is continued. go-redis's read timeout is 20 s in the URLs here,
+// so a wait that lasted for it would be plain.
+
+// promptly is how soon after Ctrl-C pace must have ended: well short of
+// the 20 s read timeout, generous for a loaded machine (pace itself takes
+// a second at most, to give its slots back).
+const promptly = 5 * time.Second
+
+// startPaceSignals is startPace with sigs as the signals pace receives.
+func startPaceSignals(t *testing.T, sigs <-chan os.Signal, stdin string, args ...string) (stdout, stderr *syncBuffer, wait func() int) {
+	ios, out, errOut := testIO(stdin)
+	done := make(chan int, 1)
+	go func() { done <- Execute(&Factory{IOStreams: ios, Signals: sigs}, args) }()
+	return out, errOut, func() int {
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(60 * time.Second):
+			t.Fatalf("pace %q did not finish\n%s", args, errOut)
+			return -1
+		}
+	}
+}
+
+// TestRedisExecInterruptWhileSilent: Ctrl-C while pace exec waits for its
+// admission from a stopped Redis stops it at once, before anything ran.
+func TestRedisExecInterruptWhileSilent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr() + "?read_timeout=20s"
+	srv.Stop()
+	for _, extra := range [][]string{nil, {"--global-jobs", "1"}} {
+		sigs := make(chan os.Signal, 1)
+		args := append(append([]string{"exec", "--redis", url, "--key", "silent", "-r", "1/s"}, extra...), "--", "echo", "ran")
+		stdout, stderr, wait := startPaceSignals(t, sigs, "", args...)
+		time.Sleep(300 * time.Millisecond) // pace waits on Redis by now
+		start := time.Now()
+		sigs <- os.Interrupt
+		code := wait()
+		if d := time.Since(start); code != ExitInterrupted || stdout.String() != "" || d > promptly {
+			t.Errorf("%q: Ctrl-C while Redis is stopped: exit %d after %v, stdout %q; want 130 at once, nothing run", args, code, d, stdout)
+		}
+		if want := "pace: SIGINT: stopped before anything ran\n"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%q: stderr %q, want %q", args, stderr, want)
+		}
+	}
+}
+
+// TestRedisInterruptWhileSilentMidRun stops Redis in the middle of a run
+// with a fleet-wide cap, a job waiting for a slot, then sends Ctrl-C: the
+// wait ends, the requests under way finish and are printed, pace gives its
+// slots back (a second at most) and ends with the summary, long before
+// go-redis's read timeout.
+func TestRedisInterruptWhileSilentMidRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	js := newJobServer(t, 200*time.Millisecond)
+	sigs := make(chan os.Signal, 1)
+	stdout, stderr, wait := startPaceSignals(t, sigs, numbers(50), "fetch", "-r", "100/s", "-j", "3", "--global-jobs", "2",
+		"--redis", "redis://"+srv.Addr()+"?read_timeout=20s", "--key", "silent", "--summary", "text", "--progress", "never", js.URL+"/{}")
+	waitFor(t, "2 requests", func() bool { return js.requests() >= 2 })
+	srv.Stop()
+	time.Sleep(300 * time.Millisecond) // the requests under way end; the next wait on Redis
+	start := time.Now()
+	sigs <- os.Interrupt
+	code := wait()
+	if d := time.Since(start); code != ExitInterrupted || d > promptly {
+		t.Errorf("Ctrl-C while Redis is stopped mid-run: exit %d after %v, want 130 at once:\n%s", code, d, stderr)
+	}
+	if n, printed := js.requests(), len(sortedLines(stdout.String())); printed != n {
+		t.Errorf("%d bodies printed, want one for each of the %d requests made", printed, n)
+	}
+	if !strings.Contains(stderr.String(), "interrupted by SIGINT") {
+		t.Errorf("no summary saying the run was interrupted:\n%s", stderr)
+	}
+}
+
+// TestRedisSilentMidRun stops Redis in the middle of a run and continues
+// it: no request starts while it is silent, pace says so and says when it
+// answers again, and every item runs exactly once. A Redis stopped for
+// longer than --redis-timeout ends the run with exit 3.
+func TestRedisSilentMidRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	js := newJobServer(t, 0)
+	// 5 requests at once, then 5 a second later: Redis goes silent in between.
+	stdout, stderr, wait := startPace(t, numbers(10), "fetch", "-r", "5/s", "-j", "5", "--redis", "redis://"+srv.Addr()+"?read_timeout=20s",
+		"--key", "silent", "--redis-timeout", "20s", "--retries", "0", "--summary", "none", "--progress", "never", js.URL+"/{}")
+	waitFor(t, "5 requests", func() bool { return js.requests() >= 5 })
+	srv.Stop()
+	stopped := time.Now()
+	waitFor(t, "pace to see Redis silent", func() bool {
+		return strings.Contains(stderr.String(), " is not answering (no reply for ")
+	})
+	continued := time.Now()
+	srv.Continue()
+	if code := wait(); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, stderr)
+	}
+	if got, want := sortedLines(stdout.String()), strings.Fields(numbers(10)); !slices.Equal(got, want) {
+		t.Errorf("bodies printed = %v, want each of 1..10 once", got)
+	}
+	arrivals, paths, _ := js.counts()
+	if len(paths) != 10 || len(arrivals) != 10 {
+		t.Errorf("%d requests for %d paths, want each of 10 once", len(arrivals), len(paths))
+	}
+	// A request admitted just before the stop may arrive a little after it.
+	for _, at := range arrivals {
+		if at.After(stopped.Add(100*time.Millisecond)) && at.Before(continued) {
+			t.Errorf("a request arrived %v after Redis was stopped, %v before it was continued",
+				at.Sub(stopped).Round(time.Millisecond), continued.Sub(at).Round(time.Millisecond))
+		}
+	}
+	if !strings.Contains(stderr.String(), " is answering again after ") {
+		t.Errorf("stderr does not say Redis answers again:\n%s", stderr)
+	}
+
+	// Silent for longer than --redis-timeout: exit 3, saying so.
+	start := time.Now()
+	srv.Stop()
+	code, _, errOut := execPace(t, numbers(3), "fetch", "-r", "5/s", "--redis", "redis://"+srv.Addr()+"?read_timeout=20s",
+		"--key", "silent2", "--redis-timeout", "300ms", "--summary", "none", "--progress", "never", js.URL+"/{}")
+	srv.Continue()
+	if d := time.Since(start); code != ExitBackend || d > promptly {
+		t.Errorf("a Redis silent past --redis-timeout 300ms: exit %d after %v, want 3 soon after the timeout:\n%s", code, d, errOut)
+	}
+	if want := `no answer for 300ms: backend unavailable`; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+}
