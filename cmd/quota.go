@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,10 +45,14 @@ type QuotaOptions struct {
 	Signals <-chan os.Signal
 
 	urlSet, stateSet bool
+	timeout          time.Duration // bounds each look at Redis; 0 means quotaTimeout (tests shorten it)
 }
 
 // quotaTimeout bounds each look at Redis.
 const quotaTimeout = 10 * time.Second
+
+// redisTimeout returns how long a look at Redis may take.
+func (o *QuotaOptions) redisTimeout() time.Duration { return cmp.Or(o.timeout, quotaTimeout) }
 
 const quotaLong = `Look at the quotas that pace processes share, or forget one.
 
@@ -289,11 +294,17 @@ func quotaShowRedis(ctx context.Context, opts *QuotaOptions) error {
 		return reportf(ios, ExitUsage, "%s", userMessage(err))
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, quotaTimeout)
+	// An interrupt stops pace even while Redis does not answer.
+	ctx, stop, endWatch := interrupt.Context(ctx, opts.Signals)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, opts.redisTimeout())
 	defer cancel()
 	q, err := redisrate.Inspect(ctx, c, opts.redisKey())
+	if sig := endWatch(); sig != nil {
+		return stoppedf(ios, sig, "%s: stopped before redis %s answered", interrupt.Name(sig), url)
+	}
 	if err != nil {
-		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
+		return quotaRedisError(ctx, opts, url, opts.redisKey(), err)
 	}
 	if q.Spec == "" && len(q.Leases) == 0 {
 		// Redis keeps nothing of it: as the local store without a file.
@@ -378,10 +389,30 @@ func quotaResetRedis(ctx context.Context, opts *QuotaOptions) error {
 	if err := confirmReset(opts, what); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, quotaTimeout)
+	// An interrupt stops pace even while Redis does not answer; the
+	// reset may then still happen, once Redis runs it.
+	ctx, stop, endWatch := interrupt.Context(ctx, opts.Signals)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, opts.redisTimeout())
 	defer cancel()
-	if err := redisrate.Reset(ctx, c, key); err != nil {
-		return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
+	err = redisrate.Reset(ctx, c, key)
+	if sig := endWatch(); sig != nil && err != nil {
+		return stoppedf(ios, sig, "%s: stopped before Redis answered: %s may still be reset once it does (pace quota show tells)",
+			interrupt.Name(sig), what)
+	}
+	if err != nil {
+		return quotaRedisError(ctx, opts, url, key, err)
 	}
 	return resetDone(opts, what, quota.View{Key: key, Store: "redis", URL: url})
+}
+
+// quotaRedisError reports err, from a look at the quota key in the Redis
+// at url under ctx: a Redis that did not answer in time as such, not as
+// Go's "context deadline exceeded".
+func quotaRedisError(ctx context.Context, opts *QuotaOptions, url, key string, err error) error {
+	ios := opts.IO
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, throttle.ErrBackend) {
+		return reportf(ios, ExitBackend, "redis %s: quota %q: no answer for %s", url, key, opts.redisTimeout())
+	}
+	return reportf(ios, quotaExitCode(err), "redis %s: %s", url, redisrate.RedactURL(userMessage(err)))
 }

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -16,9 +18,10 @@ import (
 // so a wait that lasted for it would be plain.
 
 // promptly is how soon after Ctrl-C pace must have ended: well short of
-// the 20 s read timeout, generous for a loaded machine (pace itself takes
-// a second at most, to give its slots back).
-const promptly = 5 * time.Second
+// the 20 s read timeout (and of the 5 s pace exec -v gives its look at the
+// quota), generous for a loaded machine (pace itself takes a second at
+// most, to give its slots back).
+const promptly = 3 * time.Second
 
 // startPaceSignals is startPace with sigs as the signals pace receives.
 func startPaceSignals(t *testing.T, sigs <-chan os.Signal, stdin string, args ...string) (stdout, stderr *syncBuffer, wait func() int) {
@@ -37,13 +40,14 @@ func startPaceSignals(t *testing.T, sigs <-chan os.Signal, stdin string, args ..
 }
 
 // TestRedisExecInterruptWhileSilent: Ctrl-C while pace exec waits for its
-// admission from a stopped Redis stops it at once, before anything ran.
+// admission from a stopped Redis (or, with -v, for its look at the quota)
+// stops it at once, before anything ran.
 func TestRedisExecInterruptWhileSilent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	url := "redis://" + srv.Addr() + "?read_timeout=20s"
 	srv.Stop()
-	for _, extra := range [][]string{nil, {"--global-jobs", "1"}} {
+	for _, extra := range [][]string{nil, {"--global-jobs", "1"}, {"-v"}} {
 		sigs := make(chan os.Signal, 1)
 		args := append(append([]string{"exec", "--redis", url, "--key", "silent", "-r", "1/s"}, extra...), "--", "echo", "ran")
 		stdout, stderr, wait := startPaceSignals(t, sigs, "", args...)
@@ -140,5 +144,58 @@ func TestRedisSilentMidRun(t *testing.T) {
 	}
 	if want := `no answer for 300ms: backend unavailable`; !strings.Contains(errOut, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+}
+
+// TestRedisQuotaInterruptWhileSilent: Ctrl-C while pace quota show or
+// reset waits for a stopped Redis stops it at once; an interrupted reset
+// says that it may still happen.
+func TestRedisQuotaInterruptWhileSilent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr() + "?read_timeout=20s"
+	srv.Stop()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"quota", "show", "--redis", url, "--key", "silent"}, "pace: SIGINT: stopped before redis " + url + " answered\n"},
+		{[]string{"quota", "reset", "--yes", "--redis", url, "--key", "silent"},
+			`pace: SIGINT: stopped before Redis answered: quota "silent" in redis ` + url + " may still be reset once it does (pace quota show tells)\n"},
+	} {
+		sigs := make(chan os.Signal, 1)
+		_, stderr, wait := startPaceSignals(t, sigs, "", tt.args...)
+		time.Sleep(300 * time.Millisecond) // pace waits on Redis by now
+		start := time.Now()
+		sigs <- os.Interrupt
+		code := wait()
+		if d := time.Since(start); code != ExitInterrupted || d > promptly {
+			t.Errorf("%q: Ctrl-C while Redis is stopped: exit %d after %v; want 130 at once", tt.args, code, d)
+		}
+		if stderr.String() != tt.want {
+			t.Errorf("%q: stderr %q, want %q", tt.args, stderr, tt.want)
+		}
+	}
+}
+
+// TestRedisQuotaSilent: pace quota show and reset against a stopped Redis
+// give up once their time is out, with exit 3 and a message that says
+// Redis did not answer (not Go's "context deadline exceeded").
+func TestRedisQuotaSilent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr() + "?read_timeout=20s"
+	srv.Stop()
+	for _, action := range []string{"show", "reset"} {
+		ios, _, errOut := testIO("")
+		opts := &QuotaOptions{IO: ios, Action: action, Key: "silent", RedisURL: url, Yes: true, timeout: 300 * time.Millisecond}
+		err := quotaRun(context.Background(), opts)
+		var exit *ExitError
+		if !errors.As(err, &exit) || exit.Code != ExitBackend {
+			t.Errorf("pace quota %s with Redis stopped = %v, want exit 3", action, err)
+		}
+		if want := "pace: redis " + url + `: quota "silent": no answer for 300ms` + "\n"; errOut.String() != want {
+			t.Errorf("pace quota %s with Redis stopped: stderr %q, want %q", action, errOut, want)
+		}
 	}
 }

@@ -72,8 +72,12 @@ type goroutines struct {
 }
 
 // Go runs f on a goroutine of its own and reports true, or reports false
-// and runs nothing once Wait has been called.
+// and runs nothing once Wait has been called. A nil g counts nothing.
 func (g *goroutines) Go(f func()) bool {
+	if g == nil {
+		go f()
+		return true
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.waiting {

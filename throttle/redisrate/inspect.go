@@ -59,8 +59,16 @@ type Lease struct {
 // rules. A rule kept by a bounded counter reports the weight its buckets
 // held at the last admission, and a Next that does not account for the
 // buckets' exact width. Errors wrap throttle.ErrBackend (Redis refused or
-// did not answer before ctx ended) or say the stored spec cannot be read.
+// did not answer before ctx's deadline) or say the stored spec cannot be
+// read. Inspect returns ctx's error as soon as ctx is cancelled, even
+// while Redis does not answer; its call to Redis, left behind, ends at
+// the client's read timeout or when the client is closed.
 func Inspect(ctx context.Context, client Client, key string) (*Quota, error) {
+	return await(ctx, nil, func() (*Quota, error) { return inspect(ctx, client, key) }, nil)
+}
+
+// inspect is Inspect, on the caller's goroutine.
+func inspect(ctx context.Context, client Client, key string) (*Quota, error) {
 	for range 3 { // the spec may change between the GET and the script
 		q, again, err := inspectOnce(ctx, client, key)
 		if err != nil || !again {
@@ -127,8 +135,16 @@ func inspectOnce(ctx context.Context, client Client, key string) (q *Quota, agai
 // slots. Redis cannot tell a process sharing only rates (no --global-jobs)
 // from none: such a process goes on, and its next admission keeps the
 // quota again with its rules. A quota Redis keeps nothing of returns an
-// error wrapping fs.ErrNotExist.
+// error wrapping fs.ErrNotExist. Reset returns ctx's error as soon as ctx
+// is cancelled, even while Redis does not answer: the reset may then
+// still happen, once Redis runs the call left behind.
 func Reset(ctx context.Context, client Client, key string) error {
+	_, err := await(ctx, nil, func() (struct{}, error) { return struct{}{}, reset(ctx, client, key) }, nil)
+	return err
+}
+
+// reset is Reset, on the caller's goroutine.
+func reset(ctx context.Context, client Client, key string) error {
 	for range 3 {
 		l, spec, err := storedLayout(ctx, client, key)
 		if err != nil {
