@@ -3,6 +3,9 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -197,5 +200,42 @@ func TestRedisQuotaSilent(t *testing.T) {
 		if want := "pace: redis " + url + `: quota "silent": no answer for 300ms` + "\n"; errOut.String() != want {
 			t.Errorf("pace quota %s with Redis stopped: stderr %q, want %q", action, errOut, want)
 		}
+	}
+}
+
+// TestRedisInterruptCorrectionWhileSilent: a response that tells the
+// call's cost comes back once Redis is stopped; the correction waits for
+// Redis as admissions do, and the second Ctrl-C (kill) ends that wait at
+// once instead of after --redis-timeout.
+func TestRedisInterruptCorrectionWhileSilent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	arrived, answer := make(chan struct{}, 10), make(chan struct{})
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-answer
+		w.Header().Set("X-Cost", "3")
+		fmt.Fprintln(w, "ok")
+	}))
+	defer api.Close()
+	defer close(answer)
+	sigs := make(chan os.Signal, 2)
+	_, stderr, wait := startPaceSignals(t, sigs, numbers(5), "fetch", "--cost-rate", "100/s", "--cost-from-response", "header:X-Cost",
+		"-j", "1", "--redis", "redis://"+srv.Addr()+"?read_timeout=20s", "--redis-timeout", "20s", "--key", "silent",
+		"--summary", "text", "--progress", "never", api.URL+"/{}")
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request came")
+	}
+	srv.Stop()
+	sigs <- os.Interrupt // no more jobs; the one under way goes on
+	answer <- struct{}{}
+	time.Sleep(300 * time.Millisecond) // its correction waits on Redis by now
+	start := time.Now()
+	sigs <- os.Interrupt
+	code := wait()
+	if d := time.Since(start); code != ExitInterrupted || d > promptly {
+		t.Errorf("second Ctrl-C while a correction waits on a stopped Redis: exit %d after %v, want 130 at once:\n%s", code, d, stderr)
 	}
 }

@@ -480,8 +480,10 @@ func (s *state) execute(a admission) {
 	adm := job.Admission // the pool's to correct and release
 	if res.Cost > 0 && res.Cost != adm.Cost {
 		// The call said what it really cost; a correction that fails
-		// leaves the estimate, which the rules then keep.
-		_ = adm.Correct(res.Cost)
+		// leaves the estimate, which the rules then keep. It waits for a
+		// store that does not answer as admissions do, until the jobs
+		// are killed (s.ctx).
+		_ = adm.Correct(s.ctx, res.Cost)
 	}
 	adm.Release()
 	res.Job, res.Start, res.Waited, res.Runtime = job, adm.At, adm.Waited, end.Sub(a.at)

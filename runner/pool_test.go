@@ -175,10 +175,11 @@ type correction struct {
 // it; it owns the admissions it hands out and records what happens to
 // them.
 type fakeLimiter struct {
-	wait       time.Duration
-	latency    time.Duration // Admission.Latency
-	gate       chan error    // if set, each Admit takes its answer from it
-	correctErr error         // what Correct returns
+	wait         time.Duration
+	latency      time.Duration // Admission.Latency
+	gate         chan error    // if set, each Admit takes its answer from it
+	correctErr   error         // what Correct returns
+	correctHangs bool          // Correct waits for its context to end, as for a store that does not answer
 
 	mu          sync.Mutex
 	costs       []int // of every Admit call
@@ -222,10 +223,14 @@ func (l *fakeLimiter) Release(id uint64) {
 	l.released[id] = true
 }
 
-func (l *fakeLimiter) Correct(id uint64, at time.Time, from, to int) error {
+func (l *fakeLimiter) Correct(ctx context.Context, id uint64, at time.Time, from, to int) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.corrections = append(l.corrections, correction{id, at, from, to, l.released[id]})
+	l.mu.Unlock()
+	if l.correctHangs {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return l.correctErr
 }
 
@@ -966,6 +971,32 @@ func TestPoolCorrectsCost(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPoolKillEndsCorrection: a correction that waits on a store that
+// does not answer ends when the jobs are killed (Run's context), and Run
+// returns then, the admission released.
+func TestPoolKillEndsCorrection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{
+			prep: func(j *Job) error { j.Cost = 2; return nil },
+			run:  func(context.Context, *Job) *Result { return &Result{Cost: 5} },
+		}
+		lim := &fakeLimiter{correctHangs: true}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: lim})
+		ctx, kill := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, kill)
+		start := time.Now()
+		if err := p.Run(ctx, feed("a")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("Run returned after %v, want when the jobs were killed (1s)", d)
+		}
+		if calls, _, released := lim.counts(); calls != 1 || released != 1 || len(lim.corrections) != 1 {
+			t.Errorf("%d admissions, %d released, %d corrections; want 1 of each", calls, released, len(lim.corrections))
+		}
+	})
 }
 
 // TestPoolLag: Lag is the admission's latency plus the time from the

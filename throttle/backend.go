@@ -145,8 +145,11 @@ func (a *Admission) Release() {
 // until it holds less than N again. A cost above MaxLimit counts as
 // MaxLimit, which fills any rule. Correct may come before or after
 // Release; it must not be called concurrently with itself for one
-// admission.
-func (a *Admission) Correct(cost int) error {
+// admission. A shared backend records the correction in its store: ctx
+// bounds that wait (a Redis that does not answer is retried, as for
+// Admit), and if ctx ends first Correct returns its error and a.Cost is
+// left as it was, though the store may still record the correction.
+func (a *Admission) Correct(ctx context.Context, cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("throttle: cost %d: %w", cost, ErrBadCost)
 	}
@@ -157,7 +160,7 @@ func (a *Admission) Correct(cost int) error {
 		return nil
 	}
 	if a.owner != nil {
-		if err := a.owner.Correct(a.id, a.At, a.Cost, cost); err != nil {
+		if err := a.owner.Correct(ctx, a.id, a.At, a.Cost, cost); err != nil {
 			return err
 		}
 	}

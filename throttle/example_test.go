@@ -89,7 +89,7 @@ func ExampleAdmission_Correct() {
 		panic(err)
 	}
 	// ... make the call; the response says it used 800 tokens.
-	if err := a.Correct(800); err != nil {
+	if err := a.Correct(context.Background(), 800); err != nil {
 		panic(err)
 	}
 	a.Release()

@@ -469,7 +469,7 @@ func (o *owner) Release(h uint64) { o.slots.release(h, &o.mu) }
 
 // Correct changes the cost recorded for the call serial, admitted at at,
 // in every cost rule still holding it.
-func (o *owner) Correct(serial uint64, at time.Time, from, to int) error {
+func (o *owner) Correct(_ context.Context, serial uint64, at time.Time, from, to int) error {
 	l := (*Limiter)(o)
 	delta := to - from
 	l.mu.Lock()

@@ -298,7 +298,7 @@ func TestAdmissionCorrect(t *testing.T) {
 			done <- time.Since(start)
 		}()
 		time.Sleep(200 * time.Millisecond)
-		if err := a.Correct(30); err != nil { // it really cost 30
+		if err := a.Correct(context.Background(), 30); err != nil { // it really cost 30
 			t.Fatal(err)
 		}
 		if got := <-done; got != 200*time.Millisecond {
@@ -310,7 +310,7 @@ func TestAdmissionCorrect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Correct(70); err != nil { // 30 + 50 + 70 = 150
+		if err := b.Correct(context.Background(), 70); err != nil { // 30 + 50 + 70 = 150
 			t.Fatal(err)
 		}
 		if got := l.DelayN(time.Now(), 1); got != time.Second {
@@ -319,7 +319,7 @@ func TestAdmissionCorrect(t *testing.T) {
 		if s := l.Stats(); s.Rules[0].PeakUsage != 1.5 {
 			t.Errorf("PeakUsage = %v, want 1.5: the run went over, and the stats must say so", s.Rules[0].PeakUsage)
 		}
-		if err := b.Correct(0); !errors.Is(err, ErrBadCost) {
+		if err := b.Correct(context.Background(), 0); !errors.Is(err, ErrBadCost) {
 			t.Errorf("Correct(0) = %v, want ErrBadCost", err)
 		}
 	})
@@ -515,7 +515,7 @@ func TestLimiterHugeCostStillLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Correct(math.MaxInt); err != nil {
+		if err := a.Correct(context.Background(), math.MaxInt); err != nil {
 			t.Fatal(err)
 		}
 		if a.Cost != MaxLimit {

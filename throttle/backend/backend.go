@@ -25,8 +25,9 @@ type Owner interface {
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
 	// from one cost to another (Admission.Correct has checked that to is
-	// at least 1 and differs from from).
-	Correct(id uint64, at time.Time, from, to int) error
+	// at least 1 and differs from from). It returns ctx's error if ctx
+	// ends first.
+	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 
 var (
@@ -58,7 +59,7 @@ type Inheritable interface {
 
 // NewAdmission returns an admission of a call of the given cost, recorded
 // at at after a wait of waited, latency before Admit returns it. Its
-// Release calls o.Release(h) and its Correct o.Correct(id, at, ...). o may
+// Release calls o.Release(h) and its Correct o.Correct(ctx, id, at, ...). o may
 // be nil for an admission that holds nothing and cannot be corrected.
 func NewAdmission(o Owner, h, id uint64, at time.Time, cost int, waited, latency time.Duration) throttle.Admission {
 	if o == nil {

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -17,7 +18,7 @@ func (o *owner) Release(h uint64) {
 	}
 }
 
-func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
+func (o *owner) Correct(_ context.Context, id uint64, at time.Time, from, to int) error {
 	fmt.Println("correct", id, from, "->", to)
 	return nil
 }
@@ -26,7 +27,7 @@ func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
 func ExampleNewAdmission() {
 	o := &owner{released: map[uint64]bool{}}
 	a := backend.NewAdmission(o, 7, 42, time.Now(), 3, 0, 0)
-	_ = a.Correct(5)
+	_ = a.Correct(context.Background(), 5)
 	a.Release()
 	a.Release()
 	fmt.Println(a.Cost)

@@ -43,7 +43,7 @@ func ExampleOpen() {
 			log.Fatal(err)
 		}
 		// ... make the call; it used 950 tokens ...
-		if err := a.Correct(950); err != nil {
+		if err := a.Correct(ctx, 950); err != nil {
 			log.Print(err)
 		}
 		a.Release()

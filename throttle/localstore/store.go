@@ -465,8 +465,11 @@ func (s *Store) Admit(ctx context.Context, cost int) (throttle.Admission, error)
 
 // Correct changes the cost recorded for the admission id, admitted at
 // at, in the cost rules still holding it, in one transaction, and returns
-// each rule's use after it (given order); it implements gate.Store.
-func (ss *storeSide) Correct(id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
+// each rule's use after it (given order); it implements gate.Store. It
+// does not heed ctx's cancellation: the call was made and its true cost
+// is owed, and a transaction on a local file does not wait on a network
+// (the store's timeout bounds a lock held by another process).
+func (ss *storeSide) Correct(ctx context.Context, id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
 	s := (*Store)(ss)
 	if !slices.ContainsFunc(s.rules, func(r throttle.Rule) bool { return r.Cost }) {
 		return nil, nil
@@ -475,7 +478,7 @@ func (ss *storeSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	for i := range used {
 		used[i] = -1
 	}
-	err := s.update(context.Background(), func(tx *bbolt.Tx) error {
+	err := s.update(context.WithoutCancel(ctx), func(tx *bbolt.Tx) error {
 		m, err := s.paths.meta(tx)
 		if err != nil {
 			return err

@@ -223,7 +223,7 @@ func TestCorrect(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Down: the room frees at once.
-		if err := a.Correct(2); err != nil {
+		if err := a.Correct(context.Background(), 2); err != nil {
 			t.Fatalf("Correct(2) = %v", err)
 		}
 		if s := s.Stats(); s.Rules[0].Used != 2 || s.Rules[1].Used != 1 {
@@ -234,7 +234,7 @@ func TestCorrect(t *testing.T) {
 			t.Fatalf("Admit(ctx, 8) after Correct(2) = %v, %v; want at once", b, err)
 		}
 		// Up: later calls wait until the true costs have left.
-		if err := b.Correct(10); err != nil {
+		if err := b.Correct(context.Background(), 10); err != nil {
 			t.Fatalf("Correct(10) = %v", err)
 		}
 		c, err := s.Admit(ctx, 1)
@@ -249,7 +249,7 @@ func TestCorrect(t *testing.T) {
 		}
 		// A call that has left the window is not corrected.
 		time.Sleep(2 * time.Second)
-		if err := c.Correct(5); err != nil {
+		if err := c.Correct(context.Background(), 5); err != nil {
 			t.Fatal(err)
 		}
 		if s := s.Stats(); s.Rules[0].Used != 0 {
@@ -266,7 +266,7 @@ func TestCorrectCounter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Correct(3); err != nil {
+		if err := a.Correct(context.Background(), 3); err != nil {
 			t.Fatal(err)
 		}
 		t0 := a.At

@@ -483,10 +483,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.listen(a, resp, info)
 	json := t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)
 	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
-		t.correct(&a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
+		t.correct(req.Context(), &a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
 	}
 	if own || json {
-		b := &body{ReadCloser: resp.Body, t: t, a: a, info: info, own: own, json: json}
+		b := &body{ReadCloser: resp.Body, ctx: req.Context(), t: t, a: a, info: info, own: own, json: json}
 		resp.Body = b
 		if rw, ok := b.ReadCloser.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 			// An upgraded connection (a websocket): its body is the
@@ -587,8 +587,9 @@ func okStatus(code int) bool { return code >= 200 && code <= 299 }
 
 // correct reads the call's cost with cost into info and, if the
 // Transport admitted the call (own), corrects a; or records why it could
-// not.
-func (t *Transport) correct(a *throttle.Admission, own bool, info *Info, cost func() (int, error)) {
+// not. ctx, the request's, bounds the wait for a shared store's answer
+// (the store still records a correction whose caller is gone).
+func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own bool, info *Info, cost func() (int, error)) {
 	c, err := cost()
 	if err != nil {
 		info.CostErr = err
@@ -597,7 +598,7 @@ func (t *Transport) correct(a *throttle.Admission, own bool, info *Info, cost fu
 	}
 	info.Cost = c
 	if own {
-		if err := a.Correct(c); err != nil {
+		if err := a.Correct(ctx, c); err != nil {
 			info.CostErr = err
 		}
 	}
@@ -715,6 +716,7 @@ func (t *Transport) resetBackoff() {
 // read to its end (own), and reads the cost from a JSON body (json).
 type body struct {
 	io.ReadCloser
+	ctx       context.Context // the request's
 	t         *Transport
 	a         throttle.Admission
 	info      *Info
@@ -758,11 +760,11 @@ func (b *body) end(whole bool) {
 			defer b.mu.Unlock()
 			switch {
 			case b.over:
-				b.t.correct(&b.a, b.own, b.info, func() (int, error) {
+				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) {
 					return 0, fmt.Errorf("%w: the body is larger than %d MiB", errNoCost, maxCostBody>>20)
 				})
 			case whole:
-				b.t.correct(&b.a, b.own, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
+				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
 			default:
 				b.info.CostErr = fmt.Errorf("%w: the body was not read to its end", errNoCost)
 			}

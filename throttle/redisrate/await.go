@@ -95,3 +95,14 @@ func (g *goroutines) Wait() {
 	g.mu.Unlock()
 	g.wg.Wait()
 }
+
+// detach returns a context with ctx's values and deadline that ctx's
+// cancellation does not end: for a call that must be sent even if its
+// caller has given up (see await, which ends the caller's wait).
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return d, func() {}
+}

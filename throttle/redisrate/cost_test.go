@@ -87,7 +87,7 @@ func TestCorrect(t *testing.T) {
 			}
 			return f.scriptReply(c), nil
 		})
-		if err := a.Correct(25); err != nil {
+		if err := a.Correct(context.Background(), 25); err != nil {
 			t.Fatalf("Correct(25) = %v", err)
 		}
 		calls := f.Calls()[1:]
@@ -120,10 +120,10 @@ func TestCorrect(t *testing.T) {
 
 		// No change, or a bad cost: no call.
 		n := len(f.Calls())
-		if err := a.Correct(25); err != nil {
+		if err := a.Correct(context.Background(), 25); err != nil {
 			t.Errorf("Correct(25) again = %v", err)
 		}
-		if err := a.Correct(0); !errors.Is(err, throttle.ErrBadCost) {
+		if err := a.Correct(context.Background(), 0); !errors.Is(err, throttle.ErrBadCost) {
 			t.Errorf("Correct(0) = %v, want ErrBadCost", err)
 		}
 		if got := f.ops()[n:]; len(got) != 0 {
@@ -132,13 +132,13 @@ func TestCorrect(t *testing.T) {
 
 		// A reply that does not fit fails with ErrBackend and keeps the cost.
 		f.setHandle(func(c fakeCall) (any, error) { return corrected(1), nil })
-		if err := a.Correct(3); !errors.Is(err, throttle.ErrBackend) || a.Cost != 25 {
+		if err := a.Correct(context.Background(), 3); !errors.Is(err, throttle.ErrBackend) || a.Cost != 25 {
 			t.Errorf("Correct(3) with a short reply = %v, Cost %d; want ErrBackend, 25", err, a.Cost)
 		}
 		f.setHandle(func(c fakeCall) (any, error) {
 			return nil, redisErr("WRONGTYPE Operation against a key holding the wrong kind of value")
 		})
-		if err := a.Correct(3); !errors.Is(err, throttle.ErrBackend) || a.Cost != 25 {
+		if err := a.Correct(context.Background(), 3); !errors.Is(err, throttle.ErrBackend) || a.Cost != 25 {
 			t.Errorf("Correct(3) refused by Redis = %v, Cost %d; want ErrBackend, 25", err, a.Cost)
 		}
 
@@ -149,7 +149,7 @@ func TestCorrect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Correct(9); err != nil || a.Cost != 9 {
+		if err := a.Correct(context.Background(), 9); err != nil || a.Cost != 9 {
 			t.Errorf("Correct(9) without cost rules = %v, Cost %d; want nil, 9", err, a.Cost)
 		}
 		if got := f.ops(); !slices.Equal(got, []string{"admit"}) {

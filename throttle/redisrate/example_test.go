@@ -38,7 +38,7 @@ func ExampleDial() {
 			log.Fatal(err) // ErrBackend: pace exits with status 3
 		}
 		// ... make the call; it used 950 tokens ...
-		if err := a.Correct(950); err != nil {
+		if err := a.Correct(ctx, 950); err != nil {
 			log.Print(err)
 		}
 		a.Release()

@@ -149,11 +149,17 @@ func (f *fakeRedis) answer(c fakeCall, missing bool, noscript error, h func(fake
 }
 
 func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if err := ctx.Err(); err != nil {
+		return redis.NewCmdResult(nil, err) // go-redis sends nothing for a context already ended
+	}
 	c, missing, h, noscript := f.record(ctx, false, sha, keys, args)
 	return f.answer(c, missing, noscript, h)
 }
 
 func (f *fakeRedis) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	if err := ctx.Err(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
 	sum := sha1.Sum([]byte(src))
 	c, _, h, _ := f.record(ctx, true, hex.EncodeToString(sum[:]), keys, args)
 	return f.answer(c, false, nil, h)

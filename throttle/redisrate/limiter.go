@@ -463,7 +463,11 @@ type redisSide Limiter
 // Correct changes the cost recorded for the admission id in the cost
 // rules still holding it, in one script call, and returns each rule's use
 // after it (given order; -1 for a count rule); it implements gate.Store.
-func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
+// While Redis does not answer it retries, as an admission does, until ctx
+// is cancelled (the try under way, left behind, may still be recorded) or
+// the timeout has passed. A ctx that has ended before the first try still
+// sends it, without waiting for the answer.
+func (rs *redisSide) Correct(ctx context.Context, id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error) {
 	l := (*Limiter)(rs)
 	var keys []string
 	var args []any
@@ -482,7 +486,19 @@ func (rs *redisSide) Correct(id uint64, at time.Time, from, to int, margin time.
 	}
 	n := len(keys) / 2
 	keys = append(keys, l.margKey)
-	reply, err := l.run(context.Background(), correctScript(), keys, args, nil)
+	// The correction is sent even once ctx has ended: the call was made
+	// and its true cost is owed, whether or not its caller still waits.
+	// ctx ends the wait for the answer, and the retries.
+	var reply any
+	err := l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = await(ctx, &l.calls, func() (any, error) {
+			sctx, cancel := detach(ctx)
+			defer cancel()
+			return l.evalNow(sctx, correctScript(), keys, args)
+		}, nil)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func TestLiveCorrect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Correct(2); err != nil {
+			if err := a.Correct(context.Background(), 2); err != nil {
 				t.Fatalf("Correct(2) = %v", err)
 			}
 			if s := l.Stats(); s.Rules[0].Used != 2 {
@@ -90,7 +90,7 @@ func TestLiveCorrect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := first.Correct(9); err != nil {
+			if err := first.Correct(context.Background(), 9); err != nil {
 				t.Fatalf("Correct(9) = %v", err)
 			}
 			if s := l.Stats(); s.Rules[0].Used != 9 {
@@ -125,7 +125,7 @@ func TestLiveKeysExpire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Correct(9); err != nil {
+			if err := a.Correct(context.Background(), 9); err != nil {
 				t.Fatal(err)
 			}
 			// rules, 5/200ms and its unused :sum, cost:40/200ms and its :sum,
@@ -173,7 +173,7 @@ func TestLiveCostSumExpiresWithTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if err := a.Correct(6); err != nil {
+		if err := a.Correct(context.Background(), 6); err != nil {
 			t.Fatal(err)
 		}
 		// The call left at 200ms; the log and its sum expired at about

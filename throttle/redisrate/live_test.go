@@ -546,7 +546,7 @@ func TestLiveCluster(t *testing.T) {
 			if err != nil {
 				t.Fatalf("quota %s: Admit = %v", name, err)
 			}
-			if err := a.Correct(4); err != nil {
+			if err := a.Correct(context.Background(), 4); err != nil {
 				t.Fatalf("quota %s: Correct = %v", name, err)
 			}
 			a.Release()

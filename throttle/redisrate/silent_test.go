@@ -170,3 +170,39 @@ func countOf(s []any, x any) int {
 	}
 	return n
 }
+
+// TestCorrectCancelledWhileRedisIsSilent: a correction waits for a silent
+// Redis as an admission does, and returns as soon as its context is
+// cancelled, the admission's cost left as it was. A correction whose
+// context has ended before it is still sent: the call's true cost is
+// owed.
+func TestCorrectCancelledWhileRedisIsSilent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		l := openFake(t, f, "cost:100/s", redisrate.Options{Timeout: time.Minute})
+		a, err := l.Admit(context.Background(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer := f.silence()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		if err := a.Correct(ctx, 3); !errors.Is(err, context.Canceled) || a.Cost != 10 {
+			t.Errorf("Correct(ctx, 3) cancelled while Redis is silent = %v, Cost %d; want context.Canceled, 10", err, a.Cost)
+		}
+		if d := time.Since(start); d != 100*time.Millisecond {
+			t.Errorf("Correct returned %v after it began, want at its cancellation (100ms)", d)
+		}
+		answer()
+		synctest.Wait()
+		n := len(f.Calls())
+		if err := a.Correct(ctx, 4); !errors.Is(err, context.Canceled) || a.Cost != 10 {
+			t.Errorf("Correct(ctx, 4) with ctx cancelled = %v, Cost %d; want context.Canceled, 10", err, a.Cost)
+		}
+		synctest.Wait()
+		if ops := f.ops()[n:]; !slices.Equal(ops, []string{"correct"}) {
+			t.Errorf("ops after a correction with its context cancelled = %q, want it sent all the same", ops)
+		}
+	})
+}

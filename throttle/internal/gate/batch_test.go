@@ -29,7 +29,7 @@ type windowStore struct {
 	fixed  map[uint64]bool // ids corrected
 }
 
-func (s *windowStore) Correct(id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
+func (s *windowStore) Correct(_ context.Context, id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
 	s.fixed[id] = true
 	return []int{-1}, nil
 }
@@ -113,7 +113,7 @@ func TestCoreBatches(t *testing.T) {
 				t.Fatalf("Admit(%s) = %v", r.name, r.err)
 			}
 			at[r.name] = r.a.At
-			if err := r.a.Correct(2); err != nil {
+			if err := r.a.Correct(context.Background(), 2); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -38,8 +38,9 @@ type Store interface {
 	Admit(ctx context.Context, costs []int, margin time.Duration) (Decision, error)
 	// Correct changes the cost recorded for the call id, admitted at at,
 	// from one cost to another, and returns each rule's use in the given
-	// order after it (-1 where the store did not say).
-	Correct(id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error)
+	// order after it (-1 where the store did not say); or ctx's error if
+	// ctx ends first.
+	Correct(ctx context.Context, id uint64, at time.Time, from, to int, margin time.Duration) ([]int, error)
 	// Publish records margin in the store at once and returns the widest
 	// margin in force among the processes sharing the quota.
 	Publish(ctx context.Context, margin time.Duration) (time.Duration, error)
@@ -518,9 +519,9 @@ func (o *owner) Release(id uint64) {
 
 // Correct changes the cost recorded for the admission id in the cost
 // rules still holding it.
-func (o *owner) Correct(id uint64, at time.Time, from, to int) error {
+func (o *owner) Correct(ctx context.Context, id uint64, at time.Time, from, to int) error {
 	c := (*Core)(o)
-	used, err := c.store.Correct(id, at, from, to, c.Margin())
+	used, err := c.store.Correct(ctx, id, at, from, to, c.Margin())
 	if err != nil {
 		return err
 	}

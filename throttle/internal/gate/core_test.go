@@ -25,7 +25,7 @@ func (f *fakeStore) Admit(_ context.Context, costs []int, margin time.Duration) 
 	return gate.Decision{Admitted: 1, At: time.Now(), ID: uint64(f.asked), Used: []int{2, 5 + costs[0]}, Fleet: margin}, nil
 }
 
-func (f *fakeStore) Correct(id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
+func (f *fakeStore) Correct(_ context.Context, id uint64, at time.Time, from, to int, _ time.Duration) ([]int, error) {
 	return []int{-1, 3}, nil
 }
 
@@ -65,7 +65,7 @@ func TestCore(t *testing.T) {
 		if s.Admitted != 1 || s.Waits != 1 || s.Rules[1].Waits != 1 || s.Rules[1].Used != 8 || s.InFlight != 1 || s.Store.Name != "fake" {
 			t.Errorf("stats %+v, want one admission that waited on rule 1, 8 used, 1 in flight", s)
 		}
-		if err := a.Correct(1); err != nil {
+		if err := a.Correct(context.Background(), 1); err != nil {
 			t.Fatal(err)
 		}
 		if s := c.Stats(throttle.StoreStats{}); s.Rules[1].Used != 3 || s.Rules[0].Used != 2 {

@@ -5,7 +5,10 @@
 // that throttle can import it.
 package link
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // CounterAbove is the default size above which a rule is kept by a
 // bounded sliding window counter instead of an exact log.
@@ -20,7 +23,7 @@ type Owner interface {
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
 	// from one cost to another.
-	Correct(id uint64, at time.Time, from, to int) error
+	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 
 // NewAdmission is set by package throttle to a
