@@ -56,6 +56,8 @@ type conn struct {
 	// answer could not be written). Set before the handler runs.
 	cancel context.CancelCauseFunc
 	werr   error // the first error writing to the client
+	// watch counts the writes to rwc, for WriteIdleTimeout (stall.go).
+	watch writeWatch
 
 	mu        sync.Mutex
 	state     int
@@ -86,7 +88,9 @@ func (r *connReader) Read(p []byte) (int, error) {
 type connWriter struct{ c *conn }
 
 func (w connWriter) Write(p []byte) (int, error) {
+	w.c.watch.seq.Add(1)
 	n, err := w.c.rwc.Write(p)
+	w.c.watch.seq.Add(1)
 	if err != nil && w.c.werr == nil {
 		w.c.werr = err
 		if w.c.cancel != nil {
@@ -105,6 +109,9 @@ func (s *Server) newConn(rwc net.Conn) *conn {
 	c.headBr = bufio.NewReaderSize(&c.head, bufSize)
 	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, s.HTTP),
 		http.LocalAddrContextKey, rwc.LocalAddr())
+	if s.WriteIdleTimeout > 0 {
+		c.ctx = context.WithValue(c.ctx, writeWatchKey{}, &c.watch)
+	}
 	return c
 }
 
@@ -370,14 +377,28 @@ func (c *conn) handOff() bool {
 	if !c.deadline.IsZero() {
 		c.setDeadline(time.Time{}) // HTTP sets its own
 	}
-	return c.s.handoff.give(&handedConn{Conn: c.rwc, br: c.br})
+	h := &handedConn{Conn: c.rwc, br: c.br}
+	if c.s.WriteIdleTimeout > 0 {
+		h.s = c.s
+		c.s.trackHanded(h, true)
+	}
+	if !c.s.handoff.give(h) {
+		if h.s != nil {
+			c.s.trackHanded(h, false)
+		}
+		return false
+	}
+	return true
 }
 
 // handedConn is a connection handed to HTTP: its reads begin with the
-// bytes the loop had read.
+// bytes the loop had read. With WriteIdleTimeout, its writes are watched
+// (stall.go).
 type handedConn struct {
 	net.Conn
-	br *bufio.Reader
+	br    *bufio.Reader
+	s     *Server // nil: writes not watched
+	watch writeWatch
 }
 
 func (h *handedConn) Read(p []byte) (int, error) {

@@ -56,6 +56,11 @@ import (
 // Shutdown (SetKeepAlivesEnabled is not followed).
 type Server struct {
 	HTTP *http.Server
+	// WriteIdleTimeout, if positive, cuts off a client that takes none of
+	// a write to it for that long (stall.go), on the loop's connections
+	// and on those handed to HTTP alike (HTTP's WriteTimeout, which bounds
+	// a whole answer, would have every connection served by net/http).
+	WriteIdleTimeout time.Duration
 
 	initOnce sync.Once
 	epoch    time.Time // the loop's monotonic origin, for requests' start
@@ -71,6 +76,7 @@ type Server struct {
 	mu     sync.Mutex
 	lns    map[net.Listener]struct{}
 	conns  map[*conn]struct{}
+	handed map[*handedConn]struct{} // handed to HTTP, their writes watched (stall.go)
 	closed bool
 }
 
@@ -85,6 +91,7 @@ func (s *Server) init() {
 		s.stopped = make(chan struct{})
 		s.lns = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
+		s.handed = map[*handedConn]struct{}{}
 		h := s.HTTP
 		s.isLean = h.TLSConfig == nil && h.ReadTimeout == 0 && h.WriteTimeout == 0 && h.ConnState == nil &&
 			h.ConnContext == nil && h.BaseContext == nil
@@ -106,6 +113,9 @@ type clientConnKey struct{}
 func withClientConn(ctx context.Context, c net.Conn) context.Context {
 	if h, ok := c.(*handedConn); ok {
 		c = h.Conn
+		if h.s != nil {
+			ctx = context.WithValue(ctx, writeWatchKey{}, &h.watch)
+		}
 	}
 	return context.WithValue(ctx, clientConnKey{}, c)
 }

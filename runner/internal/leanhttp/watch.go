@@ -78,10 +78,13 @@ func (s *Server) watch() {
 }
 
 // look starts watching the connections whose request has been in the
-// handler for watchAfter or more, and returns how many are in a handler.
+// handler for watchAfter or more, cuts off the writes stalled for
+// WriteIdleTimeout (stall.go), and returns how many connections are in a
+// handler or, handed to HTTP, in a write.
 func (s *Server) look() int {
 	now := time.Since(s.epoch)
 	n := 0
+	stalls := s.WriteIdleTimeout > 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -95,6 +98,14 @@ func (s *Server) look() int {
 			}
 		}
 		c.mu.Unlock()
+		if stalls {
+			s.lookWrite(&c.watch, c.rwc, now)
+		}
+	}
+	for h := range s.handed {
+		if s.lookWrite(&h.watch, h.Conn, now) {
+			n++
+		}
 	}
 	return n
 }

@@ -72,6 +72,8 @@ type Conn struct {
 	wn       int
 	werr     syscall.Errno
 	wstalled bool
+	// sent counts the bytes written, for Acked: read by other goroutines.
+	sent atomic.Uint64
 }
 
 // opError wraps err as net.Conn's Read and Write wrap theirs.

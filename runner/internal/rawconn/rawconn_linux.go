@@ -95,6 +95,7 @@ func (c *Conn) write(fd uintptr) bool {
 				return true
 			}
 			c.wn += r
+			c.sent.Add(uint64(r))
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
