@@ -162,6 +162,7 @@ func TestMetricsAddrRefused(t *testing.T) {
 // summaryFile is the part of a JSON summary (--summary-file) tests read.
 type summaryFile struct {
 	OK          int64   `json:"ok"`
+	Failed      int64   `json:"failed"`
 	Attempts    int64   `json:"attempts"`
 	Interrupted *string `json:"interrupted"`
 	Rules       []struct {
@@ -175,6 +176,7 @@ type summaryFile struct {
 	} `json:"margin"`
 	Proxy *struct {
 		Requests int64 `json:"requests"`
+		Stalled  int64 `json:"stalled_408"`
 	} `json:"proxy"`
 }
 

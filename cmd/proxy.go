@@ -54,6 +54,9 @@ type ProxyOptions struct {
 	MaxWait time.Duration
 	// Timeout bounds the wait for the upstream's response headers.
 	Timeout time.Duration
+	// ClientTimeout ends a request whose client sends no byte of its
+	// body, or takes no byte of its answer, for that long (0: never).
+	ClientTimeout time.Duration
 	// IgnoreServerLimits, RulesFromServer and MaxServerPause are as pace
 	// fetch's.
 	IgnoreServerLimits bool
@@ -104,10 +107,15 @@ Clients come and go:
   that disconnects mid-response frees its slot at once. A request body of
   up to 64 KiB (with a length, or chunked) is read before the wait; a
   longer body, or one sent after Expect: 100-continue, streams upstream
-  once admitted; while it waits, its body is read into a spool (memory,
-  then an unlinked temporary file; up to 256 MiB a request and 1 GiB in
-  all), so that a client gone mid-body is seen, and on Linux its
-  client's connection is looked at every 20ms. --max-wait D
+  once admitted (a longer one not before its first bytes have come);
+  while it waits, its body is read into a spool (memory, then an unlinked
+  temporary file; up to 256 MiB a request and 1 GiB in all), so that a
+  client gone mid-body is seen, and on Linux its client's connection is
+  looked at every 20ms. A client that sends no byte of its body, or takes
+  no byte of its answer, for --client-timeout (default 1m) is cut off:
+  its request is cancelled upstream, its slot freed, 408 for a body that
+  stalled (spending nothing if it had not been sent); a slow but steady
+  client is never cut off. --max-wait D
   answers 429, with a Retry-After computed from the rules, to a request
   that would wait longer than D, so that clients' own retry logic works;
   without it, requests wait. The proxy answers 502 when the upstream
@@ -126,11 +134,12 @@ What it did:
   Prometheus metrics (--metrics-addr). --joblog FILE appends one row per
   request sent upstream, with "METHOD URL" (credentials redacted) as its
   Command: Exitval 0 when the upstream answered with a status below 400,
-  the status otherwise, -1 when no whole answer came; earlier rows count
+  the status otherwise, -1 when no whole answer came (-v says why: the
+  upstream down, the client gone or stalled); earlier rows count
   against the rules, and pace audit and pace plot read it. Requests the
-  proxy answered itself (--max-wait's 429s, 503s while stopping) and
-  those whose client left while they waited spent nothing and have no
-  row; the summary counts them.
+  proxy answered itself (--max-wait's 429s, 503s while stopping, 408s
+  before sending) and those whose client left while they waited spent
+  nothing and have no row; the summary counts them.
 
 Interrupts:
   The first SIGINT or SIGTERM stops accepting connections, answers 503 to
@@ -166,7 +175,8 @@ const proxyExample = `  # pace a Python script's calls: 10/s and 500/min, 8 in f
 // NewCmdProxy returns the pace proxy command. runF, if not nil, replaces
 // the real run (tests capture the options with it).
 func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
-	opts := &ProxyOptions{IO: f.IOStreams, Factory: f, Listen: "127.0.0.1:0", MaxServerPause: pacehttp.DefaultMaxServerPause}
+	opts := &ProxyOptions{IO: f.IOStreams, Factory: f, Listen: "127.0.0.1:0", MaxServerPause: pacehttp.DefaultMaxServerPause,
+		ClientTimeout: proxy.DefaultClientTimeout}
 	o := &opts.Common
 	o.Margin, o.marginLeast, o.Grace = defaultFetchMargin, defaultFetchMargin, defaultGrace
 	cmd := &cobra.Command{
@@ -204,6 +214,8 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	fl.Var(pathValue{&opts.PortFile, "want a file name; leave --port-file out for none"}, "port-file", "write the proxy's URL to `FILE` once it listens")
 	fl.Var(durationValue{&opts.MaxWait}, "max-wait", "answer 429 with Retry-After to a request that would wait longer than `DURATION` (default: wait)")
 	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION` (default 0: no limit)")
+	fl.Var(durationValue{&opts.ClientTimeout}, "client-timeout",
+		"end a request whose client sends no byte of its body, or takes no byte of its answer,\nfor `DURATION`, and free its slot (default 1m; 0: never)")
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let requests in flight finish for up to `DURATION`")
 	fl.Var(durationValue{&o.Margin}, "margin", "widen every rule's window by `DURATION`, fixed (default: adapted, at least 10ms)")
 	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
@@ -216,8 +228,9 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	addReportFlags(cmd, o)
 	fl.Lookup("grace").DefValue = defaultGrace.String()
 	fl.Lookup("max-server-pause").DefValue = pacehttp.DefaultMaxServerPause.String()
+	fl.Lookup("client-timeout").DefValue = "" // the usage says it
 	addRedisFlags(cmd, &o.Redis)
-	for _, name := range []string{"upstream", "rate", "cost-rate", "cost", "jobs", "listen", "max-wait", "timeout", "grace", "margin"} {
+	for _, name := range []string{"upstream", "rate", "cost-rate", "cost", "jobs", "listen", "max-wait", "timeout", "client-timeout", "grace", "margin"} {
 		cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
 	return cmd
@@ -241,6 +254,8 @@ func (o *ProxyOptions) check() error {
 		return flagErrorf("invalid argument %v for \"--max-wait\": want more than 0, such as 5s", o.MaxWait)
 	case o.Timeout < 0:
 		return flagErrorf("invalid argument %v for \"--timeout\": want at least 0", o.Timeout)
+	case o.ClientTimeout < 0:
+		return flagErrorf("invalid argument %v for \"--client-timeout\": want at least 0 (0: never)", o.ClientTimeout)
 	case c.Grace < 0:
 		return flagErrorf("invalid argument %v for \"--grace\": want at least 0", c.Grace)
 	case c.Margin < 0:
@@ -374,7 +389,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	rec := newRecorder(s, tr.Backend(), jl, disp, errOut, func() { stop() })
 	rec.kill = func() { kill() }
 	px, err := proxy.New(proxy.Options{Upstream: opts.upstream, Transport: tr, Jobs: o.Jobs, MaxWait: opts.MaxWait,
-		Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
+		ClientTimeout: opts.ClientTimeout, Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
 	if err != nil { // the options were checked: unreachable
 		jl.Close()
 		return reportf(ios, ExitUsage, "%v", err)
@@ -500,7 +515,8 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		facts.learned = &l
 	}
 	st := px.Stats()
-	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent, Connect: st.Connect}
+	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent, Connect: st.Connect,
+		Stalled: st.Stalled}
 	rec.reportUnlogged(ios.ErrOut)
 	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err

@@ -423,6 +423,7 @@ func TestProxyUsageErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://x", "--listen", ":8080"}, "--listen :8080 is not a loopback address"},
 		{[]string{"proxy", "--upstream", "http://x", "--listen", "nonsense"}, `invalid argument "nonsense" for "--listen"`},
 		{[]string{"proxy", "--upstream", "http://x", "-j", "-1"}, `invalid argument -1 for "-j"`},
+		{[]string{"proxy", "--upstream", "http://x", "--client-timeout", "-1s"}, `invalid argument -1s for "--client-timeout"`},
 		{[]string{"proxy", "--upstream", "http://x", "--cost", "2"}, "--cost gives each request a cost, but no --cost-rate"},
 		// Found before the proxy serves, not when it stops.
 		{[]string{"proxy", "--upstream", "http://x", "--joblog", "same", "--summary-file", "same"}, "--joblog and --summary-file both name same"},
@@ -437,6 +438,58 @@ func TestProxyUsageErrors(t *testing.T) {
 		if strings.Contains(errOut.String(), "pw@") {
 			t.Errorf("pace %s: the password shows: %s", strings.Join(tt.args, " "), errOut)
 		}
+	}
+}
+
+// Clients that stall hold no slot past --client-timeout: one that stops
+// sending a body already sent upstream gets 408, its request a failed
+// row in the job log (-1) that -v explains; one that stops before its
+// request was sent gets 408 and spends nothing (the summary counts it);
+// a request behind them goes, with -j 1.
+func TestProxyClientTimeoutFreesStalledSlots(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		io.WriteString(w, strconv.FormatInt(n, 10))
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	logFile, sumFile := filepath.Join(dir, "proxy.log"), filepath.Join(dir, "sum.json")
+	p := startProxy(t, "--upstream", up.URL, "-j", "1", "--client-timeout", "300ms", "-v", "--joblog", logFile, "--summary-file", sumFile)
+	for _, head := range []string{
+		"POST /sent HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + strings.Repeat("x", 100<<10),
+		"POST /unsent HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+	} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		io.WriteString(c, head) // and then nothing
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.1 408 ") || !strings.Contains(string(b), "--client-timeout") {
+			t.Errorf("a stalled body: %q, want 408 saying why", b)
+		}
+	}
+	resp, err := http.Get(p.url + "/after")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a GET behind the stalled ones: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	code, errOut := p.stop(t)
+	if code != ExitInterrupted || !strings.Contains(errOut, "1 ok, 1 failed") || !strings.Contains(errOut, "1 answered 408 (the body stalled)") ||
+		!strings.Contains(errOut, "the client stopped sending its request body: no byte of it came for 300ms") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 1 ok, 1 failed, 1 answered 408, and -v saying why", code, errOut)
+	}
+	log, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\t-1\t0\tPOST `+regexp.QuoteMeta(up.URL)+`/sent\n`).Match(log) || strings.Contains(string(log), "/unsent") {
+		t.Errorf("job log:\n%s\nwant a failed row for /sent, none for /unsent", log)
+	}
+	if sum := readSummaryFile(t, sumFile); sum.Proxy == nil || sum.Proxy.Stalled != 1 || sum.Failed != 1 {
+		t.Errorf("summary file: %+v, want 1 failed and proxy.stalled_408 1", sum)
 	}
 }
 

@@ -46,6 +46,7 @@ type (
 		Gone     int64 `json:"gone_while_waiting"`
 		Refused  int64 `json:"refused_503"`
 		Connect  int64 `json:"connect_405"`
+		Stalled  int64 `json:"stalled_408"`
 	}
 	learnedJSONForm struct {
 		Refusals int      `json:"refusals"`
@@ -168,7 +169,7 @@ func (s *Summary) jsonForm() summaryJSONForm {
 		j.Learned = lj
 	}
 	if p := s.Proxy; p != nil {
-		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect}
+		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect, Stalled: p.Stalled}
 	}
 	if st := s.Store; st != nil {
 		j.Store = &storeJSONForm{Name: st.Name, RoundTrips: st.RoundTrips, Failures: st.Failures, LeasesLost: st.LeasesLost}

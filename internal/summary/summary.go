@@ -80,6 +80,7 @@ type Proxy struct {
 	Connect  int64 // CONNECT requests, answered 405: pace proxy is not a forward proxy
 	Gone     int64 // the client went away while its request waited
 	Refused  int64 // answered 503: stopping, or the quota's store down
+	Stalled  int64 // answered 408: the client stopped sending its body before the request was sent (--client-timeout)
 }
 
 // RuleSummary is one rule's share of a Summary.

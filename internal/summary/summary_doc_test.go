@@ -46,7 +46,7 @@ func TestSummarySchemaDocumented(t *testing.T) {
 			Bytes: 7, Pauses: 1, PauseWaitTime: 1500 * time.Millisecond, PauseReason: "429"},
 		Store:   &throttle.StoreStats{Name: "redis", RoundTrips: 5, Failures: 1, LeasesLost: 1},
 		Learned: &Learned{Refusals: 2, First: &first, Now: &now, Adopted: []throttle.Rule{rule("100/m")}, WaitTime: 1500 * time.Millisecond},
-		Proxy:   &Proxy{Requests: 9, MaxWait: 1, Gone: 1, Refused: 1},
+		Proxy:   &Proxy{Requests: 9, MaxWait: 1, Gone: 1, Refused: 1, Stalled: 1},
 	}
 	written := map[string]any{}
 	flattenJSON(t, "", roundTrip(t, full), written)

@@ -5,7 +5,8 @@
 //
 // A request waits, first in line (FIFO) for one of Options.Jobs slots,
 // then for the rules (the backend's FIFO); it holds both until its
-// response has been copied to the client or the client has gone. A
+// response has been copied to the client or the client has gone, or
+// has stalled for Options.ClientTimeout (stall.go). A
 // client that disconnects while it waits spends nothing: the admission
 // runs under the request's context, which net/http cancels for a request
 // with a body only once the body has been read, so a small body is read
@@ -71,6 +72,11 @@ type Options struct {
 	// Redactor hides credentials in what Log and OnEvent are told; nil
 	// applies the built-in rules.
 	Redactor *redact.Redactor
+	// ClientTimeout, if positive, is how long a client may send no byte
+	// of its request's body, or (with NewServer's server) take no byte
+	// of its answer: past it the request is abandoned, its slot given
+	// back (see stall.go). DefaultClientTimeout is pace proxy's.
+	ClientTimeout time.Duration
 	// OnEvent, if set, is told of each request that is admitted, as a
 	// pool tells of a job (see report.go): JobStarted once it goes
 	// upstream, JobFinished then JobDone once its answer has been copied
@@ -91,7 +97,8 @@ type Stats struct {
 	TooLong  int64         // answered 429 by the proxy (MaxWait, or a published rule past MaxServerPause)
 	Connect  int64         // CONNECT requests, answered 405: not a forward proxy
 	Gone     int64         // clients gone while their request waited: nothing spent
-	Failed   int64         // admitted, then answered 502 or 504 by the proxy: the upstream down or slow
+	Failed   int64         // admitted, then answered 502 or 504 by the proxy (the upstream down or slow), or 408 (the body stalled)
+	Stalled  int64         // answered 408 by the proxy without being admitted: the client stopped sending its body
 	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
 	InFlight int64         // admitted and not yet answered in full
 	Waiting  int64         // waiting for a slot or the rules now
@@ -120,6 +127,7 @@ type Proxy struct {
 	connect  atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
+	stalled  atomic.Int64
 	unsent   atomic.Int64
 	refused  atomic.Int64
 	inFlight atomic.Int64
@@ -289,7 +297,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -325,7 +333,13 @@ type request struct {
 	// gone is set (on the handler's goroutine) when the client went
 	// away: it gets no answer (see ServeHTTP).
 	gone bool
+	// body is the request's body as the client sends it, if it has one
+	// (stall.go).
+	body clientBody
 }
+
+// bodyStalled reports whether rq's client stopped sending its body.
+func (rq *request) bodyStalled() bool { return rq != nil && rq.body.isStalled() }
 
 const (
 	stateWaiting int32 = iota
@@ -375,9 +389,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
+	rq := &request{p: p, uri: r.RequestURI}
+	if r.Body != nil && r.Body != http.NoBody {
+		rq.body = clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
+		r.Body = &rq.body
+	}
 	held, whole, err := p.readBody(r)
 	defer p.unreserve(held)
 	if err != nil {
+		if rq.bodyStalled() {
+			p.stalled.Add(1)
+			p.stalledBody(w, r, false)
+			return
+		}
 		// The client closed its connection or sent a malformed body: net/http
 		// closes the connection once the handler returns, so the request
 		// has nobody to answer. The 400 goes out if the client still reads.
@@ -385,7 +409,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusBadRequest, "pace proxy: reading the request body: "+err.Error())
 		return
 	}
-	rq := &request{p: p, start: time.Now(), uri: r.RequestURI}
+	rq.start = time.Now()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	rq.cancel = cancel
@@ -413,13 +437,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if conn := leanhttp.ClientConn(r.Context()); conn != nil && !expectsContinue(r) {
 			// Read the body while the request waits, so that a client
 			// gone is seen even with much of its body unsent.
-			d := p.startDrain(r.Body, conn, func(error) {
+			d := p.startDrain(r.Body, &rq.body, func(error) {
 				if rq.state.Load() == stateWaiting {
-					rq.cancel(errHungUp)
+					if rq.bodyStalled() {
+						rq.cancel(errBodyStalled)
+					} else {
+						rq.cancel(errHungUp)
+					}
 				}
 			})
 			r.Body = d
 			defer d.abort()
+			// Nothing is admitted for a body that has not begun: a
+			// client that sends its head and then nothing spends
+			// nothing (and gets 408 after ClientTimeout).
+			select {
+			case <-d.begun:
+			case <-ctx.Done():
+			}
 		}
 	}
 	p.waitingN.Add(1)
@@ -588,6 +623,15 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; this request was not sent upstream")
 		return
+	case rq.bodyStalled() && !admitted:
+		p.stalled.Add(1)
+		p.stalledBody(w, r, false)
+		return
+	case rq.bodyStalled():
+		p.finished(rq, nil, 0, p.bodyStalled())
+		p.failed.Add(1)
+		p.stalledBody(w, r, true)
+		return
 	case ctx.Err() != nil && !admitted:
 		p.gone.Add(1) // nobody to answer
 		if rq != nil {
@@ -606,7 +650,11 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		return
 	case ctx.Err() != nil:
-		p.finished(rq, nil, 0, errClientGone) // the client went away mid-request
+		why := errClientGone // the client went away mid-request
+		if leanhttp.WriteStalled(ctx) {
+			why = p.answerStalled() // a 1xx answer it did not take
+		}
+		p.finished(rq, nil, 0, why)
 		rq.gone = true
 		return
 	}

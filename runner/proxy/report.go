@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/runner"
+	"github.com/pace-cli/pace/runner/internal/leanhttp"
 )
 
 // What the proxy tells Options.OnEvent: each request admitted is one job
@@ -120,7 +121,7 @@ func (p *Proxy) result(rq *request, res *runner.Result, h *runner.HTTPInfo, resp
 	case resp == nil && errors.As(err, &ne) && ne.Timeout():
 		h.Conn = "timeout"
 		res.Err = fmt.Errorf("%s %s: the upstream did not answer in time", h.Method, h.URL)
-	case resp == nil && !errors.Is(err, errClientGone):
+	case resp == nil && !errors.Is(err, errClientGone) && !errors.Is(err, errBodyStalled) && !errors.Is(err, errAnswerStalled):
 		h.Conn = runner.ConnCause(err)
 		res.Err = fmt.Errorf("%s %s: %w", h.Method, h.URL, p.red.Error(err))
 	default:
@@ -176,6 +177,10 @@ func (b *slotBody) Close() error {
 	var why error
 	switch {
 	case b.eof:
+	case b.rq.bodyStalled():
+		why = b.p.bodyStalled()
+	case leanhttp.WriteStalled(b.ctx):
+		why = b.p.answerStalled()
 	case b.ctx.Err() != nil:
 		why = errClientGone
 	case b.err != nil:

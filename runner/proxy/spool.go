@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -22,6 +21,9 @@ import (
 // wait at once. Once admitted, the request's body is the spool, then the
 // rest of the client's body read directly: the drain hands over at the
 // first read that finds the spool empty, so the body still streams.
+// The request is not admitted before the drain has its first bytes (or
+// has stopped): a client that sends a head and then nothing spends
+// nothing (stall.go).
 //
 // Bounded: a request spools at most spoolMax bytes and all requests at
 // most spoolBudget on disk; past either, or on a write error (a full
@@ -52,8 +54,11 @@ var errDrainStopped = errors.New("pace proxy: the body's drain was stopped")
 type drain struct {
 	p    *Proxy
 	src  io.ReadCloser // the client's body
-	conn net.Conn      // its connection, to stop a read that blocks
+	body *clientBody   // what src reads from, to stop a read that blocks
 	gone func(error)   // told of a read that failed while nobody read the spool
+	// begun is closed once the body's first bytes have come, or the
+	// drain has stopped.
+	begun chan struct{}
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -76,8 +81,8 @@ type drain struct {
 // startDrain starts draining src, the body of a request that waits, and
 // returns the drain, which is the request's body from then on. gone is
 // called if a read fails before the request is admitted.
-func (p *Proxy) startDrain(src io.ReadCloser, conn net.Conn, gone func(error)) *drain {
-	d := &drain{p: p, src: src, conn: conn, gone: gone, exited: make(chan struct{})}
+func (p *Proxy) startDrain(src io.ReadCloser, body *clientBody, gone func(error)) *drain {
+	d := &drain{p: p, src: src, body: body, gone: gone, begun: make(chan struct{}), exited: make(chan struct{})}
 	d.cond.L = &d.mu
 	go d.run()
 	return d
@@ -87,6 +92,12 @@ func (p *Proxy) startDrain(src io.ReadCloser, conn net.Conn, gone func(error)) *
 // spool or the hand-over.
 func (d *drain) run() {
 	defer close(d.exited)
+	begun := false
+	defer func() {
+		if !begun {
+			close(d.begun)
+		}
+	}()
 	buf := make([]byte, spoolChunk)
 	for {
 		d.mu.Lock()
@@ -97,6 +108,10 @@ func (d *drain) run() {
 		}
 		d.mu.Unlock()
 		n, err := d.src.Read(buf)
+		if n > 0 && !begun {
+			begun = true
+			close(d.begun)
+		}
 		d.mu.Lock()
 		if n > 0 {
 			if d.handover {
@@ -249,7 +264,7 @@ func (d *drain) abort() {
 	}
 	d.mu.Unlock()
 	if running {
-		d.conn.SetReadDeadline(time.Unix(1, 0))
+		d.body.interrupt()
 	}
 	select {
 	case <-d.exited:
@@ -260,7 +275,7 @@ func (d *drain) abort() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if running && d.err == io.EOF {
-		d.conn.SetReadDeadline(time.Time{}) // the body was whole after all
+		d.body.resume() // the body was whole after all
 	}
 	if d.closed {
 		return

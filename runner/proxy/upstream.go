@@ -44,7 +44,8 @@ func NewUpstreamTransport(jobs int, timeout time.Duration) *Upstream {
 // misbehave: a request's headers may take at most MaxHeaderBytes (a
 // larger one is answered 431) and ReadHeaderTimeout to arrive (a client
 // that sends them a byte at a time, slowloris, is cut off); an idle
-// connection is closed after IdleTimeout.
+// connection is closed after IdleTimeout; a client that takes no byte of
+// its answer for the proxy's ClientTimeout is cut off (stall.go).
 const (
 	MaxHeaderBytes    = 64 << 10
 	ReadHeaderTimeout = 10 * time.Second
@@ -61,5 +62,5 @@ type Server = leanhttp.Server
 // or broken connections, are not the proxy's to print).
 func NewServer(p *Proxy) *Server {
 	return &Server{HTTP: &http.Server{Handler: p, MaxHeaderBytes: MaxHeaderBytes, ReadHeaderTimeout: ReadHeaderTimeout,
-		IdleTimeout: IdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}}
+		IdleTimeout: IdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}, WriteIdleTimeout: p.opts.ClientTimeout}
 }
