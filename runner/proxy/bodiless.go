@@ -156,7 +156,7 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	u := &b.url
 	*u = *req.URL
 	up := p.opts.Upstream
-	u.Scheme, u.Host = up.Scheme, up.Host
+	u.Scheme, u.Host, u.User = up.Scheme, up.Host, nil // user information: see New's Rewrite
 	u.Path, u.RawPath = joinURLPath(up, req.URL)
 	if up.RawQuery == "" || u.RawQuery == "" {
 		u.RawQuery = up.RawQuery + u.RawQuery

@@ -260,6 +260,45 @@ func TestReportedURLsAreEachRequestsRedacted(t *testing.T) {
 	tp.leaks(t, "s3cret")
 }
 
+// A target in absolute form goes to the upstream, whatever host it names,
+// and its user information (never sent: a server ignores it, and
+// http.Transport does not make it an Authorization) is not shown as the
+// upstream's in the report, on either path.
+func TestAbsoluteFormTargetGoesToTheUpstream(t *testing.T) {
+	var hosts, auths []string
+	var mu sync.Mutex
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts, auths = append(hosts, r.Host), append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.Copy(io.Discard, r.Body)
+	})
+	tp := startProxy(t, up.URL, "", 0, nil)
+	for _, raw := range []string{
+		"GET http://u:pw-s3cret@other.example.com/x HTTP/1.1\r\nHost: other.example.com\r\nConnection: close\r\n\r\n",
+		"POST http://u:pw-s3cret@other.example.com/x HTTP/1.1\r\nHost: other.example.com\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+		"GET /x HTTP/1.1\r\nHost: other.example.com\r\nConnection: close\r\n\r\n",
+	} {
+		if line, err := rawRequest(t, tp, raw); line != "HTTP/1.1 200 OK" {
+			t.Errorf("%.40q: %q %v, want 200", raw, line, err)
+		}
+	}
+	evs := tp.doneN(t, 3)
+	for _, ev := range evs {
+		if ev.Job.Argv[1] != up.URL+"/x" {
+			t.Errorf("reported %q, want %q", ev.Job.Argv[1], up.URL+"/x")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range hosts {
+		if want := strings.TrimPrefix(up.URL, "http://"); hosts[i] != want || auths[i] != "" {
+			t.Errorf("the upstream got Host %q, Authorization %q; want %q and none", hosts[i], auths[i], want)
+		}
+	}
+	tp.leaks(t, "s3cret")
+}
+
 // A client that calls many distinct long URLs (search queries,
 // cache-busting parameters) does not grow the proxy: long targets are not
 // kept, and the kept ones are bounded by their text.

@@ -180,6 +180,10 @@ func New(opts Options) (*Proxy, error) {
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(up) // scheme, host, path prefix; Host is the upstream's
+			// A target in absolute form may carry user information,
+			// which a server ignores and http.Transport never sends: the
+			// job log must not show it as the upstream's.
+			pr.Out.URL.User = nil
 		},
 		Transport: slotTransport{p},
 		// 0: a body without a length (streamed) or an event stream goes
@@ -372,6 +376,15 @@ func requestOf(ctx context.Context) *request {
 // ServeHTTP admits r under the rules, then sends it upstream and streams
 // the answer back.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 {
+		// HTTP/2's preface ("PRI * HTTP/2.0"), which net/http's server
+		// hands to its handler: a client that takes the proxy for an
+		// HTTP/2 server (prior knowledge). Not a request: sent upstream,
+		// it would spend a call on a method the upstream does not know.
+		w.Header().Set("Connection", "close")
+		plain(w, http.StatusHTTPVersionNotSupported, "pace proxy: HTTP/2 without TLS (prior knowledge) is not supported: send HTTP/1.1")
+		return
+	}
 	p.requests.Add(1)
 	p.enter()
 	defer p.leave()

@@ -420,7 +420,8 @@ func TestMalformedRequestsAre400(t *testing.T) {
 		"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
 		"GET /x HTTP/1.1\r\nHost: a\r\nBad Header Name: x\r\n\r\n",
 		"GET /x HTTP/9.9\r\nHost: a\r\n\r\n",
-		"GET /x HTTP/1.1\r\n\r\n", // no Host
+		"GET /x HTTP/1.1\r\n\r\n",          // no Host
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", // HTTP/2's preface: 505
 	} {
 		line, err := rawRequest(t, tp, raw)
 		if !strings.HasPrefix(line, "HTTP/1.1 400 ") && !strings.HasPrefix(line, "HTTP/1.1 505 ") {
