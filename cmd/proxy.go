@@ -114,8 +114,10 @@ Clients come and go:
   looked at every 20ms. A client that sends no byte of its body, or takes
   no byte of its answer, for --client-timeout (default 1m) is cut off:
   its request is cancelled upstream, its slot freed, 408 for a body that
-  stalled (spending nothing if it had not been sent); a slow but steady
-  client is never cut off. --max-wait D
+  stalled (spending nothing if it had not been sent). One that keeps
+  sending is never cut off, however slowly; one that keeps reading, not
+  unless it reads less than a TCP segment (up to 64 KiB) in that time,
+  as the kernel tells of a reader's progress no finer. --max-wait D
   answers 429, with a Retry-After computed from the rules, to a request
   that would wait longer than D, so that clients' own retry logic works;
   without it, requests wait. The proxy answers 502 when the upstream
