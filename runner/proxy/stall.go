@@ -26,8 +26,9 @@ import (
 //     that comes slowly but steadily is never cut: each byte restarts the
 //     wait.
 //   - NewServer's server fails a write to a client that takes none of it
-//     for that long (leanhttp's WriteIdleTimeout): the answer is cut off,
-//     the connection closed, the slot given back.
+//     for that long (leanhttp's WriteIdleTimeout; a reader's progress is
+//     seen in the kernel's steps, a segment at least): the answer is cut
+//     off, the connection closed, the slot given back.
 // A request admitted is told as failed (errBodyStalled, errAnswerStalled).
 // Only the proxy's own reads and writes are bounded: an upstream slow to
 // read a body or to answer is the upstream's (--timeout), and an idle

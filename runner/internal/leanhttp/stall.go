@@ -22,8 +22,12 @@ import (
 // gone, the request's context is cancelled, and the connection is
 // closed. On Linux a write's progress is seen as it goes (the bytes its
 // client has acknowledged, rawconn.Acked), so only a client that takes
-// not one byte for WriteIdleTimeout is cut off, however slowly it reads
-// otherwise; elsewhere a write counts as progress once it returns whole
+// not one byte for WriteIdleTimeout is cut off: as finely as the kernel
+// tells, since a client whose receive window is full acknowledges more
+// only once it has read a segment, or a sixteenth of its buffer, so a
+// reader slower than that per WriteIdleTimeout looks stalled. A stall is
+// seen within two WriteIdleTimeouts. Elsewhere a write counts as progress
+// once it returns whole
 // (at most the handler's write, or the 4 KiB of a buffer). No deadline is
 // moved for a write that does not stall: a write costs two atomic
 // additions, and a write the watcher finds in progress a system call
