@@ -337,13 +337,13 @@ type request struct {
 	// gone is set (on the handler's goroutine) when the client went
 	// away: it gets no answer (see ServeHTTP).
 	gone bool
-	// body is the request's body as the client sends it, if it has one
-	// (stall.go).
-	body clientBody
+	// body is the request's body as the client sends it, nil if it has
+	// none (stall.go).
+	body *clientBody
 }
 
 // bodyStalled reports whether rq's client stopped sending its body.
-func (rq *request) bodyStalled() bool { return rq != nil && rq.body.isStalled() }
+func (rq *request) bodyStalled() bool { return rq != nil && rq.body != nil && rq.body.isStalled() }
 
 const (
 	stateWaiting int32 = iota
@@ -404,8 +404,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rq := &request{p: p, uri: r.RequestURI}
 	if r.Body != nil && r.Body != http.NoBody {
-		rq.body = clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
-		r.Body = &rq.body
+		rq.body = &clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
+		r.Body = rq.body
 	}
 	held, whole, err := p.readBody(r)
 	defer p.unreserve(held)
@@ -450,7 +450,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if conn := leanhttp.ClientConn(r.Context()); conn != nil && !expectsContinue(r) {
 			// Read the body while the request waits, so that a client
 			// gone is seen even with much of its body unsent.
-			d := p.startDrain(r.Body, &rq.body, func(error) {
+			d := p.startDrain(r.Body, rq.body, func(error) {
 				if rq.state.Load() == stateWaiting {
 					if rq.bodyStalled() {
 						rq.cancel(errBodyStalled)
