@@ -44,6 +44,13 @@ func NewFeed(ctx context.Context, read func(ctx context.Context, out chan<- runn
 		}()
 		var n int64
 		for it := range counted {
+			if ctx.Err() != nil {
+				// Stopped: the rest is read to its end (the reader's
+				// to stop) but not sent. Without this check a select
+				// with a receiver waiting and ctx done picks either at
+				// random, and an item read after the stop was sent.
+				continue
+			}
 			select {
 			case in <- it:
 				if !it.Skip {
