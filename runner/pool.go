@@ -488,7 +488,7 @@ func (s *state) execute(a admission) {
 	adm.Release()
 	res.Job, res.Start, res.Waited, res.Runtime = job, adm.At, adm.Waited, end.Sub(a.at)
 	if !res.Sent.IsZero() {
-		res.Lag = adm.Latency + res.Sent.Sub(a.at)
+		res.Lag = adm.Lag(a.at, res.Sent)
 	}
 	s.results <- res
 }

@@ -1359,3 +1359,47 @@ func fastest(rules []throttle.Rule, n, jobs int, runtime time.Duration) time.Dur
 	at := throttle.Plan(rules, nil, costs, t0, jobs, runtime)
 	return at[len(at)-1].Sub(t0)
 }
+
+// heldLimiter holds its caller for hold after the backend recorded the
+// call, as a busy machine does to a goroutine between the record and the
+// pool's next look at its clock (45 ms was seen at load 10).
+type heldLimiter struct {
+	throttle.Backend
+	hold time.Duration
+}
+
+func (l heldLimiter) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
+	a, err := l.Backend.Admit(ctx, cost)
+	time.Sleep(l.hold)
+	return a, err
+}
+
+// TestPoolLagCountsFromTheRecord: the time the caller was held after the
+// in-memory limiter recorded its call (admitted at once, Latency 0) is
+// part of the call's lag: the call left that much later than its record,
+// and the margin must cover it.
+func TestPoolLagCountsFromTheRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 100, Window: time.Second}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lim.Close()
+		ex := &fakeExec{run: func(ctx context.Context, job *Job) *Result {
+			sleepCtx(ctx, 30*time.Millisecond)
+			return &Result{Sent: time.Now()}
+		}}
+		rec := &recorder{}
+		p := newPool(t, Options{Jobs: 1, Executor: ex, Limiter: heldLimiter{lim, 45 * time.Millisecond}, OnEvent: rec.on})
+		if err := p.Run(context.Background(), feed("a")); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		done := rec.of(JobDone)
+		if len(done) != 1 {
+			t.Fatalf("%d JobDone events, want 1", len(done))
+		}
+		if r := done[0].Result; r.Lag != 75*time.Millisecond || r.Sent.Sub(r.Start) != 75*time.Millisecond {
+			t.Errorf("lag %v, sent %v after the record; want 75ms: held 45ms after the record, sent 30ms later", r.Lag, r.Sent.Sub(r.Start))
+		}
+	})
+}

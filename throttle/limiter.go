@@ -417,7 +417,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		if err != nil {
 			return Admission{}, err
 		}
-		return Admission{At: at, Cost: cost, Waited: waited, Latency: time.Since(at), owner: (*owner)(l), handle: noSlot, id: serial}, nil
+		return Admission{At: at, Cost: cost, Waited: waited, Latency: time.Since(at), owner: (*owner)(l), handle: noSlot, id: serial, local: at}, nil
 	}
 	if l.slots.max <= 0 {
 		// No cap: the slot is only counted, without the lock.
@@ -437,7 +437,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 				// Admitted on the caller's goroutine, which returns at
 				// once: Latency 0 (reading the clock again here cost 50ns
 				// a call under contention, BenchmarkAdmitContended).
-				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial}, nil
+				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial, local: at}, nil
 			}
 		}
 		l.mu.Unlock()
@@ -458,7 +458,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	}
 	// A waiter admitted by another goroutine runs when the scheduler
 	// lets it: Latency counts that too.
-	return Admission{At: at, Cost: cost, Waited: slotWait + waited, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial}, nil
+	return Admission{At: at, Cost: cost, Waited: slotWait + waited, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial, local: at}, nil
 }
 
 // owner is a Limiter as the owner of its admissions.

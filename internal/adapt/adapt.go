@@ -31,7 +31,10 @@ func New(b throttle.Backend, floor, least time.Duration, rules []throttle.Rule) 
 func (m *Margin) Observe(ev runner.Event) (now, lag time.Duration, moved bool) {
 	switch ev.Kind {
 	case runner.JobStarted:
-		m.t.Started(ev.Admission.At, ev.Admission.Latency)
+		// From the record to now: the job starts after it, and a busy
+		// machine may have held the pool between the two.
+		now := time.Now()
+		m.t.Started(ev.Admission.At, ev.Admission.Lag(now, now))
 	case runner.JobNotStarted:
 		m.t.Forget(ev.Result.Start)
 	case runner.JobFinished:

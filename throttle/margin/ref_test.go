@@ -165,6 +165,40 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 	}
 	from := now.Add(-m.window - m.current).UnixNano()
 	bound := m.lateLeast(live, from, true)
+	if m.group < len(live) {
+		// The Nth latest arrival up to x's window's end, from x's
+		// admission (tracker.nthLatest): the arrivals so far kept sorted.
+		var arr []int64
+		for x := range live {
+			for len(arr) < min(x+m.group, len(live)) {
+				i := len(arr)
+				l := live[i].hi
+				if live[i].cut {
+					l -= m.cut
+				}
+				if live[i].pending {
+					l = live[i].latency + m.underWay
+				}
+				v := int64(math.MaxInt64)
+				if l != unknownLag {
+					v = live[i].at + int64(l)
+				}
+				at, _ := slices.BinarySearch(arr, v)
+				arr = slices.Insert(arr, at, v)
+			}
+			if live[x].at < from {
+				continue
+			}
+			v := arr[len(arr)-min(m.group, len(arr)-x)]
+			if v == math.MaxInt64 {
+				bound = unknownLag
+				break
+			}
+			bound = max(bound, time.Duration(v-live[x].at))
+		}
+		m.current = min(max(m.seen, bound), m.ceiling)
+		return m.current
+	}
 	// A call admitted before x that arrived after x's admission
 	// (tracker.overtaken), pair by pair.
 	for j := range live {

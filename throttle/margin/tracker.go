@@ -60,6 +60,7 @@ type tracker struct {
 	current      time.Duration
 	underWay     time.Duration   // the latest a call under way is taken to leave
 	dq           []int           // lateLeast's buffer
+	latest       []int64         // nthLatest's heap
 	vals, ats    []time.Duration // lateLeast's buffers
 	// The least latency of an admission and the least gap from a call's
 	// leaving to its answer, over the calls ended and not yet dropped
@@ -287,10 +288,14 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 	case seen < m.seen:
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
-	if !one {
+	if one {
+		// Every window is still open: the bound of the calls before x,
+		// at a pass over blocks, where the Nth latest would need a sort.
+		bound = max(bound, m.overtaken(live, from))
+	} else {
 		bound, _ = m.lateLeast(live, from, true)
+		bound = max(bound, m.nthLatest(live, from))
 	}
-	bound = max(bound, m.overtaken(live, from))
 	// The bound is not less the least lag seen: the next call may leave
 	// sooner than every call seen (TestMarginTrackerNextLeavesAtOnce).
 	m.current = min(max(m.seen, bound), m.ceiling)
@@ -506,6 +511,86 @@ func (m *tracker) overtaken(live []lagSample, from int64) time.Duration {
 		return unknownLag
 	}
 	return most
+}
+
+// nthLatest returns the most, over the calls x admitted from from on
+// (Unix ns), of the Nth latest arrival (upper bounds, as lateLeast's upper
+// pass counts them) of the calls admitted up to the end of the window x
+// opens, from x's admission: what a strict server needs of the margin
+// (see overtaken). Where x's window is not complete, the calls that will
+// complete it are taken as arriving too late to keep it (trailing): its
+// figure is then the kth latest of all, k the calls from x on. One pass
+// with a heap of the N latest arrivals so far, so that an observation
+// costs O(n log N) and allocates nothing once the heap has grown.
+func (m *tracker) nthLatest(live []lagSample, from int64) time.Duration {
+	const unknown = math.MaxInt64
+	k, n := m.group, len(live)
+	h := m.latest[:0] // a min-heap of the k latest arrivals so far
+	defer func() { m.latest = h[:0] }()
+	var most time.Duration
+	for j := range live {
+		s := &live[j]
+		v := int64(unknown)
+		if l, _ := m.lagOf(s, true); l != unknownLag {
+			v = s.at + int64(l)
+		}
+		switch {
+		case len(h) < k:
+			h = append(h, v)
+			heapUp(h, len(h)-1)
+		case v > h[0]:
+			h[0] = v
+			heapDown(h, 0)
+		}
+		if x := j - k + 1; x >= 0 && live[x].at >= from {
+			if h[0] == unknown {
+				return unknownLag
+			}
+			most = max(most, time.Duration(h[0]-live[x].at))
+		}
+	}
+	// The windows not complete: the (n-x)th latest of all for x.
+	slices.Sort(h)
+	for x := max(n-k+1, 0); x < n; x++ {
+		if live[x].at < from {
+			continue
+		}
+		v := h[len(h)-(n-x)]
+		if v == unknown {
+			return unknownLag
+		}
+		most = max(most, time.Duration(v-live[x].at))
+	}
+	return most
+}
+
+// heapUp and heapDown keep h a min-heap after h[i] was added or raised.
+func heapUp(h []int64, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func heapDown(h []int64, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1] < h[c] {
+			c++
+		}
+		if h[i] <= h[c] {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 // trailing returns, for the upper pass, the most over the last k-1 calls

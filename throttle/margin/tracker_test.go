@@ -681,6 +681,10 @@ func TestMarginTrackerCoversArrivalOrder(t *testing.T) {
 			m.observe(now, t0.Add(ats[i]), lags[i], lags[i])
 		}
 		need := requiredMargin(ats, lags, group)
+		if got := m.nthLatest(m.samples, math.MinInt64); group < n && got != need {
+			// Exact where a window is complete: no wider than needed.
+			t.Fatalf("trial %d, N %d, admitted %v, lags %v: Nth latest %v, want %v", trial, group, ats, lags, got, need)
+		}
 		if m.current < min(need, m.ceiling) {
 			t.Fatalf("trial %d, N %d, admitted %v, lags %v: margin %v, a strict server needs %v", trial, group, ats, lags, m.current, need)
 		}

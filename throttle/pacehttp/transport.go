@@ -401,7 +401,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		returned = time.Now()
 		if t.margin != nil {
-			t.margin.Started(a.At, a.Latency)
+			t.margin.Started(a.At, a.Lag(returned, returned))
 		}
 	}
 	if !redirect {
@@ -462,13 +462,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case err != nil:
 			// No answer: the call may have reached the server, when is
 			// not known.
-			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), -1)
+			t.margin.Observe(a.At, a.Lag(returned, sent), -1)
 		case local:
 			// The answer came by arrived: the call had been read by then.
-			t.margin.ObserveAnswered(a.At, a.Latency+sent.Sub(returned), a.Latency+arrived.Sub(returned), newConn)
+			t.margin.ObserveAnswered(a.At, a.Lag(returned, sent), a.Lag(returned, arrived), newConn)
 		default:
 			// Arrived within the floor, and by the answer.
-			t.margin.Observe(a.At, a.Latency+sent.Sub(returned), arrived.Sub(returned))
+			t.margin.Observe(a.At, a.Lag(returned, sent), arrived.Sub(returned))
 		}
 	}
 	if err != nil {
