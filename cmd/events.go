@@ -220,7 +220,7 @@ func (r *recorder) record(res *runner.Result) {
 	r.unlogged = append(r.unlogged, res.Job.Seq)
 	r.mu.Unlock()
 	if first {
-		fmt.Fprintf(r.errOut, "pace: %v: starting no more jobs; the running ones finish\n", err)
+		fmt.Fprintf(r.errOut, "pace: %s: starting no more jobs; the running ones finish\n", r.s.f.IOStreams.shown(err.Error()))
 		r.stop()
 	}
 }
@@ -298,7 +298,7 @@ func (r *recorder) reportUnlogged(w io.Writer) {
 		more = fmt.Sprintf(" and %d more", len(seqs)-show)
 	}
 	fmt.Fprintf(w, "pace: job log %s has no row for %d %s that ran: %s%s; a --resume would run them again\n",
-		r.jl.Path(), len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
+		r.s.f.IOStreams.shown(r.jl.Path()), len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
 }
 
 // reportFailure prints one line about an item that failed for good.

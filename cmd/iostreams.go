@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 
 	"golang.org/x/term"
 
+	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/termbar"
 )
 
@@ -31,6 +33,10 @@ type IOStreams struct {
 	// foreground, if set, reports whether pace is in the foreground of
 	// stderr's terminal.
 	foreground func() bool
+	// secrets hides, in pace's own messages (sayf), the credentials of
+	// pace's arguments (execute sets it: argsRedactor) and of any URL;
+	// nil hides any URL's.
+	secrets *redact.Redactor
 }
 
 // System returns the process's standard streams.
@@ -142,3 +148,16 @@ func sameFile(a, b io.Writer) bool {
 	sb, err := fb.Stat()
 	return err == nil && os.SameFile(sa, sb)
 }
+
+// sayf prints "pace: message" on stderr with the credentials of pace's
+// arguments, and of any URL, hidden wherever the message quotes them: an
+// error quotes the path it could not open, and a URL given where a file
+// goes (-a, ::::, --joblog, -o, --summary-file) is such a path, its
+// password shown whole or cleaned (https:/user:pw@host).
+func (s *IOStreams) sayf(format string, args ...any) {
+	fmt.Fprintf(s.ErrOut, "pace: %s\n", s.shown(fmt.Sprintf(format, args...)))
+}
+
+// shown returns msg, a message of pace's own, with the credentials of
+// pace's arguments and of any URL hidden, as sayf prints it.
+func (s *IOStreams) shown(msg string) string { return s.secrets.String(msg) }

@@ -193,7 +193,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if werr != nil {
 		return reportf(ios, ExitFailed, "plot: -o %v", werr)
 	}
-	fmt.Fprintf(ios.ErrOut, "pace: wrote %s (%d %s, %s)\n", opts.Output, len(calls), plural(len(calls), "call"), human.Bytes(int64(b.Len())))
+	ios.sayf("wrote %s (%d %s, %s)", opts.Output, len(calls), plural(len(calls), "call"), human.Bytes(int64(b.Len())))
 	return nil
 }
 

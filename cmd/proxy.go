@@ -522,7 +522,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	rec.reportUnlogged(ios.ErrOut)
 	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err
-		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
+		ios.sayf("%v", err)
 	}
 	return s.finish(ctx, facts, disp.mode, sigs)
 }

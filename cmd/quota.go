@@ -254,7 +254,7 @@ func quotaShowLocal(opts *QuotaOptions, dir string) error {
 			continue
 		}
 		if err != nil {
-			fmt.Fprintf(ios.ErrOut, "pace: %s\n", userMessage(err))
+			ios.sayf("%s", userMessage(err))
 			code = max(code, quotaExitCode(err))
 			continue
 		}

@@ -158,6 +158,7 @@ func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
+	f.IOStreams.secrets = argsRedactor(args)
 	started := false // past flag and argument checks
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	cmd, err := root.ExecuteContextC(context.Background())
@@ -173,22 +174,23 @@ func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	}
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) || !started {
-		fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, userFlagError(err, cmd.Name(), args)))
+		f.IOStreams.sayf("%s", userFlagError(err, cmd.Name(), args))
 		fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return ExitUsage, nil
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "pace: %s\n", shownArgsError(args, err.Error()))
+	f.IOStreams.sayf("%v", err)
 	return ExitFailed, nil
 }
 
-// shownArgsError returns msg, an error that quotes pace's arguments args
-// (pflag's "unknown shorthand flag: 'u' in -uuser:PW", an extra URL, an
-// unknown command that is a URL), with the credentials in args hidden as
-// a command's are (redact.Argv), and every URL's. Short flags run
-// together before the command (-kuuser:PW, -Ecert:PW: curl's flags that
-// pace has not) are read from each letter on as curl's, so that the value
-// attached to any of them is hidden.
-func shownArgsError(args []string, msg string) string {
+// argsRedactor returns a Redactor that knows the credentials of args,
+// pace's arguments, for the messages that quote them (pflag's "unknown
+// shorthand flag: 'u' in -uuser:PW", an extra URL, an unknown command
+// that is a URL, a URL given where a file goes that could not be opened):
+// they are hidden as a command's are (redact.Argv), and every URL's. Short
+// flags run together before the command (-kuuser:PW, -Ecert:PW: curl's
+// flags that pace has not) are read from each letter on as curl's, so
+// that the value attached to any of them is hidden.
+func argsRedactor(args []string) *redact.Redactor {
 	red := redact.New()
 	red.AddArgv(withoutQuotaKey(args))
 	for _, a := range args {
@@ -201,7 +203,7 @@ func shownArgsError(args []string, msg string) string {
 			}
 		}
 	}
-	return red.String(msg)
+	return red
 }
 
 // withoutQuotaKey returns args, pace's arguments, without the value of

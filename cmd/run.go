@@ -426,7 +426,7 @@ loop:
 			err = fmt.Errorf("job %d: %w", seq, err)
 		}
 		if err != nil {
-			fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
+			ios.sayf("%v", err)
 			failed = true
 			continue
 		}
@@ -459,7 +459,7 @@ loop:
 		return reportf(ios, ExitFailed, "%s: %v", in.Name, readErr)
 	}
 	if skipped > 0 {
-		fmt.Fprintf(ios.ErrOut, "pace: %d %s done in job log %s would be skipped\n", skipped, plural(int(skipped), "item"), o.JobLog)
+		ios.sayf("%d %s done in job log %s would be skipped", skipped, plural(int(skipped), "item"), o.JobLog)
 	}
 	if failed {
 		return &ExitError{Code: ExitFailed}

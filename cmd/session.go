@@ -124,7 +124,7 @@ func (s *session) run(ctx context.Context) error {
 	res := s.supervise(ctx, backend, jl, jobs, disp, sigs)
 	if err := jl.Close(); err != nil && res.jobLogErr == nil {
 		res.jobLogErr = err
-		fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
+		ios.sayf("%v", err)
 	}
 	return s.finish(ctx, res, disp.mode, sigs)
 }
@@ -219,7 +219,7 @@ func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *
 		defer cancel()
 		sigs.Arm(func() int { return 0 }, cancel, func(error) { cancel() })
 		if err := writeSummaryFile(sumCtx, o.SummaryFile, sum); err != nil {
-			fmt.Fprintf(ios.ErrOut, "pace: %v\n", err)
+			ios.sayf("%v", err)
 			if code == ExitOK {
 				code = ExitFailed
 			}
@@ -411,10 +411,10 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 		fmt.Fprintf(ios.ErrOut, "pace: the server publishes %s (%s): the next call would wait %s, longer than --max-server-pause %s; stopping (a longer --max-server-pause waits)\n",
 			long.Rule, long.Header, human.ETA(long.Wait), long.Max)
 	case facts.limitErr != nil:
-		fmt.Fprintf(ios.ErrOut, "pace: limiter failed: %s\n", userMessage(facts.limitErr))
+		ios.sayf("limiter failed: %s", userMessage(facts.limitErr))
 	}
 	if facts.readErr != nil {
-		fmt.Fprintf(ios.ErrOut, "pace: %s: %s\n", s.input.Name, userMessage(facts.readErr))
+		ios.sayf("%s: %s", s.input.Name, userMessage(facts.readErr))
 	}
 	rec.reportUnlogged(ios.ErrOut)
 	return facts
@@ -438,9 +438,10 @@ func backendExitCode(err error, otherwise int) int {
 	return otherwise
 }
 
-// reportf prints "pace: message" on stderr and returns the exit error.
+// reportf prints "pace: message" on stderr (sayf: credentials hidden)
+// and returns the exit error.
 func reportf(ios *IOStreams, code int, format string, args ...any) error {
-	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
+	ios.sayf(format, args...)
 	return &ExitError{Code: code}
 }
 
@@ -448,6 +449,6 @@ func reportf(ios *IOStreams, code int, format string, args ...any) error {
 // (128 + its number), and death by it where pace dies of it (dieOf), as
 // a run's does.
 func stoppedf(ios *IOStreams, sig os.Signal, format string, args ...any) error {
-	fmt.Fprintf(ios.ErrOut, "pace: "+format+"\n", args...)
+	ios.sayf(format, args...)
 	return &ExitError{Code: signalExitCode(sig), Signal: dieOf(sig)}
 }
