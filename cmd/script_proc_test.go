@@ -14,16 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waitproc open FILE | waitproc blocked waits (up to 20s) until the last
-// background command has FILE open, or has a thread blocked opening a
-// file (a FIFO with no reader), as its /proc entry shows. A signal sent
+// waitproc open FILE | waitproc opendir DIR | waitproc blocked waits (up
+// to 20s) until the last background command has FILE open, or a file in
+// DIR (one without a name too: O_TMPFILE), or has a thread blocked
+// opening a file (a FIFO with no reader), as its /proc entry shows. A signal sent
 // after a fixed sleep raced a loaded machine's start-up: the process
 // could still be starting (and die of the signal) or still running jobs
 // (and be stopped there, not where the script means). Elsewhere than
 // Linux it sleeps a second, as the scripts did.
 func cmdWaitproc(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) == 0 || (args[0] == "open") != (len(args) == 2) || (args[0] != "open" && args[0] != "blocked") {
-		ts.Fatalf("usage: waitproc open FILE | waitproc blocked")
+	withFile := len(args) > 0 && (args[0] == "open" || args[0] == "opendir")
+	if neg || len(args) == 0 || withFile != (len(args) == 2) || (!withFile && args[0] != "blocked") {
+		ts.Fatalf("usage: waitproc open FILE | waitproc opendir DIR | waitproc blocked")
 	}
 	bg := ts.BackgroundCmds()
 	if len(bg) == 0 || bg[len(bg)-1].Process == nil {
@@ -35,12 +37,12 @@ func cmdWaitproc(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	pid := strconv.Itoa(bg[len(bg)-1].Process.Pid)
 	var want string
-	if args[0] == "open" {
+	if withFile {
 		want = ts.MkAbs(args[1])
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if want != "" && hasOpen(pid, want) || want == "" && inOpenat(pid) {
+		if want != "" && hasOpen(pid, want, args[0] == "opendir") || want == "" && inOpenat(pid) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -50,11 +52,14 @@ func cmdWaitproc(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// hasOpen reports whether process pid has file open.
-func hasOpen(pid, file string) bool {
+// hasOpen reports whether process pid has file open, or with inDir a
+// file in the directory file: the link of a file without a name reads
+// "DIR/#INODE (deleted)".
+func hasOpen(pid, file string, inDir bool) bool {
 	fds, _ := filepath.Glob("/proc/" + pid + "/fd/*")
 	for _, fd := range fds {
-		if t, err := os.Readlink(fd); err == nil && t == file {
+		t, err := os.Readlink(fd)
+		if err == nil && (t == file || inDir && filepath.Dir(t) == file) {
 			return true
 		}
 	}

@@ -7,7 +7,11 @@
 //   - nothing, or a regular file: atomically. The data goes into a new
 //     temporary file in the same directory, which is renamed over the path
 //     once complete, so the path holds the old content or the new, never a
-//     part. A file that is replaced keeps its permission bits.
+//     part. A file that is replaced keeps its permission bits. A process
+//     killed while it writes (SIGKILL, a crash) leaves nothing behind
+//     where it can (Linux: the temporary file has no name until it is
+//     complete), and elsewhere a temporary file that Sweep removes: see
+//     Sweep.
 //   - a character device or a FIFO (/dev/null, /dev/stdout at a terminal
 //     or a pipe, a named pipe): straight into it, as a shell's > would. It
 //     stays what it was: -o /dev/null discards.
@@ -25,10 +29,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 // maxLinks is how many symbolic links are followed before giving up, as
@@ -132,16 +134,18 @@ func Check(name string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	return f.remove()
 }
 
 // File is a file being written by Create: call Commit once everything is
 // written, or Abort to give up. It is not safe for concurrent use.
 type File struct {
 	f    *os.File
-	dest string // the path a temporary file is renamed to; "" when straight
+	name string // the path as given, for errors
+	dest string // the path a temporary file becomes; "" when straight
+	kind kind
 	perm fs.FileMode
+	tmp  *temp // nil when straight
 	done bool
 }
 
@@ -158,17 +162,35 @@ func Create(ctx context.Context, name string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &File{f: f}, nil
+		return &File{f: f, name: name}, nil
 	}
-	f, err := createTemp(filepath.Dir(t.path), filepath.Base(t.path))
+	tmp, err := createTemp(filepath.Dir(t.path), filepath.Base(t.path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &File{f: f, dest: t.path, perm: t.perm}, nil
+	return &File{f: tmp.f, name: name, dest: t.path, kind: t.kind, perm: t.perm, tmp: tmp}, nil
 }
 
-// Write writes p to the file.
-func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
+// Write writes p to the file. An error names the path being written, not
+// its temporary file.
+func (f *File) Write(p []byte) (int, error) {
+	n, err := f.f.Write(p)
+	return n, f.named("write", err)
+}
+
+// named returns err, an error of op on the file, naming the path as given
+// rather than its temporary file.
+func (f *File) named(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		op = pe.Op
+	} else if le, ok := errors.AsType[*os.LinkError](err); ok {
+		op = le.Op
+	}
+	return &fs.PathError{Op: op, Path: f.name, Err: unwrapPath(err)}
+}
 
 // Commit makes what was written the file's content: a temporary file is
 // synced and renamed over the path. On error nothing has changed at the
@@ -178,23 +200,21 @@ func (f *File) Commit() error {
 		return errors.New("outfile: commit after commit or abort")
 	}
 	f.done = true
-	if f.dest == "" {
+	if f.tmp == nil {
 		return f.f.Close()
 	}
-	err := f.f.Sync()
+	err := f.named("sync", f.f.Sync())
 	if err == nil && f.perm != 0 {
-		err = f.f.Chmod(f.perm)
-	}
-	if cerr := f.f.Close(); err == nil {
-		err = cerr
+		err = f.named("chmod", f.f.Chmod(f.perm))
 	}
 	if err == nil {
-		err = os.Rename(f.f.Name(), f.dest)
+		err = f.named("rename", f.tmp.commit(f.dest, f.kind == kindNew))
 	}
 	if err != nil {
-		os.Remove(f.f.Name())
+		f.tmp.remove()
+		return err
 	}
-	return err
+	return nil
 }
 
 // Abort gives up: a temporary file is removed and the path is left as it
@@ -204,10 +224,11 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
-	f.f.Close()
-	if f.dest != "" {
-		os.Remove(f.f.Name())
+	if f.tmp == nil {
+		f.f.Close()
+		return
 	}
+	f.tmp.remove()
 }
 
 // WriteFile writes data to name by the rules of the package comment:
@@ -224,29 +245,14 @@ func WriteFile(ctx context.Context, name string, data []byte) error {
 	return f.Commit()
 }
 
-// createTemp creates a new hidden file in dir, named after base. Unlike
-// os.CreateTemp it asks for mode 0666, so that a new file gets the usual
-// permissions under the umask.
-func createTemp(dir, base string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, "."+base+".pace-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36)+".tmp")
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err))
-		}
-		return f, nil
-	}
-	return nil, fmt.Errorf("cannot create a file in %s: too many name collisions", dir)
-}
-
-// unwrapPath returns the cause of a *fs.PathError, whose message would
-// name the temporary file.
+// unwrapPath returns the cause of a *fs.PathError or an *os.LinkError,
+// whose message would name the temporary file.
 func unwrapPath(err error) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
+	}
+	if le, ok := errors.AsType[*os.LinkError](err); ok {
+		return le.Err
 	}
 	return err
 }

@@ -190,6 +190,11 @@ type Executor struct {
 	namesMu sync.Mutex
 	names   map[[2]uint64]int64
 	seeds   [2]maphash.Seed
+
+	// swept holds each directory a body has been written to (a string
+	// key): the first write there removes the temporary files that an
+	// earlier pace, killed, left behind (outfile.Sweep).
+	swept sync.Map
 }
 
 // headerTemplate is one -H line, split.

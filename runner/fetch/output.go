@@ -23,10 +23,15 @@ func localError(err error) error {
 // directory, renamed over path once the body is complete; on any error
 // the temporary file is removed and path is left as it was), a character
 // device or a FIFO straight; a link is followed. Errors writing here wrap
-// runner.ErrOutput.
+// runner.ErrOutput. The first write into a directory removes from it the
+// temporary files of writers killed before they could (outfile.Sweep).
 func (e *Executor) writeFile(ctx context.Context, path string, body io.Reader) (int64, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return 0, localError(err)
+	}
+	if _, seen := e.swept.LoadOrStore(dir, struct{}{}); !seen {
+		outfile.Sweep(dir)
 	}
 	f, err := outfile.Create(ctx, path)
 	if err != nil {
