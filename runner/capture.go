@@ -17,15 +17,19 @@ const DefaultSpillLimit = 4 << 20
 // file, so that a job printing gigabytes costs disk, not memory.
 //
 // A Capture is written by one goroutine and then, once writing is over,
-// read; it is not safe for concurrent use. Close removes the temporary
-// file. The zero value is not usable; make one with NewCapture.
+// read; it is not safe for concurrent use. The temporary file is removed
+// as soon as it is made, where an open file can be (Unix): it is read
+// through its descriptor only, so a pace killed outright (SIGKILL) leaves
+// nothing in $TMPDIR; elsewhere Close removes it. The zero value is not
+// usable; make one with NewCapture.
 type Capture struct {
-	limit int64
-	dir   string
-	mem   bytes.Buffer
-	file  *os.File
-	size  int64
-	err   error // first error spilling; later writes are dropped
+	limit   int64
+	dir     string
+	mem     bytes.Buffer
+	file    *os.File
+	removed bool // file has no name left
+	size    int64
+	err     error // first error spilling; later writes are dropped
 }
 
 // NewCapture returns a Capture that keeps up to limit bytes in memory
@@ -70,13 +74,20 @@ func (c *Capture) spill() error {
 	if err != nil {
 		return fmt.Errorf("runner: spill output: %w", err)
 	}
+	// Unlinked at once where it can be (Windows removes no open file):
+	// the space is the kernel's to free, when the Capture closes it or
+	// the process dies.
+	removed := os.Remove(f.Name()) == nil
 	if _, err := f.Write(c.mem.Bytes()); err != nil {
 		f.Close()
-		os.Remove(f.Name())
+		if !removed {
+			os.Remove(f.Name())
+		}
 		return fmt.Errorf("runner: spill output to %s: %w", f.Name(), err)
 	}
 	c.mem = bytes.Buffer{}
 	c.file = f
+	c.removed = removed
 	return nil
 }
 
@@ -137,8 +148,10 @@ func (c *Capture) Close() error {
 	if c.file == nil {
 		return nil
 	}
-	name := c.file.Name()
-	err := errors.Join(c.file.Close(), os.Remove(name))
+	err := c.file.Close()
+	if !c.removed {
+		err = errors.Join(err, os.Remove(c.file.Name()))
+	}
 	c.file = nil
 	if err != nil {
 		return fmt.Errorf("runner: remove output file: %w", err)
