@@ -12,6 +12,7 @@ package joblog
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -133,6 +134,7 @@ var ErrWriteFailed = errors.New("job log write failed")
 // written before the failure. A Writer is safe for concurrent use.
 type Writer struct {
 	path string
+	cut  string // the row cut short that Open cut off
 
 	mu     sync.Mutex
 	f      *os.File
@@ -141,10 +143,14 @@ type Writer struct {
 }
 
 // Open opens the job log at path for appending, creating it if needed. It
-// writes the header (with rules, see HeaderFor) when the file is empty,
-// and a newline first when the file ends in a partial row. A path that is
-// not a regular file (a FIFO, a device, a directory) is refused at once,
-// with an error wrapping regfile.ErrNotRegular.
+// writes the header (with rules, see HeaderFor) when the file is empty.
+// A file that ends in a row cut short (a pace killed as it wrote it, see
+// Log.CutShort) has it cut off, so that the item has no row, as the item
+// of any job a killed pace was running, and the log stays one a resumed
+// run accepts; a file that ends in anything else without a line break
+// gets one first. A path that is not a regular file (a FIFO, a device, a
+// directory) is refused at once, with an error wrapping
+// regfile.ErrNotRegular.
 func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	f, err := regfile.Open(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -165,13 +171,16 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	if fi.Size() == 0 {
 		prefix = HeaderFor(rules) + "\n"
 	} else {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		tail, err := lastLine(f, fi.Size())
+		if err == nil && cutShort(tail, fi.Size()) {
+			err = f.Truncate(fi.Size() - int64(len(tail)))
+			w.cut = tail
+		} else if err == nil && tail != "" {
+			prefix = "\n"
+		}
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("open job log: %w", err)
-		}
-		if last[0] != '\n' {
-			prefix = "\n"
 		}
 	}
 	if prefix != "" {
@@ -182,6 +191,30 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	}
 	return w, nil
 }
+
+// lastLine returns what follows the last line break of f, of size > 0
+// bytes: "" when f ends in one. A last line longer than MaxLine is no
+// row: it is returned as "\x00", which no row is.
+func lastLine(f *os.File, size int64) (string, error) {
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil || last[0] == '\n' {
+		return "", err
+	}
+	n := min(size, MaxLine+1)
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, size-n); err != nil {
+		return "", err
+	}
+	i := bytes.LastIndexByte(b, '\n')
+	if i < 0 && n < size {
+		return "\x00", nil
+	}
+	return string(b[i+1:]), nil
+}
+
+// CutShort returns the row cut short that Open cut off the end of the
+// file, or "".
+func (w *Writer) CutShort() string { return w.cut }
 
 // Path returns the file the Writer appends to.
 func (w *Writer) Path() string { return w.path }
@@ -287,6 +320,21 @@ func (e *LineError) Unwrap() error { return ErrSyntax }
 type Log struct {
 	Rules   []throttle.Rule
 	Entries []Entry
+	// CutShort is the last line when it is a row that a pace killed as
+	// it wrote it left cut short (see cutShort); Open cuts it off. It is
+	// not in Entries: its item has no row.
+	CutShort string
+}
+
+// SeqOf returns the Seq of row, a row whole or cut short, or 0 when it
+// holds no whole one.
+func SeqOf(row string) int {
+	seq, _, ok := strings.Cut(row, "\t")
+	if !ok {
+		return 0 // cut within its Seq
+	}
+	n, _ := strconv.Atoi(seq)
+	return n
 }
 
 // Calls returns the admissions the rows record, in the log's order: each
@@ -318,12 +366,19 @@ func (l *Log) Within(rules []throttle.Rule, now time.Time) int {
 // Read reads a job log written by pace or by GNU parallel --joblog.
 // Header lines and blank lines are skipped, an empty Host becomes ":", and
 // everything after the 8th tab is the Command (GNU parallel does not
-// escape tabs in commands). Errors are *LineError values; a line longer
-// than MaxLine is one.
+// escape tabs in commands). A last line without its line break that a
+// killed pace's write cut short (cutShort) is CutShort, not an entry.
+// Errors are *LineError values; a line longer than MaxLine is one.
 func Read(r io.Reader) (*Log, error) {
 	log := &Log{}
-	err := eachLine(r, func(n int, line string) error {
+	cr := &countingReader{r: r}
+	err := eachLine(cr, func(n int, line string, ended bool) error {
 		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		// Without a line break the line is the last: cr has read all.
+		if !ended && cutShort(line, cr.n) {
+			log.CutShort = line
 			return nil
 		}
 		if strings.HasPrefix(line, "Seq\tHost\t") {
@@ -346,6 +401,18 @@ func Read(r io.Reader) (*Log, error) {
 	return log, err
 }
 
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // headerRules returns the rules a header written by pace names, or nil.
 func headerRules(line string) ([]throttle.Rule, error) {
 	_, rest, ok := strings.Cut(line, rulesMark)
@@ -365,6 +432,39 @@ func headerRules(line string) ([]throttle.Rule, error) {
 		return nil, fmt.Errorf("header: %w", err)
 	}
 	return rules, nil
+}
+
+// cutShort reports whether line, the last of a log of size bytes and
+// without its line break, is a row that a write cut short.
+//
+// pace writes each row with its line break in one write, but the kernel
+// copies a write a page at a time, and a SIGKILL stops it between two: a
+// pace killed outright as it wrote a row that crossed a page boundary of
+// the file left the row's start, and the file ends on a page boundary (a
+// multiple of 4096 bytes, whatever the page size). So a last line is cut
+// short when what it holds of a row is well-formed (every field it holds
+// whole parses; the one cut is not looked at, but for a Seq, which is
+// digits) and it holds fewer than the 9 fields of a row, or all 9 (the
+// cut in the Command) and the file ends on a page boundary. A whole row
+// without its line break (a log edited by hand) ends there once in 4096.
+func cutShort(line string, size int64) bool {
+	const page = 4096
+	f := strings.SplitN(line, "\t", 9)
+	switch {
+	case len(f) == 1:
+		return line != "" && strings.Trim(line, "0123456789") == ""
+	case len(f) == 9 && size%page != 0:
+		return false
+	}
+	// The field cut and those missing get values that parse; the fields
+	// before it must parse as they are.
+	fill := [9]string{"1", ":", "0", "0", "0", "0", "0", "0", ""}
+	if len(f) < 9 {
+		f[len(f)-1] = fill[len(f)-1]
+		f = append(f, fill[len(f):]...)
+	}
+	_, msg := parseRow(strings.Join(f, "\t"))
+	return msg == ""
 }
 
 // parseRow parses one row; msg is non-empty when it is malformed.
@@ -433,7 +533,7 @@ func parseRow(line string) (e Entry, msg string) {
 // spaces and blank lines are ignored. Errors are *LineError values.
 func ReadTimestamps(r io.Reader) ([]time.Time, error) {
 	var times []time.Time
-	err := eachLine(r, func(n int, line string) error {
+	err := eachLine(r, func(n int, line string, _ bool) error {
 		s := strings.TrimSpace(line)
 		if s == "" {
 			return nil
@@ -458,10 +558,11 @@ func ReadTimestamps(r io.Reader) ([]time.Time, error) {
 const MaxLine = 4 << 20
 
 // eachLine calls fn with each line of r and its 1-based number, without
-// the line break (trailing carriage returns are dropped too). A line longer
-// than MaxLine is a *LineError, so that garbage such as /dev/zero cannot
-// grow memory without bound.
-func eachLine(r io.Reader, fn func(n int, line string) error) error {
+// the line break (trailing carriage returns are dropped too), and whether
+// the line had one (only the last line may not). A line longer than
+// MaxLine is a *LineError, so that garbage such as /dev/zero cannot grow
+// memory without bound.
+func eachLine(r io.Reader, fn func(n int, line string, ended bool) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	for n := 1; ; n++ {
@@ -481,7 +582,8 @@ func eachLine(r io.Reader, fn func(n int, line string) error) error {
 				Msg: fmt.Sprintf("line longer than %d MiB: not a job log or timestamp file", MaxLine>>20)}
 		}
 		if line != "" {
-			if ferr := fn(n, strings.TrimRight(strings.TrimSuffix(line, "\n"), "\r")); ferr != nil {
+			body, ended := strings.CutSuffix(line, "\n")
+			if ferr := fn(n, strings.TrimRight(body, "\r"), ended); ferr != nil {
 				return ferr
 			}
 		}

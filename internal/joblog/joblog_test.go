@@ -190,8 +190,9 @@ func TestJobLogWriter(t *testing.T) {
 		t.Fatalf("Close error: %v", err)
 	}
 
-	// Reopening appends without a second header, after finishing a
-	// partial last row left by a killed writer.
+	// Reopening appends without a second header, after cutting off a
+	// row a killed writer left cut short (TestCutShortRow has more).
+	before := string(data)
 	if err := os.WriteFile(path, append(data, "51\t:\t17"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +208,8 @@ func TestJobLogWriter(t *testing.T) {
 	if strings.Count(string(data), Header) != 1 {
 		t.Errorf("reopened job log has %d headers, want 1", strings.Count(string(data), Header))
 	}
-	if !strings.HasSuffix(string(data), "\n51\t:\t17\n52\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\ty\n") {
-		t.Errorf("reopened job log ends with %q, want the partial row closed and row 52 after it", data[len(data)-80:])
+	if string(data) != before+"52\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\ty\n" {
+		t.Errorf("reopened job log ends with %q, want the row cut short gone and row 52 after the rows before it", data[len(data)-80:])
 	}
 }
 
@@ -570,3 +571,87 @@ func TestLogCallsWithin(t *testing.T) {
 		t.Errorf("Within(2s) = %d, want 1", n)
 	}
 }
+
+// TestCutShortRow: a pace killed outright as it wrote a row that crossed a
+// page boundary of the file leaves the row's start (the kernel copies a
+// write a page at a time, and SIGKILL stops it between two), and the
+// file then ends on a page boundary. Read leaves that row out (CutShort)
+// and Open cuts it off, so that the log stays one that --resume accepts:
+// the line break Open used to add made it a malformed row, or a row with
+// a command cut short, which every later resume refused. Whatever else a
+// log ends in without a line break is as it was.
+func TestCutShortRow(t *testing.T) {
+	row1 := "1\t:\t1700000000.000000\t     0.100\t0\t0\t0\t0\techo "
+	tests := []struct {
+		name     string
+		tail     string
+		pageEnd  bool // the file ends on a page boundary
+		cutShort bool
+	}{
+		{"cut in its Seq", "1", false, true},
+		{"cut after its Seq", "12\t", false, true},
+		{"cut in its Starttime", "12\t:\t17000", false, true},
+		{"cut in its Signal", "12\t:\t1700000000.5\t0.1\t0\t0\t0\t", false, true},
+		{"cut in its Command, at a page boundary", "12\t:\t1700000000.5\t0.1\t0\t0\t0\t0\techo ab", true, true},
+		{"whole but for its line break", "12\t:\t1700000000.5\t0.1\t0\t0\t0\t0\techo ab", false, false},
+		{"a note", "# resumed by hand", false, false},
+		{"a field that is not a row's", "12\t:\tnoon\t0", false, false},
+		{"not a Seq", "x", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			head := Header + "\n" + row1
+			size := len(head) + 1 + len(tt.tail) // the line break of row 1
+			pad := 0
+			if tt.pageEnd {
+				pad = 4096 - size%4096
+			} else if size%4096 == 0 {
+				pad = 1
+			}
+			log := head + strings.Repeat("x", pad) + "\n" + tt.tail
+			got, err := Read(strings.NewReader(log))
+			switch {
+			case tt.cutShort && (err != nil || len(got.Entries) != 1 || got.CutShort != tt.tail):
+				t.Fatalf("Read = %d rows, cut short %q, %v; want row 1 and %q cut short", len(got.Entries), got.CutShort, err, tt.tail)
+			case !tt.cutShort && err == nil && (len(got.Entries) != 2 || got.CutShort != ""):
+				t.Fatalf("Read = %d rows, cut short %q; want 2 rows, none cut short (or an error)", len(got.Entries), got.CutShort)
+			}
+			if want := 12; tt.cutShort && strings.Contains(tt.tail, "\t") && SeqOf(got.CutShort) != want {
+				t.Errorf("SeqOf(%q) = %d, want %d", got.CutShort, SeqOf(got.CutShort), want)
+			} else if tt.cutShort && !strings.Contains(tt.tail, "\t") && SeqOf(got.CutShort) != 0 {
+				t.Errorf("SeqOf(%q) = %d, want 0: its Seq is cut", got.CutShort, SeqOf(got.CutShort))
+			}
+			path := filepath.Join(t.TempDir(), "log")
+			if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(Entry{Seq: 2, Start: jobT0, Command: "echo b"}); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			if cut := w.CutShort(); tt.cutShort && cut != tt.tail || !tt.cutShort && cut != "" {
+				t.Errorf("Writer.CutShort() = %q, want it %q if cut short", cut, tt.tail)
+			}
+			b, _ := os.ReadFile(path)
+			want := log + "\n" + "2\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo b\n"
+			if tt.cutShort {
+				want = strings.TrimSuffix(log, tt.tail) + "2\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo b\n"
+			}
+			if string(b) != want {
+				t.Errorf("after Open and a row, the log ends %q, want %q", tail(string(b)), tail(want))
+			}
+			if tt.cutShort {
+				if got, err := Read(bytes.NewReader(b)); err != nil || len(got.Entries) != 2 || got.CutShort != "" {
+					t.Errorf("Read after = %d rows, cut short %q, %v; want rows 1 and 2", len(got.Entries), got.CutShort, err)
+				}
+			}
+		})
+	}
+}
+
+// tail returns the end of s, for messages.
+func tail(s string) string { return s[max(0, len(s)-120):] }

@@ -31,7 +31,7 @@ func Scan(r io.Reader, row func(f Format, e Entry) error) (Format, []throttle.Ru
 	format, decided := Timestamps, false
 	var rules []throttle.Rule
 	seq := 0
-	err := eachLine(r, func(n int, line string) error {
+	err := eachLine(r, func(n int, line string, _ bool) error {
 		if strings.TrimSpace(line) == "" {
 			return nil
 		}

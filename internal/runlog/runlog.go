@@ -146,11 +146,23 @@ func (j *Log) EarlierCalls() []throttle.Call {
 	return j.earlier.Calls()
 }
 
-// Announce says on w what a resumed run skips, and with verbose how many
-// earlier calls still count against the rules (recent, as Seed returned).
+// Announce says on w that the log ended in a row cut short (cut off by
+// Open), what a resumed run skips, and with verbose how many earlier
+// calls still count against the rules (recent, as Seed returned).
 func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if j == nil {
 		return
+	}
+	var cut string // cut off by joblog.Open
+	if j.w != nil {
+		cut = j.w.CutShort()
+	}
+	if cut != "" {
+		what := "an item"
+		if seq := joblog.SeqOf(cut); seq > 0 {
+			what = fmt.Sprintf("item %d", seq)
+		}
+		fmt.Fprintf(w, "pace: job log %s ended in a row cut short (a pace killed as it wrote it): cut off, %s has no row\n", j.path, what)
 	}
 	if j.resume != nil {
 		// The counts are the log's: an input shorter than the log has
