@@ -23,6 +23,11 @@ type Factory struct {
 	// exits says that the process exits once Execute returns (Main):
 	// pace exec leaves the signals it caught for its command caught.
 	exits bool
+	// reaper and reaperPath, if set, start pace's reaper (pace reaper,
+	// command.Executor.Reaper) for pace run's jobs: Main sets them; tests
+	// running pace in their own process start none.
+	reaper     []string
+	reaperPath string
 	// catchStops, if set, makes SIGHUP and SIGQUIT arrive on Signals too,
 	// for the commands that stop on them (run, fetch, proxy); pace exec
 	// sends them on to its command instead.

@@ -72,7 +72,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.Flags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
-	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil), NewCmdProxy(f, nil))
+	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil), NewCmdProxy(f, nil), newCmdReaper(f))
 	root.InitDefaultCompletionCmd()
 	return root
 }
@@ -120,6 +120,7 @@ func Main() (code int, die os.Signal) {
 	signal.Notify(pipes, syscall.SIGPIPE)
 	f := NewFactory(sigs)
 	f.exits = true
+	f.reaperPath, f.reaper = reaperFor()
 	// A hangup (the terminal closed) and Ctrl-\ stop a run as the other
 	// signals do, so that its jobs, each in a process group of its own
 	// that the terminal's signal never reaches, die with it. Not when the

@@ -224,7 +224,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 	}
 
-	ex := &command.Executor{Builder: builder, Timeout: o.Timeout, SpareProcs: true}
+	ex := &command.Executor{Builder: builder, Timeout: o.Timeout, SpareProcs: true,
+		Reaper: opts.Factory.reaper, ReaperPath: opts.Factory.reaperPath}
 	defer ex.Close()
 	var executor runner.Executor = ex
 	if o.Cost != nil {

@@ -46,7 +46,7 @@ func (b Lines) Build(job *runner.Job) ([]string, error) {
 // timeout or kill reaches everything the job started; its stdin is the
 // null device; its stdout and stderr are captured whole (see
 // runner.Capture). On Linux the kernel kills the child if pace dies, even
-// of SIGKILL; the child's own children are left to the job.
+// of SIGKILL; with a Reaper, what it started dies too (its process group).
 //
 // On a job's timeout the process group gets SIGTERM, then SIGKILL after
 // KillGrace. When the context passed to Execute is cancelled, the same
@@ -89,6 +89,15 @@ type Executor struct {
 	// continues it. pace run sets it; a program that handles SIGTSTP as
 	// pace does (internal/jobctl) wants it too.
 	SpareProcs bool
+	// Reaper, if set, is the argv of a program that runs Reap (pace
+	// run's: pace reaper), and ReaperPath its file (Reaper[0] if empty).
+	// Started with the first job, it kills the process groups of the jobs
+	// running when pace dies, of SIGKILL too, so that nothing a job
+	// started outlives a pace killed outright (Unix). On Linux the jobs
+	// themselves die with pace anyway (Pdeathsig); what they started does
+	// not, without a reaper.
+	Reaper     []string
+	ReaperPath string
 
 	sp       spawner  // what the platform's Execute keeps between jobs
 	groups   groups   // the running jobs' process groups
@@ -99,9 +108,10 @@ type Executor struct {
 // leaders' pids: a count each, as a pid freed by one job's exit may be a
 // new job's before the first has given it back.
 type groups struct {
-	mu   sync.Mutex
-	m    map[int]int
-	stop os.Signal // the stop in force (SignalRunning), nil while running
+	mu     sync.Mutex
+	m      map[int]int
+	stop   os.Signal // the stop in force (SignalRunning), nil while running
+	reaper reaper    // told of each group (Executor.Reaper)
 }
 
 // add counts pid's group in; a job that started while the others are
@@ -112,6 +122,7 @@ func (g *groups) add(pid int) {
 		g.m = map[int]int{}
 	}
 	g.m[pid]++
+	g.reaper.tell('+', pid)
 	if g.stop != nil {
 		signalPgid(pid, g.stop)
 	}
@@ -123,6 +134,7 @@ func (g *groups) remove(pid int) {
 	if g.m[pid]--; g.m[pid] <= 0 {
 		delete(g.m, pid)
 	}
+	g.reaper.tell('-', pid)
 	g.mu.Unlock()
 }
 
@@ -169,9 +181,15 @@ func (e *Executor) Prepare(job *runner.Job) error {
 }
 
 // Close stops the threads children are started from and releases what
-// the executor keeps between jobs. Call it once every job has ended: on
-// Linux a child whose starting thread ends is killed.
-func (e *Executor) Close() error { return e.sp.close() }
+// the executor keeps between jobs, the reaper included (it exits). Call it
+// once every job has ended: on Linux a child whose starting thread ends is
+// killed.
+func (e *Executor) Close() error {
+	e.groups.mu.Lock()
+	e.groups.reaper.close()
+	e.groups.mu.Unlock()
+	return e.sp.close()
+}
 
 // grace returns the time between SIGTERM and SIGKILL.
 func (e *Executor) grace() time.Duration {

@@ -74,6 +74,27 @@ func helper(mode, arg string) {
 		}
 		<-done
 		os.Exit(0)
+	case "reaper-parent":
+		// Acts as pace run with a reaper (this binary again, which Reaps
+		// when its last argument is "reap"): runs parentJobs jobs that
+		// each leave a child running in the background and wait for it.
+		if arg == "reap" {
+			Reap(os.Stdin)
+			os.Exit(0)
+		}
+		exe, _ := os.Executable()
+		e := &Executor{Builder: Lines{}, Reaper: []string{exe, "-test.run=^$", "reap"}}
+		done := make(chan bool)
+		for i := range parentJobs {
+			f := fmt.Sprintf("%s.%d", arg, i)
+			go func() {
+				e.Execute(context.Background(), &runner.Job{Seq: int64(i + 1), Argv: []string{"sh", "-c",
+					"sleep 60 & echo $! > " + f + ".bg; echo $$ > " + f + ".tmp; mv " + f + ".tmp " + f + "; wait"}})
+				done <- true
+			}()
+		}
+		<-done
+		os.Exit(0)
 	case "hang", "ignore-term":
 		if mode == "ignore-term" {
 			signal.Ignore(syscall.SIGTERM)

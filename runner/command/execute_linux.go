@@ -154,6 +154,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	if e.Inherit != nil {
 		extra = e.Inherit(job.Admission)
 	}
+	e.groups.reaper.start(e.ReaperPath, e.Reaper)
 	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv, extra)
 	if err != nil {
 		if errors.Is(context.Cause(jctx), errTimeout) {

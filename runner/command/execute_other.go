@@ -49,6 +49,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
 		return signalGroup(c.Process, hard)
 	}
+	e.groups.reaper.start(e.ReaperPath, e.Reaper)
 	err := c.Start()
 	if err == nil {
 		res.Sent = time.Now()

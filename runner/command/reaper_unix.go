@@ -1,0 +1,52 @@
+//go:build unix
+
+package command
+
+import (
+	"os"
+	"syscall"
+)
+
+// start starts the reaper, the program path with argv, once for the
+// executor's life: in a process
+// group of its own (so that the terminal's signals do not reach it, and a
+// kill of pace's group spares it), with the read end of a pipe as its
+// stdin and the null device as its stdout and stderr, and nothing else of
+// pace's: it must outlive pace, so it has no Pdeathsig, and it holds no
+// descriptor of pace's (a pipe a job's output or pace's own stdout goes
+// to would stay open). A reaper that cannot start is no failure: the jobs
+// run as they would without one.
+func (r *reaper) start(path string, argv []string) {
+	r.once.Do(func() {
+		if len(argv) == 0 {
+			return
+		}
+		if path == "" {
+			path = argv[0]
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return
+		}
+		defer pr.Close()
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			pw.Close()
+			return
+		}
+		defer null.Close()
+		p, err := os.StartProcess(path, argv, &os.ProcAttr{
+			Files: []*os.File{pr, null, null},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
+		if err != nil {
+			pw.Close()
+			return
+		}
+		r.w, r.p = pw, p
+	})
+}
+
+// killPgid sends SIGKILL to the process group pgid; one already gone is
+// no error.
+func killPgid(pgid int) { signalPgid(pgid, syscall.SIGKILL) }
