@@ -276,19 +276,23 @@ func (b *failingBackend) Admit(ctx context.Context, cost int) (throttle.Admissio
 
 var _ = time.Second
 
-// cmdTmpfs mounts a small tmpfs, to fill a disk:
+// cmdTmpfs mounts a small tmpfs, to fill a disk, or read-only:
 //
-//	tmpfs DIR SIZE
+//	tmpfs DIR SIZE [ro]
 //
 // Scripts use it under the [root] condition (root on Linux); it unmounts
 // when the script ends.
 func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: tmpfs dir size")
+	if neg || len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "ro" {
+		ts.Fatalf("usage: tmpfs dir size [ro]")
 	}
 	dir := ts.MkAbs(args[0])
 	ts.Check(os.MkdirAll(dir, 0o755))
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+args[1], "tmpfs", dir).CombinedOutput(); err != nil {
+	opts := "size=" + args[1]
+	if len(args) == 3 {
+		opts += ",ro"
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
 		ts.Fatalf("mount a tmpfs: %v: %s", err, out)
 	}
 	ts.Defer(func() { exec.Command("umount", "-l", dir).Run() })

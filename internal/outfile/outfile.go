@@ -137,6 +137,16 @@ func Check(name string) error {
 	return f.remove()
 }
 
+// CheckDir reports whether files can be created in dir, as Check does
+// for a file there: it creates one and removes it.
+func CheckDir(dir string) error {
+	f, err := createTemp(dir, "check")
+	if err != nil {
+		return err
+	}
+	return f.remove()
+}
+
 // File is a file being written by Create: call Commit once everything is
 // written, or Abort to give up. It is not safe for concurrent use.
 type File struct {
