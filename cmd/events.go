@@ -280,7 +280,8 @@ func (r *recorder) haltedBy() *halt.Halted {
 }
 
 // reportUnlogged names the items that ran but have no row in the job log,
-// which a resumed run would run again.
+// which a resumed run would run again (a proxy's requests, which have no
+// resume).
 func (r *recorder) reportUnlogged(w io.Writer) {
 	seqs, _, _ := r.failures()
 	if len(seqs) == 0 {
@@ -297,8 +298,14 @@ func (r *recorder) reportUnlogged(w io.Writer) {
 	if len(seqs) > show {
 		more = fmt.Sprintf(" and %d more", len(seqs)-show)
 	}
-	fmt.Fprintf(w, "pace: job log %s has no row for %d %s that ran: %s%s; a --resume would run them again\n",
-		r.s.f.IOStreams.shown(r.jl.Path()), len(seqs), plural(len(seqs), "item"), strings.Join(parts, " "), more)
+	what, again := plural(len(seqs), "item")+" that ran", "; a --resume would run them again"
+	if r.s.proxy {
+		// A proxy's requests are its clients' to send again: it has no
+		// --resume.
+		what, again = plural(len(seqs), "request")+" sent upstream", ""
+	}
+	fmt.Fprintf(w, "pace: job log %s has no row for %d %s: %s%s%s\n",
+		r.s.f.IOStreams.shown(r.jl.Path()), len(seqs), what, strings.Join(parts, " "), more, again)
 }
 
 // reportFailure prints one line about an item that failed for good.

@@ -276,6 +276,15 @@ func TestRecorderReportUnloggedOne(t *testing.T) {
 	if want := "pace: job log x.log has no row for 1 item that ran: 7; a --resume would run them again\n"; b.String() != want {
 		t.Errorf("reportUnlogged = %q, want %q", b.String(), want)
 	}
+	// A proxy's requests have no --resume: they are its clients' to send
+	// again.
+	rec.s.proxy = true
+	rec.unlogged = []int64{7, 9}
+	b.Reset()
+	rec.reportUnlogged(&b)
+	if want := "pace: job log x.log has no row for 2 requests sent upstream: 7 9\n"; b.String() != want {
+		t.Errorf("reportUnlogged (proxy) = %q, want %q", b.String(), want)
+	}
 	rec.unlogged = nil
 	b.Reset()
 	rec.reportUnlogged(&b)
