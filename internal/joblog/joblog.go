@@ -158,8 +158,10 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	}
 	w := &Writer{path: path, f: f}
 	// Under the lock, so that two pace starting on a new log write one
-	// header between them.
-	if lock(f) {
+	// header between them, and a row cut short is a dead pace's, never
+	// one that a living pace is writing.
+	locked := lock(f)
+	if locked {
 		defer unlock(f)
 	}
 	fi, err := f.Stat()
@@ -172,7 +174,7 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 		prefix = HeaderFor(rules) + "\n"
 	} else {
 		tail, err := lastLine(f, fi.Size())
-		if err == nil && cutShort(tail, fi.Size()) {
+		if err == nil && locked && cutShort(tail, fi.Size()) {
 			err = f.Truncate(fi.Size() - int64(len(tail)))
 			w.cut = tail
 		} else if err == nil && tail != "" {
