@@ -14,6 +14,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/adapt"
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
@@ -88,7 +89,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 		}
 	case runner.JobNotStarted:
 		if r.log != nil {
-			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", shownStatus(&ev.Result.Job, ev.Result.Status()))
+			r.log.Warn("job could not start; trying again", "seq", ev.Job.Seq, "error", shownStatus(r.s.f.IOStreams.secrets, &ev.Result.Job, ev.Result.Status()))
 		}
 	case runner.JobFinished:
 		if r.log != nil {
@@ -98,7 +99,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 				level = slog.LevelWarn
 			}
 			r.log.Log(context.Background(), level, "job finished", "seq", res.Job.Seq, "attempt", res.Job.Attempt,
-				"status", shownStatus(&res.Job, res.Status()), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
+				"status", shownStatus(r.s.f.IOStreams.secrets, &res.Job, res.Status()), "duration", res.Runtime.Round(time.Microsecond), "retry", ev.Retry)
 		}
 		if errors.Is(ev.Result.Err, runner.ErrOutput) {
 			// Its body could not be kept (a full disk under -o DIR/):
@@ -120,7 +121,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
-			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(&res.Job)), Status: shownStatus(&res.Job, res.Status())}
+			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(&res.Job)), Status: shownStatus(r.s.f.IOStreams.secrets, &res.Job, res.Status())}
 		})
 		if !ev.RetryDropped { // else its row was written when it finished
 			r.record(res)
@@ -159,7 +160,7 @@ func (r *recorder) print(res *runner.Result) error {
 		}
 		if !res.OK() && !errors.Is(outErr, errStdoutGone) && !errors.Is(outErr, errStdoutStalled) && !r.s.proxy {
 			r.disp.lineLocked()
-			reportFailure(errOut, res)
+			reportFailure(errOut, r.s.f.IOStreams.secrets, res)
 		}
 	}
 	ios := r.s.f.IOStreams
@@ -309,10 +310,10 @@ func (r *recorder) reportUnlogged(w io.Writer) {
 }
 
 // reportFailure prints one line about an item that failed for good.
-func reportFailure(w io.Writer, r *runner.Result) {
+func reportFailure(w io.Writer, base *redact.Redactor, r *runner.Result) {
 	if r.Err != nil {
-		fmt.Fprintf(w, "pace: %s\n", shownStatus(&r.Job, userMessage(r.Err)))
+		fmt.Fprintf(w, "pace: %s\n", shownStatus(base, &r.Job, userMessage(r.Err)))
 		return
 	}
-	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, shownStatus(&r.Job, r.Status()), shownCommand(&r.Job))
+	fmt.Fprintf(w, "pace: job %d failed (%s): %s\n", r.Job.Seq, shownStatus(base, &r.Job, r.Status()), shownCommand(&r.Job))
 }

@@ -306,7 +306,7 @@ func TestReportFailure(t *testing.T) {
 			"pace: job 5: start nope: not found\n"},
 	} {
 		var b strings.Builder
-		reportFailure(&b, &tt.r)
+		reportFailure(&b, nil, &tt.r)
 		if b.String() != tt.want {
 			t.Errorf("reportFailure(%s) = %q, want %q", tt.r.Status(), b.String(), tt.want)
 		}

@@ -14,14 +14,15 @@ func shownCommand(j *runner.Job) string {
 }
 
 // shownStatus returns msg, a status or error message about job, with the
-// credentials of job's argv hidden wherever msg quotes them, and those of
-// any URL in it.
+// credentials of job's argv hidden wherever msg quotes them, those base
+// knows (pace's arguments': a URL given as -o, in the error of a body
+// that could not be written), and those of any URL in it.
 //
 // A job whose argv could not be made (a line of commands that does not
 // parse) has none: its item, the command line the message quotes, is
 // read as one.
-func shownStatus(j *runner.Job, msg string) string {
-	red := redact.New()
+func shownStatus(base *redact.Redactor, j *runner.Job, msg string) string {
+	red := base.With()
 	red.AddArgv(j.Argv)
 	if len(j.Argv) == 0 {
 		red.AddArgv([]string{j.Item})
