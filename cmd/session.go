@@ -191,7 +191,7 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 		closeRun()
 		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
 	}
-	jl.Announce(errOut, recent, o.Verbose)
+	jl.Announce(shownWriter{errOut, ios}, recent, o.Verbose)
 	if sigs.Signal() != nil {
 		jl.Close()
 		return nil, nil, nil, stopped()
@@ -205,6 +205,11 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *interrupt.Handler) error {
 	ios, o := s.f.IOStreams, s.opts
 	sum, code := summarize(res)
+	if ios.shown(sum.JobLog) != sum.JobLog {
+		// A job log named like a URL with credentials: the command that
+		// would draw it cannot be shown.
+		sum.JobLog = ""
+	}
 	sum.Brief = briefSummary(sum, mode)
 	// -q: no summary unless something failed (pace proxy -- CMD exits
 	// with CMD's status, whatever the requests did).
