@@ -27,6 +27,9 @@ func newCmdReaper(f *Factory) *cobra.Command {
 			}
 			// pace's signals are not the reaper's: it must outlive pace.
 			signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+			// Nor is its name (Linux): `killall -9 pace` and `pkill -9
+			// pace` kill pace and leave the reaper to kill its jobs.
+			os.WriteFile("/proc/self/comm", []byte("reaper"), 0)
 			return command.Reap(f.IOStreams.In)
 		},
 	}
