@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -282,23 +283,14 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if err := o.checkPaths(more...); err != nil {
 		return err
 	}
-	// A body that cannot be kept has spent a call: a directory that
-	// takes no file (read-only, full of inodes) is refused before any.
-	switch {
-	case o.DryRun:
-	case outDir != "":
-		if err := os.MkdirAll(outDir, 0o777); err != nil {
-			return reportf(ios, ExitUsage, "output directory: %v", err)
+	if dir, what := outDir, "output directory"; !o.DryRun && (dir != "" || outFile != "") {
+		if dir == "" {
+			dir, what = filepath.Dir(outFile), "-o "+outFile
 		}
-		if err := outfile.CheckDir(outDir); err != nil {
-			return reportf(ios, ExitUsage, "output directory: %v", err)
-		}
-	case outFile != "":
-		if err := os.MkdirAll(filepath.Dir(outFile), 0o777); err != nil {
-			return reportf(ios, ExitUsage, "-o %v", err)
-		}
-		if err := outfile.Check(outFile); err != nil {
-			return reportf(ios, ExitUsage, "-o %v", err)
+		// A body that cannot be kept has spent a call: a directory that
+		// takes no file (read-only) is refused before any.
+		if err := cmp.Or(os.MkdirAll(dir, 0o777), outfile.CheckDir(dir)); err != nil {
+			return reportf(ios, ExitUsage, "%s: %v", what, err)
 		}
 	}
 	// The server's long pauses are told through the session's display,

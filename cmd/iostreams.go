@@ -161,17 +161,3 @@ func (s *IOStreams) sayf(format string, args ...any) {
 // shown returns msg, a message of pace's own, with the credentials of
 // pace's arguments and of any URL hidden, as sayf prints it.
 func (s *IOStreams) shown(msg string) string { return s.secrets.String(msg) }
-
-// shownWriter writes what it is given, lines of pace's own, with the
-// credentials that s.shown hides hidden: each Write must be whole lines.
-type shownWriter struct {
-	w io.Writer
-	s *IOStreams
-}
-
-func (w shownWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(w.w, w.s.shown(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}

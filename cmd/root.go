@@ -15,6 +15,7 @@ import (
 	"github.com/pace-cli/pace/internal/osfiles"
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/spec"
+	"github.com/pace-cli/pace/runner/command"
 )
 
 const rootLong = `pace runs jobs (pace run) while keeping several rate rules at once, such
@@ -120,7 +121,7 @@ func Main() (code int, die os.Signal) {
 	signal.Notify(pipes, syscall.SIGPIPE)
 	f := NewFactory(sigs)
 	f.exits = true
-	f.reaperPath, f.reaper = reaperFor()
+	f.reaperPath, f.reaper = command.Self("reaper") // newCmdReaper
 	// A hangup (the terminal closed) and Ctrl-\ stop a run as the other
 	// signals do, so that its jobs, each in a process group of its own
 	// that the terminal's signal never reaches, die with it. Not when the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,7 +192,9 @@ func (s *session) open(ctx context.Context, errOut io.Writer, sigs *interrupt.Ha
 		closeRun()
 		return nil, nil, nil, reportf(ios, ExitUsage, "%v", err)
 	}
-	jl.Announce(shownWriter{errOut, ios}, recent, o.Verbose)
+	var announced strings.Builder // the log's path, shown as pace shows paths
+	jl.Announce(&announced, recent, o.Verbose)
+	io.WriteString(errOut, ios.shown(announced.String()))
 	if sigs.Signal() != nil {
 		jl.Close()
 		return nil, nil, nil, stopped()

@@ -5,8 +5,7 @@ package outfile
 import (
 	"errors"
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // renameOpen says that a file may be renamed while it is open: its lock
@@ -17,13 +16,13 @@ const renameOpen = true
 // whether it got it; an error is a file system without such locks.
 func tryLock(f *os.File) (bool, error) {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
 		case err == nil:
 			return true, nil
-		case errors.Is(err, unix.EWOULDBLOCK):
+		case errors.Is(err, syscall.EWOULDBLOCK):
 			return false, nil
-		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, syscall.EINTR):
 			continue
 		}
 		return false, err

@@ -4,8 +4,17 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
+	"unsafe"
+)
 
-	"golang.org/x/sys/unix"
+// Linux's flags for a file without a name and for linkat, the same on
+// every architecture Go supports (O_DIRECTORY is not, and is the
+// syscall package's).
+const (
+	oTmpfile        = 0o20000000 | syscall.O_DIRECTORY
+	atFDCWD         = -100
+	atSymlinkFollow = 0x400
 )
 
 // openUnnamed opens a new file without a name in dir (O_TMPFILE), locked,
@@ -15,12 +24,12 @@ import (
 // and that one reports an error such as a full disk or a directory it
 // cannot write.
 func openUnnamed(dir string) *os.File {
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o666)
+	fd, err := syscall.Open(dir, oTmpfile|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
 	if err != nil {
 		return nil
 	}
 	if _, err := os.Lstat(procFD(fd)); err != nil {
-		unix.Close(fd)
+		syscall.Close(fd)
 		return nil
 	}
 	f := os.NewFile(uintptr(fd), dir)
@@ -38,9 +47,29 @@ func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 func linkUnnamed(f *os.File, name string) error {
 	// linkat with AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the link of
 	// /proc, followed, needs nothing.
-	err := unix.Linkat(unix.AT_FDCWD, procFD(int(f.Fd())), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+	err := linkat(procFD(int(f.Fd())), name)
 	if err != nil {
 		return &fs.PathError{Op: "link", Path: name, Err: err}
+	}
+	return nil
+}
+
+// linkat makes newpath a link to what oldpath leads to (AT_SYMLINK_FOLLOW),
+// both relative to the working directory.
+func linkat(oldpath, newpath string) error {
+	o, err := syscall.BytePtrFromString(oldpath)
+	if err != nil {
+		return err
+	}
+	n, err := syscall.BytePtrFromString(newpath)
+	if err != nil {
+		return err
+	}
+	cwd := atFDCWD
+	_, _, errno := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(cwd), uintptr(unsafe.Pointer(o)),
+		uintptr(cwd), uintptr(unsafe.Pointer(n)), atSymlinkFollow, 0)
+	if errno != 0 {
+		return errno
 	}
 	return nil
 }

@@ -1,14 +1,14 @@
 package outfile
 
-import "golang.org/x/sys/unix"
+import "syscall"
 
 // canOpenUnnamed reports whether dir's file system makes files without a
 // name (O_TMPFILE), asked of the kernel, not of openUnnamed.
 func canOpenUnnamed(dir string) bool {
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	fd, err := syscall.Open(dir, oTmpfile|syscall.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return false
 	}
-	unix.Close(fd)
+	syscall.Close(fd)
 	return true
 }

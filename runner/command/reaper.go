@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -61,6 +63,32 @@ func (r *reaper) close() {
 	case <-done:
 	case <-t.C: // stopped by someone: it reaps when it runs again
 	}
+}
+
+// Self returns how to run this program again with args, as
+// Executor.ReaperPath and Reaper: on Linux by the name /proc/self/exe, so
+// that the reaper is not named as this program is from its start
+// (`killall -9 pace` spares it), nor lost if the file was replaced since.
+// It returns nil where the program cannot be found.
+func Self(args ...string) (path string, argv []string) {
+	path, err := os.Executable()
+	if err != nil {
+		return "", nil
+	}
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		path = "/proc/self/exe"
+	}
+	return path, append([]string{os.Args[0]}, args...)
+}
+
+// RunReaper is the reaper's process: it ignores the signals that stop
+// pace (it must outlive pace, and is not a job), takes a name that is not
+// pace's where it can (Linux: `killall -9 pace` and `pkill -9 pace` then
+// spare it), and Reaps in.
+func RunReaper(in io.Reader) error {
+	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	os.WriteFile("/proc/self/comm", []byte("reaper"), 0)
+	return Reap(in)
 }
 
 // Reap is the reaper's work (Executor.Reaper): it reads the lines pace

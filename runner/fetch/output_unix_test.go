@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestFetchOutputDirSweepsLeftovers: the first body written into a
@@ -30,7 +29,7 @@ func TestFetchOutputDirSweepsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
 	e := newFetch(t, Options{OutputDir: dir})
