@@ -382,19 +382,18 @@ func TestPoolWithRealProcesses(t *testing.T) {
 	}
 }
 
-// On Linux a job dies with pace, however pace dies: SIGKILL included,
-// whichever starter thread started it.
-func TestJobDiesWithPace(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("only Linux can tie a child's life to its parent's (Pdeathsig)")
-	}
-	pidFile := filepath.Join(t.TempDir(), "child")
+// startParent starts this test binary as a pace running parentJobs jobs
+// (PACE_RUNNER_HELPER=helper) and waits until each job has written its
+// pid to its file, whose names it returns.
+func startParent(t *testing.T, helper string) (*exec.Cmd, []string) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "job")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	parent := exec.Command(exe, "-test.run=^$", pidFile)
-	parent.Env = append(os.Environ(), "PACE_RUNNER_HELPER=parent")
+	parent.Env = append(os.Environ(), "PACE_RUNNER_HELPER="+helper)
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -414,6 +413,16 @@ func TestJobDiesWithPace(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	return parent, files
+}
+
+// On Linux a job dies with pace, however pace dies: SIGKILL included,
+// whichever starter thread started it.
+func TestJobDiesWithPace(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux can tie a child's life to its parent's (Pdeathsig)")
+	}
+	parent, files := startParent(t, "parent")
 	// Let the runtime move goroutines between threads for a while: the
 	// child must not die with the thread that happened to start it.
 	time.Sleep(200 * time.Millisecond)

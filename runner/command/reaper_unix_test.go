@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // startGroup starts a process that sleeps in a process group of its own,
@@ -57,32 +55,7 @@ func TestReap(t *testing.T) {
 // in the background, not only the jobs (Pdeathsig, Linux): the reaper
 // kills their process groups.
 func TestJobsChildrenDieWithPace(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "job")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := exec.Command(exe, "-test.run=^$", pidFile)
-	parent.Env = append(os.Environ(), "PACE_RUNNER_HELPER=reaper-parent")
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	files := make([]string, parentJobs)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := range files {
-		files[i] = fmt.Sprintf("%s.%d", pidFile, i)
-		for {
-			if _, err := os.Stat(files[i]); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				parent.Process.Kill()
-				parent.Wait()
-				t.Fatalf("job %d did not start", i)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	parent, files := startParent(t, "reaper-parent")
 	for i, f := range files {
 		if !alive(t, f+".bg") {
 			t.Fatalf("job %d's background child died while pace was alive", i)

@@ -48,6 +48,23 @@ type block struct {
 	cut         time.Duration
 }
 
+// spans builds the blocks it can and splits live, the end of m.samples,
+// into a head read sample by sample (first to headEnd), the blocks fb to
+// lb-1, and a tail (tailStart to end) read sample by sample.
+func (m *tracker) spans(live []lagSample) (first, headEnd, fb, lb, tailStart, end int) {
+	m.buildBlocks()
+	first, end = len(m.samples)-len(live), len(m.samples)
+	fb = (first + blockSize - 1) / blockSize // the first block wholly in live
+	lb = m.built / blockSize                 // after the last block built
+	headEnd, tailStart = end, end
+	if fb < lb {
+		headEnd, tailStart = fb*blockSize, lb*blockSize
+	} else {
+		fb, lb = 0, 0
+	}
+	return first, headEnd, fb, lb, tailStart, end
+}
+
 // none stands for a minimum over nothing.
 const none = math.MaxInt64
 
@@ -166,16 +183,7 @@ func blockMost(suf, pre *[blockSize]int64, seg []lagSample, x int64) time.Durati
 // counted, so it needs no base. live is the end of m.samples; the ended
 // samples before the first under way are read from their blocks.
 func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
-	m.buildBlocks()
-	first, end := len(m.samples)-len(live), len(m.samples)
-	fb := (first + blockSize - 1) / blockSize // the first block wholly in live
-	lb := m.built / blockSize                 // after the last block built
-	headEnd, tailStart := end, end            // live is head, blocks fb..lb-1, tail
-	if fb < lb {
-		headEnd, tailStart = fb*blockSize, lb*blockSize
-	} else {
-		fb, lb = 0, 0
-	}
+	first, headEnd, fb, lb, tailStart, end := m.spans(live)
 
 	least = unknownLag
 	var latest, stretched time.Duration

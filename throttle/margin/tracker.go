@@ -433,33 +433,15 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 // overtaken returns the most, over the calls x admitted from from on
 // (Unix ns), by which a call admitted before x had arrived at the latest
 // after x's admission (upper bounds, as lateLeast's upper pass counts
-// them). lateLeast counts, for the window that x opens, the N calls
-// admitted from x on; but the N calls a server finds within a window
-// before a call B need not be those: one admitted before x that arrived
-// late stands in for one of x's window that arrived early (the server
-// counts arrivals, not pace's order). The N calls before B then all
-// arrive after the least of x's window or of those before x, whichever is
-// later: at most the larger of lateLeast's figure and this one, which the
-// bound therefore also covers. Seen at load 10 on 2 cores: pace fetch -j 4
-// under 4/500ms admitted calls 1 to 4 within 4 ms; call 4 arrived 4 ms after
-// its admission, calls 1 to 3 about 29 ms after theirs, and the call a window
-// after call 2 was refused, the margin (23 ms) having counted call 4 in
-// place of call 1. Calls admitted at one instant are the case sortTie
-// covers; this covers calls admitted apart.
+// them). Where no window is complete (a group holds every sample), it
+// stands in for nthLatest, which it bounds from above together with
+// lateLeast: the Nth latest arrival of x's window and the calls before x
+// is either the least of x's window (lateLeast's figure) or no later than
+// the latest of the calls before x (this one). It is read from the
+// blocks, so that a rule that does not bind costs a pass over them, not a
+// sort per call.
 func (m *tracker) overtaken(live []lagSample, from int64) time.Duration {
-	// The samples before the first under way are read from their blocks
-	// (onewindow.go), so that a rule that does not bind (every sample in
-	// the region) costs a pass over the blocks, not over every sample.
-	m.buildBlocks()
-	first, end := len(m.samples)-len(live), len(m.samples)
-	fb := (first + blockSize - 1) / blockSize // the first block wholly in live
-	lb := m.built / blockSize                 // after the last block built
-	headEnd, tailStart := end, end            // live is head, blocks fb..lb-1, tail
-	if fb < lb {
-		headEnd, tailStart = fb*blockSize, lb*blockSize
-	} else {
-		fb, lb = 0, 0
-	}
+	first, headEnd, fb, lb, tailStart, end := m.spans(live)
 	const never, unknown = math.MinInt64, math.MaxInt64
 	latest := int64(never) // the latest arrival of the calls before (Unix ns)
 	var most time.Duration
