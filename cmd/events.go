@@ -14,6 +14,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/adapt"
 	"github.com/pace-cli/pace/internal/halt"
+	"github.com/pace-cli/pace/internal/jobout"
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/runlog"
 	"github.com/pace-cli/pace/internal/summary"
@@ -38,7 +39,7 @@ type recorder struct {
 	stop   func() // stop admissions
 	kill   func() // kill the running jobs
 	tally  *summary.Tally
-	out    *output
+	out    *jobout.Output
 	log    *slog.Logger // nil without --verbose
 	// margin adapts the backend's margin to the lags measured; nil when
 	// --margin fixed it.
@@ -64,7 +65,7 @@ func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, 
 	if w == nil {
 		w = s.f.IOStreams.Out
 	}
-	r.out = newOutput(w, func() {})
+	r.out = jobout.New(w, func() {}, isTerminal)
 	r.outWithErr = (s.out == nil && disp.outOnScreen) || sameFile(w, s.f.IOStreams.ErrOut)
 	if s.opts.Verbose {
 		r.log = newLogger(errOut)
@@ -113,11 +114,11 @@ func (r *recorder) onEvent(ev runner.Event) {
 	case runner.JobDone:
 		res := ev.Result
 		outErr := r.print(res)
-		if errors.Is(outErr, errStdoutStalled) {
+		if errors.Is(outErr, jobout.ErrStalled) {
 			r.stalledOnce.Do(func() {
 				fmt.Fprintf(r.errOut, "pace: stdout is not being read: giving up on job output; the jobs whose output is not written fail\n")
 			})
-		} else if outErr != nil && !errors.Is(outErr, errStdoutGone) {
+		} else if outErr != nil && !errors.Is(outErr, jobout.ErrGone) {
 			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
@@ -158,7 +159,7 @@ func (r *recorder) print(res *runner.Result) error {
 				res.HTTP.Bytes = 0
 			}
 		}
-		if !res.OK() && !errors.Is(outErr, errStdoutGone) && !errors.Is(outErr, errStdoutStalled) && !r.s.proxy {
+		if !res.OK() && !errors.Is(outErr, jobout.ErrGone) && !errors.Is(outErr, jobout.ErrStalled) && !r.s.proxy {
 			r.disp.lineLocked()
 			reportFailure(errOut, r.s.f.IOStreams.secrets, res)
 		}
@@ -167,14 +168,14 @@ func (r *recorder) print(res *runner.Result) error {
 	if r.outWithErr {
 		r.disp.write(func() {
 			errOut := r.disp.screen(ios.ErrOut, false)
-			r.out.begin()
+			r.out.Begin()
 			outErr = r.cut(r.s.print(r.disp.screen(r.out, true), errOut, res))
 			finish(errOut)
 		})
 		return outErr
 	}
 	var jobErr bytes.Buffer
-	r.out.begin()
+	r.out.Begin()
 	outErr = r.s.print(r.out, &jobErr, res)
 	r.disp.write(func() {
 		errOut := r.disp.screen(ios.ErrOut, false)
@@ -196,7 +197,7 @@ func (r *recorder) cut(err error) error {
 		return nil
 	}
 	// A torn last line would read as data, and its row says it failed.
-	if cerr := r.out.cut(); cerr != nil {
+	if cerr := r.out.Cut(); cerr != nil {
 		return fmt.Errorf("%w (its part written stays: %v)", err, cerr)
 	}
 	return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/runlog"
+	"github.com/pace-cli/pace/internal/termbar"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -172,7 +173,7 @@ func recorderFor(o *CommonOptions, jl *runlog.Log, stdout, stderr io.Writer, pri
 	s := &session{f: &Factory{IOStreams: ios}, opts: o, print: print, logCommand: jobLogCommand, show: func(j *runner.Job) string { return j.Item }}
 	backend, _ := throttle.New(throttle.Options{})
 	stops := new(int)
-	disp := &display{w: stderr, mode: progressNever}
+	disp := &display{w: stderr, mode: progressNever, line: termbar.NewLine(false, nil)}
 	return newRecorder(s, backend, jl, disp, stderr, func() { *stops++ }), stops
 }
 

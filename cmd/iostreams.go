@@ -34,7 +34,7 @@ type IOStreams struct {
 	// stderr's terminal.
 	foreground func() bool
 	// secrets hides, in pace's own messages (sayf), the credentials of
-	// pace's arguments (execute sets it: argsRedactor) and of any URL;
+	// pace's arguments (execute sets it: redact.ForArgs) and of any URL;
 	// nil hides any URL's.
 	secrets *redact.Redactor
 }

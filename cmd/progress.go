@@ -1,12 +1,10 @@
 package cmd
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +21,6 @@ import (
 
 // barEvery is how often the bar is redrawn.
 const barEvery = 200 * time.Millisecond
-
-// resizeSettle is how long the terminal's size must hold after a resize
-// before the bar is drawn again. A terminal may tell pace of its size late:
-// tmux re-wraps its screen at once but tells a program of at most one
-// resize every 250 ms, so that while a window is dragged the size pace
-// reads is not the screen's. A bar drawn or erased for that size would
-// leave pieces of itself on the screen, or erase output above it.
-const resizeSettle = 500 * time.Millisecond
 
 // Defaults and bounds of --progress-interval, for status lines.
 const (
@@ -62,34 +52,13 @@ type display struct {
 	// notifyResize relays the terminal's resizes to a channel
 	// (IOStreams.NotifyResize).
 	notifyResize func(chan<- os.Signal)
-	// foreground, if set, reports whether pace is in the foreground of
-	// the terminal (IOStreams.IsForeground); the bar is drawn only then.
-	foreground func() bool
 
-	mu      sync.Mutex
-	bar     *termbar.Bar // nil unless mode is progressAlways
-	midLine bool         // the screen's cursor follows output that did not end in a newline
-	status  barStatus
-	done    int64 // items done
-	closed  bool
-
-	// resizedAt is when the terminal told of its last resize: the bar
-	// is not drawn until resizeSettle after it.
-	resizedAt time.Time
-	// background: pace was in the background at the last draw, which
-	// drew nothing.
-	background bool
-
-	// unsure: where the cursor is on the terminal's line is not known,
-	// as when pace starts (a shell's printf 'prompt> ' may have left it
-	// mid-line) or is continued after Ctrl-Z; pace's next line then
-	// starts with lineLocked's fill, without which a bar's "\r" would
-	// draw over what is there. Only on a terminal that shows a bar
-	// (onTerminal).
-	unsure, onTerminal bool
-	// escaped: output since pace's last line held an escape sequence,
-	// which may be unfinished.
-	escaped bool
+	mu     sync.Mutex
+	bar    *termbar.Bar  // nil unless mode is progressAlways
+	line   *termbar.Line // where the cursor is on the screen's line
+	status barStatus
+	done   int64 // items done
+	closed bool
 }
 
 // barStatus is what the bar shows besides the count: the total (-1:
@@ -113,13 +82,12 @@ func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 		}
 	}
 	d := &display{w: ios.ErrOut, mode: mode, interval: max(interval, minProgressInterval), width: ios.TerminalWidth,
-		outOnScreen: ios.IsStdoutTTY() && ios.IsStderrTTY() || sameFile(ios.Out, ios.ErrOut)}
+		outOnScreen: ios.IsStdoutTTY() && ios.IsStderrTTY() || sameFile(ios.Out, ios.ErrOut), line: termbar.NewLine(false, nil)}
 	if mode == progressAlways {
 		d.bar = termbar.New(ios.ErrOut)
-		d.notifyResize, d.foreground = ios.NotifyResize, ios.IsForeground
+		d.notifyResize = ios.NotifyResize
 		d.bar.Reflow = termbar.Reflows(os.Getenv)
-		d.onTerminal = ios.IsStderrTTY()
-		d.unsure = d.onTerminal
+		d.line = termbar.NewLine(ios.IsStderrTTY(), ios.IsForeground)
 	}
 	return d
 }
@@ -146,7 +114,7 @@ func (d *display) write(fn func()) {
 func (d *display) stopped(fn func()) {
 	d.write(func() {
 		fn()
-		d.midLine, d.unsure = false, d.onTerminal
+		d.line.Lost()
 	})
 }
 
@@ -169,43 +137,13 @@ type screenWriter struct {
 
 func (s screenWriter) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
-	s.d.sawLocked(p[:n])
+	s.d.line.Saw(p[:n])
 	return n, err
 }
 
-// sawLocked notes that p reached the screen. Requires d.mu held.
-func (d *display) sawLocked(p []byte) {
-	if len(p) > 0 {
-		d.midLine = p[len(p)-1] != '\n'
-		d.unsure = false
-		d.escaped = d.escaped || bytes.IndexByte(p, 0x1b) >= 0
-	}
-}
-
-// lineLocked starts a line of pace's own: it ends the line that output
-// left open, if any. Where the cursor is not known (unsure), it fills
-// the row with spaces and returns: from the row's first column the
-// cursor stays on it (a terminal holds a full row's wrap until the next
-// character), from any other it wraps to the next row, below what was
-// left there (zsh's PROMPT_SP does the same). Requires d.mu held.
-func (d *display) lineLocked() {
-	if d.escaped && d.onTerminal {
-		// Output that wrote an escape sequence may have left one open
-		// (a body cut short, a job killed while writing one): the
-		// terminal would take what pace writes next for the rest of it,
-		// and the bar's erase would then erase that output's line. CAN
-		// ends any sequence, and is nothing otherwise.
-		io.WriteString(d.w, "\x18")
-	}
-	d.escaped = false
-	switch {
-	case d.midLine:
-		io.WriteString(d.w, "\n")
-	case d.unsure:
-		io.WriteString(d.w, strings.Repeat(" ", d.width())+"\r")
-	}
-	d.midLine, d.unsure = false, false
-}
+// lineLocked starts a line of pace's own (termbar.Line.Start). Requires
+// d.mu held.
+func (d *display) lineLocked() { d.line.Start(d.w, d.width) }
 
 // add counts n more items done.
 func (d *display) add(n int) {
@@ -223,13 +161,13 @@ func (d *display) eraseLocked() {
 
 // resized erases the bar at once, when the terminal tells of a resize
 // (the screen has its new width now, and may have another soon), and
-// keeps it off until the size has held for resizeSettle; output written
+// keeps it off until the size has held for termbar.ResizeSettle; output written
 // meanwhile has nothing drawn around it.
 func (d *display) resized() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.eraseLocked()
-	d.resizedAt = time.Now()
+	d.line.Resized()
 }
 
 // drawLocked draws the bar with the latest status in place of the one on
@@ -239,20 +177,8 @@ func (d *display) drawLocked() {
 	if d.bar == nil || d.closed || !d.status.ready {
 		return
 	}
-	if d.foreground != nil && !d.foreground() {
-		// In the background (pace run ... &, or bg after Ctrl-Z) the
-		// shell and the user have the terminal: nothing is drawn, and
-		// output is left as it ends, as any program's in the background.
-		d.background = true
+	if !d.line.Ready(d.w, d.width) { // output without a final newline stays whole: the bar goes below
 		return
-	}
-	if d.background {
-		// Back in the foreground (fg): the shell has written its lines.
-		d.background, d.midLine, d.unsure = false, false, d.onTerminal
-	}
-	d.lineLocked() // output without a final newline stays whole: the bar goes below
-	if time.Since(d.resizedAt) < resizeSettle {
-		return // the line is the bar's all the same: each output keeps a line of its own
 	}
 	parts := append([]progress.Part{{Text: progress.CountText(d.done, d.status.total)}}, d.status.parts...)
 	d.bar.Draw(d.done, d.status.total, parts, d.width())

@@ -72,7 +72,7 @@ func TestNewDisplayMode(t *testing.T) {
 // testDisplay returns a display with a bar on a screen cols wide.
 func testDisplay(cols int) (*display, *screen) {
 	scr := newScreen(cols)
-	d := &display{w: scr, mode: progressAlways, width: func() int { return cols }, outOnScreen: true, bar: termbar.New(scr)}
+	d := &display{w: scr, mode: progressAlways, width: func() int { return cols }, outOnScreen: true, bar: termbar.New(scr), line: termbar.NewLine(false, nil)}
 	return d, scr
 }
 
@@ -243,7 +243,7 @@ func TestDisplayUnknownColumn(t *testing.T) {
 		{strings.Repeat("x", 40), []string{strings.Repeat("x", 40), "  25% [████··············]  1/4 done"}},
 	} {
 		d, scr := testDisplay(40)
-		d.unsure, d.onTerminal = true, true
+		d.line = termbar.NewLine(true, nil)
 		scr.Write([]byte(tt.before))
 		d.setStatus(1, 4)
 		if got := scr.text(); !slices.Equal(got, tt.want) {
@@ -256,7 +256,7 @@ func TestDisplayUnknownColumn(t *testing.T) {
 	}
 
 	d, scr := testDisplay(40)
-	d.onTerminal = true
+	d.line.OnTerminal = true
 	d.setStatus(1, 4)
 	out := d.screen(&bytesWriter{scr}, true)
 	d.write(func() { out.Write([]byte("a\n")) })
@@ -277,7 +277,7 @@ func TestDisplayUnknownColumn(t *testing.T) {
 func TestDisplayUnfinishedEscape(t *testing.T) {
 	for _, open := range []string{"\x1b]0;title", "\x1b]52;c;aGVsbG8="} {
 		d, scr := testDisplay(40)
-		d.onTerminal = true
+		d.line.OnTerminal = true
 		d.setStatus(1, 4)
 		out := d.screen(&bytesWriter{scr}, true)
 		d.write(func() { out.Write([]byte("out" + open)) })
@@ -296,9 +296,8 @@ func TestDisplayUnfinishedEscape(t *testing.T) {
 // in the foreground (fg), the bar is drawn below what the shell wrote.
 func TestDisplayInBackground(t *testing.T) {
 	d, scr := testDisplay(40)
-	d.onTerminal, d.unsure = true, true
 	fg := false
-	d.foreground = func() bool { return fg }
+	d.line = termbar.NewLine(true, func() bool { return fg })
 	scr.Write([]byte("$ pace run ... &\n[1] 4242\n$ "))
 	d.setStatus(1, 4)
 	out := d.screen(&bytesWriter{scr}, true)
@@ -322,7 +321,7 @@ func TestDisplayInBackground(t *testing.T) {
 // may tell pace of its size late: tmux re-wraps its screen at once but
 // tells a program of at most one resize every 250 ms. The bar is erased
 // when a resize is told, and not drawn again until the size has held for
-// resizeSettle: a bar drawn or erased for a size the screen no longer has
+// termbar.ResizeSettle: a bar drawn or erased for a size the screen no longer has
 // left pieces of itself between the lines of output, or erased them.
 func TestDisplayResizeStorm(t *testing.T) {
 	parts := []progress.Part{{Text: "3 failed", Drop: 1}, {Text: "waiting on 5/s", Drop: 3}, {Text: "ETA 3m20s", Drop: 2}}
@@ -354,7 +353,7 @@ func TestDisplayResizeStorm(t *testing.T) {
 					t.Errorf("reflow %v: the bar is drawn while the terminal is being resized: %q", reflow, l)
 				}
 			}
-			time.Sleep(resizeSettle)
+			time.Sleep(termbar.ResizeSettle)
 			d.setStatus(120, 1000, parts...)
 			got := scr.text()
 			// Output without a final newline has a line of its own, as
@@ -370,7 +369,7 @@ func TestDisplayResizeStorm(t *testing.T) {
 func TestDisplayWithoutBar(t *testing.T) {
 	for _, mode := range []string{progressLines, progressNever} {
 		w := &writeLog{}
-		d := &display{w: w, mode: mode}
+		d := &display{w: w, mode: mode, line: termbar.NewLine(false, nil)}
 		d.setStatus(0, 2)
 		d.write(func() { d.screen(w, true).Write([]byte("job output")) })
 		d.close()
@@ -468,7 +467,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 
 // TestProgressBarResized: when the terminal tells of a resize (SIGWINCH)
 // the bar is erased at once, and drawn again only once the size has held
-// for resizeSettle.
+// for termbar.ResizeSettle.
 func TestProgressBarResized(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testOptions(t, 1)
@@ -500,13 +499,13 @@ func TestProgressBarResized(t *testing.T) {
 		if got := w.take(); len(got) != 1 || got[0] != "\x1b[2K\r" {
 			t.Errorf("writes when told of a resize: %q, want the bar erased", got)
 		}
-		time.Sleep(resizeSettle - time.Millisecond)
+		time.Sleep(termbar.ResizeSettle - time.Millisecond)
 		if got := w.take(); len(got) > 0 {
 			t.Errorf("writes while the size settles: %q, want none", got)
 		}
 		time.Sleep(barEvery)
 		if n := bars(w.take()); n == 0 {
-			t.Errorf("no bar drawn once the size held for %v", resizeSettle)
+			t.Errorf("no bar drawn once the size held for %v", termbar.ResizeSettle)
 		}
 		if code := wait(); code != ExitOK {
 			t.Fatalf("run = exit %d", code)

@@ -244,7 +244,7 @@ func (o *ProxyOptions) check() error {
 	if o.Upstream == "" {
 		return flagErrorf("pace proxy needs --upstream URL, such as --upstream https://api.example.com")
 	}
-	u, err := parseUpstream(o.Upstream)
+	u, err := proxy.ParseUpstream(o.Upstream)
 	if err != nil {
 		return flagErrorf("invalid argument %q for \"--upstream\": %v", redact.New().RawURL(o.Upstream), err)
 	}
@@ -291,26 +291,6 @@ func (o *ProxyOptions) check() error {
 	return c.Redis.check(len(c.allRules()) > 0)
 }
 
-// parseUpstream checks an --upstream URL: http or https, a host, no
-// credentials (clients send their own), no fragment.
-func parseUpstream(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, errors.New("want a URL such as https://api.example.com")
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, errors.New("want an http:// or https:// URL, such as https://api.example.com")
-	case u.Host == "":
-		return nil, errors.New("no host: want a URL such as https://api.example.com")
-	case u.User != nil:
-		return nil, errors.New("credentials in the URL are not sent by a reverse proxy: leave them out and let the client send its own")
-	case u.Fragment != "":
-		return nil, errors.New("want no #fragment")
-	}
-	return u, nil
-}
-
 // checkListen refuses a --listen address that is not loopback, unless
 // allowed.
 func checkListen(addr string, allowRemote bool) error {
@@ -318,20 +298,11 @@ func checkListen(addr string, allowRemote bool) error {
 	if err != nil || port == "" {
 		return flagErrorf("invalid argument %q for \"--listen\": want HOST:PORT, such as 127.0.0.1:8080 (port 0 picks a free one)", addr)
 	}
-	if !allowRemote && !isLoopback(host) {
+	if !allowRemote && !proxy.IsLoopback(host) {
 		return flagErrorf("--listen %s is not a loopback address: anyone who can reach it could spend the quota through the proxy; "+
 			"listen on 127.0.0.1, or add --allow-remote if that is what you want", addr)
 	}
 	return nil
-}
-
-// isLoopback reports whether host names only this machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // proxyRun runs the proxy until a signal, or until the command ends; it
@@ -404,7 +375,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		return reportf(ios, ExitUsage, "cannot listen on %s: %v", opts.Listen, unwrapOp(err))
 	}
 	proxyURL := "http://" + ln.Addr().String()
-	if host, _, _ := net.SplitHostPort(opts.Listen); !isLoopback(host) {
+	if host, _, _ := net.SplitHostPort(opts.Listen); !proxy.IsLoopback(host) {
 		fmt.Fprintf(errOut, "pace: warning: listening on %s, not loopback: anyone who can reach it can send requests to %s and spend the quota\n",
 			ln.Addr(), red.URL(opts.upstream))
 	}

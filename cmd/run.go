@@ -16,6 +16,7 @@ import (
 	"github.com/pace-cli/pace/internal/costexpr"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
+	"github.com/pace-cli/pace/internal/jobout"
 	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/resume"
 	"github.com/pace-cli/pace/internal/runlog"
@@ -386,11 +387,11 @@ func dryRun(ctx context.Context, f *Factory, o *CommonOptions, e runner.Executor
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := newOutput(ios.Out, cancel)
+	out := jobout.New(ios.Out, cancel, isTerminal)
 	// An interrupt stops it, and a stdout that is not being read is not
 	// waited for.
 	sigs := &interrupt.Handler{Signals: f.Signals, Grace: 0, Out: ios.ErrOut}
-	sigs.Watch(func() { cancel(); out.giveUp() })
+	sigs.Watch(func() { cancel(); out.GiveUp() })
 	defer sigs.Close()
 
 	feed := items.NewFeed(rctx, func(ctx context.Context, out chan<- runner.Item) error {
@@ -431,9 +432,9 @@ loop:
 			failed = true
 			continue
 		}
-		out.begin()
+		out.Begin()
 		if _, err := fmt.Fprintln(out, shownCommand(&job)); err != nil {
-			if cerr := out.cut(); cerr != nil {
+			if cerr := out.Cut(); cerr != nil {
 				err = fmt.Errorf("%w (its part written stays: %v)", err, cerr)
 			}
 			writeErr = err
@@ -449,7 +450,7 @@ loop:
 	switch sig := sigs.Signal(); {
 	case sig != nil:
 		return stoppedf(ios, sig, "%s: dry run stopped", interrupt.Name(sig))
-	case out.closed():
+	case out.Closed():
 		return &ExitError{Code: ExitBrokenPipe}
 	case writeErr != nil:
 		return reportf(ios, ExitFailed, "write: %v", writeErr)

@@ -322,7 +322,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	rec.tally.Seed(jl.EarlierCalls()) // the ETA counts what earlier runs spent
 	s.metrics.Set(func() metrics.Snapshot { return metrics.Of(rec.tally.Snapshot(), backend.Stats()) })
 	rec.kill = func() { cancelJobs(runner.ErrKillNow) }
-	rec.out.broken = func() {
+	rec.out.OnBroken(func() {
 		// Stop at once, so that no job starts (and spends quota) after
 		// stdout has gone: stop takes no lock of the display's. The
 		// write that found out holds that lock, so the message and the
@@ -332,7 +332,8 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 			fmt.Fprintf(errOut, "pace: stdout closed: starting no more jobs, killing %d running\n", rec.tally.InFlight())
 			cancelJobs(runner.ErrKillNow)
 		}()
-	}
+	})
+
 	var limiter runner.Limiter = backend
 	if rec.log != nil {
 		limiter = loggingLimiter{Backend: backend, log: rec.log, reorder: o.Reorder}
@@ -347,7 +348,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	}
 	// Killed (a second signal, the end of --grace), pace waits for a
 	// stalled stdout no longer.
-	sigs.Arm(rec.tally.InFlight, stop, func(cause error) { cancelJobs(cause); rec.out.giveUp() })
+	sigs.Arm(rec.tally.InFlight, stop, func(cause error) { cancelJobs(cause); rec.out.GiveUp() })
 
 	// The reader: items as they arrive, counted. At the input's end the
 	// total is known, if counting the input did not tell it before.
@@ -406,7 +407,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 	if sig := sigs.Signal(); sig != nil {
 		facts.signal = interrupt.Name(sig)
 	}
-	facts.pipe = rec.out.closed()
+	facts.pipe = rec.out.Closed()
 	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
 	if tr != nil {
 		_, l := tr.Learned()

@@ -191,7 +191,7 @@ func TestTerminalBarFits(t *testing.T) {
 	t.Run("resize", func(t *testing.T) {
 		t.Parallel()
 		// 2s: after a resize the bar is drawn again once the size has
-		// held for resizeSettle.
+		// held for termbar.ResizeSettle.
 		raw := ptyRun(t, 200, t.TempDir(), `seq 20 >items; pace run -r 1/100ms -j 1 -a items -- echo {}`, func(sofar []byte) int {
 			if bytes.Contains(sofar, []byte("% [")) { // a bar with the total known
 				return 40

@@ -1,4 +1,4 @@
-package cmd
+package jobout
 
 import (
 	"errors"
@@ -15,31 +15,31 @@ func TestOutputBrokenPipe(t *testing.T) {
 	var w strings.Builder
 	fail := error(nil)
 	broken := 0
-	o := &output{w: writerFunc(func(p []byte) (int, error) {
+	o := &Output{w: writerFunc(func(p []byte) (int, error) {
 		if fail != nil {
 			return 0, fail
 		}
 		return w.Write(p)
 	}), broken: func() { broken++ }}
 
-	if n, err := o.Write([]byte("a\n")); n != 2 || err != nil || o.closed() {
-		t.Fatalf("Write = %d, %v (closed %v); want 2, nil, open", n, err, o.closed())
+	if n, err := o.Write([]byte("a\n")); n != 2 || err != nil || o.Closed() {
+		t.Fatalf("Write = %d, %v (closed %v); want 2, nil, open", n, err, o.Closed())
 	}
 	// Any other failure is the caller's, as it is.
 	fail = errors.New("no space left on device")
-	if _, err := o.Write([]byte("b\n")); err != fail || o.closed() || broken != 0 {
-		t.Errorf("Write on a full disk = %v (closed %v, broken %d); want the error as it is, still open", err, o.closed(), broken)
+	if _, err := o.Write([]byte("b\n")); err != fail || o.Closed() || broken != 0 {
+		t.Errorf("Write on a full disk = %v (closed %v, broken %d); want the error as it is, still open", err, o.Closed(), broken)
 	}
 	// The reader went away: reported once, and every later write is
 	// dropped without touching stdout.
 	fail = &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
 	for i := range 3 {
-		if _, err := o.Write([]byte("c\n")); !errors.Is(err, errStdoutGone) {
-			t.Errorf("write %d after EPIPE = %v, want errStdoutGone", i, err)
+		if _, err := o.Write([]byte("c\n")); !errors.Is(err, ErrGone) {
+			t.Errorf("write %d after EPIPE = %v, want ErrGone", i, err)
 		}
 	}
-	if broken != 1 || !o.closed() {
-		t.Errorf("after EPIPE: broken called %d times, closed %v; want once, closed", broken, o.closed())
+	if broken != 1 || !o.Closed() {
+		t.Errorf("after EPIPE: broken called %d times, closed %v; want once, closed", broken, o.Closed())
 	}
 	fail = nil
 	o.Write([]byte("d\n"))
@@ -53,7 +53,7 @@ func TestOutputStalled(t *testing.T) {
 		var w strings.Builder
 		stall := make(chan struct{}) // never closed: a reader that never reads
 		stalled := false
-		o := &output{w: writerFunc(func(p []byte) (int, error) {
+		o := &Output{w: writerFunc(func(p []byte) (int, error) {
 			if stalled {
 				<-stall
 			}
@@ -74,15 +74,15 @@ func TestOutputStalled(t *testing.T) {
 			t.Fatalf("Write to a stalled reader before giveUp = %v, want it to wait", err)
 		default:
 		}
-		// Killed: it gives up within stallPatience, and so does every
+		// Killed: it gives up within StallPatience, and so does every
 		// later write.
 		start := time.Now()
-		o.giveUp()
-		if err := <-got; !errors.Is(err, errStdoutStalled) || time.Since(start) != stallPatience {
-			t.Errorf("Write after giveUp = %v after %v, want errStdoutStalled after %v", err, time.Since(start), stallPatience)
+		o.GiveUp()
+		if err := <-got; !errors.Is(err, ErrStalled) || time.Since(start) != StallPatience {
+			t.Errorf("Write after giveUp = %v after %v, want ErrStalled after %v", err, time.Since(start), StallPatience)
 		}
-		if _, err := o.Write([]byte("c\n")); !errors.Is(err, errStdoutStalled) || !o.stalled.Load() || o.closed() {
-			t.Errorf("later Write = %v (given %v, closed %v), want errStdoutStalled, given, not closed", err, o.stalled.Load(), o.closed())
+		if _, err := o.Write([]byte("c\n")); !errors.Is(err, ErrStalled) || !o.stalled.Load() || o.Closed() {
+			t.Errorf("later Write = %v (given %v, closed %v), want ErrStalled, given, not closed", err, o.stalled.Load(), o.Closed())
 		}
 		if w.String() != "a\n" {
 			t.Errorf("stdout = %q, want only what came before the stall", w.String())
@@ -112,27 +112,27 @@ func TestOutputCut(t *testing.T) {
 		if flag == os.O_TRUNC {
 			f.WriteString("before\n")
 		}
-		o := newOutput(f, func() {})
-		o.begin()
+		o := New(f, func() {}, nil)
+		o.Begin()
 		o.Write([]byte("a\n"))
-		o.begin()
+		o.Begin()
 		o.Write([]byte("b\nto"))
-		if err := o.cut(); err != nil {
+		if err := o.Cut(); err != nil {
 			t.Fatalf("%s: cut() = %v, want nil", name, err)
 		}
-		o.begin()
+		o.Begin()
 		o.Write([]byte("c\n"))
 		if got, _ := os.ReadFile(path); string(got) != "before\na\nc\n" {
 			t.Errorf("%s: stdout = %q after a cut piece, want %q", name, got, "before\na\nc\n")
 		}
 
 		// Another writer appended after the piece: its bytes stay.
-		o.begin()
+		o.Begin()
 		o.Write([]byte("d\nto"))
 		other, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		other.WriteString("other\n")
 		other.Close()
-		if err := o.cut(); err == nil {
+		if err := o.Cut(); err == nil {
 			t.Errorf("%s: cut() after another writer = nil, want an error", name)
 		}
 		if got, _ := os.ReadFile(path); string(got) != "before\na\nc\nd\ntoother\n" {
@@ -149,10 +149,10 @@ func TestOutputCutPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	o := newOutput(w, func() {})
-	o.begin()
+	o := New(w, func() {}, nil)
+	o.Begin()
 	o.Write([]byte("a\nb"))
-	if err := o.cut(); err != nil {
+	if err := o.Cut(); err != nil {
 		t.Errorf("cut() on a pipe = %v, want nil", err)
 	}
 	w.Close()
@@ -174,7 +174,7 @@ func TestOutputCutStalled(t *testing.T) {
 		defer f.Close()
 		stall := make(chan struct{})
 		stalled := false
-		o := newOutput(f, func() {})
+		o := New(f, func() {}, nil)
 		o.w = writerFunc(func(p []byte) (int, error) {
 			if stalled {
 				f.Write(p[:2]) // part of it lands, then the write blocks
@@ -183,31 +183,31 @@ func TestOutputCutStalled(t *testing.T) {
 			}
 			return f.Write(p)
 		})
-		o.begin()
+		o.Begin()
 		if _, err := o.Write([]byte("a\n")); err != nil {
 			t.Fatalf("Write = %v, want nil", err)
 		}
-		o.begin()
+		o.Begin()
 		stalled = true
 		got := make(chan error, 1)
 		go func() { _, err := o.Write([]byte("b\nc\n")); got <- err }()
 		synctest.Wait()
-		o.giveUp()
-		if err := <-got; !errors.Is(err, errStdoutStalled) {
-			t.Fatalf("Write after giveUp = %v, want errStdoutStalled", err)
+		o.GiveUp()
+		if err := <-got; !errors.Is(err, ErrStalled) {
+			t.Fatalf("Write after giveUp = %v, want ErrStalled", err)
 		}
-		if err := o.cut(); err == nil {
+		if err := o.Cut(); err == nil {
 			t.Errorf("cut() after a write given up on = nil, want why its part stays")
 		}
 		if got, _ := os.ReadFile(path); string(got) != "a\nb\n" {
 			t.Errorf("stdout = %q, want %q: nothing cut", got, "a\nb\n")
 		}
 		// The next piece writes nothing, and its cut cuts nothing.
-		o.begin()
-		if _, err := o.Write([]byte("d\n")); !errors.Is(err, errStdoutStalled) {
-			t.Errorf("later Write = %v, want errStdoutStalled", err)
+		o.Begin()
+		if _, err := o.Write([]byte("d\n")); !errors.Is(err, ErrStalled) {
+			t.Errorf("later Write = %v, want ErrStalled", err)
 		}
-		if err := o.cut(); err != nil {
+		if err := o.Cut(); err != nil {
 			t.Errorf("cut() of a piece of which nothing was written = %v, want nil", err)
 		}
 		close(stall) // let the abandoned write end, for the bubble

@@ -1,4 +1,4 @@
-package cmd
+package jobout
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// output is pace's stdout, where job output goes. A write that fails
+// Output is pace's stdout, where job output goes. A write that fails
 // fails the job whose output it was: the caller learns why. When the
 // reader has gone (a pipe into head) broken reports it, once, so that pace
 // starts nothing more and kills the running jobs instead of dying of
@@ -21,9 +21,9 @@ import (
 // A write to a pipe or a terminal whose reader stalls (a FIFO nobody
 // reads, a terminal paused with Ctrl-S) blocks, and no signal ends it.
 // Once the run is being killed (giveUp), pace waits for such a reader no
-// longer: a piece of output it does not take within stallPatience is
+// longer: a piece of output it does not take within StallPatience is
 // abandoned, left to a goroutine blocked in the write, and that write and
-// every later one return errStdoutStalled. Until giveUp, writes wait as
+// every later one return ErrStalled. Until giveUp, writes wait as
 // long as the reader does.
 //
 // When stdout is a regular file, a piece of output (one job's) that
@@ -33,10 +33,10 @@ import (
 // and a piece a write of which was given up on (its goroutine may still
 // write it) is never cut. On a pipe or a terminal what was written stays.
 //
-// Make it with newOutput (a literal cuts nothing). It is safe for
+// Make it with New (a literal cuts nothing). It is safe for
 // concurrent use, writes one at a time; but begin, the writes of one piece
 // and cut must not be interleaved with another piece's.
-type output struct {
+type Output struct {
 	w      io.Writer
 	broken func()
 	file   *os.File // w if a regular file, whose end can be cut off
@@ -61,46 +61,52 @@ type output struct {
 	abandoned      bool
 }
 
-// newOutput returns the output that writes to w and calls broken when its
-// reader has gone.
-func newOutput(w io.Writer, broken func()) *output {
-	o := &output{w: w, broken: broken, start: -1}
+// New returns the output that writes to w and calls broken when its
+// reader has gone. isTerminal tells a terminal from another character
+// device (/dev/null, which no reader can stall); nil takes every one for
+// a terminal.
+func New(w io.Writer, broken func(), isTerminal func(*os.File) bool) *Output {
+	o := &Output{w: w, broken: broken, start: -1}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			o.file = f
-		} else if err == nil && fi.Mode()&os.ModeCharDevice != 0 && !isTerminal(f) {
+		} else if err == nil && fi.Mode()&os.ModeCharDevice != 0 && isTerminal != nil && !isTerminal(f) {
 			o.steady = true // /dev/null: no reader to stall
 		}
 	}
 	return o
 }
 
-// errStdoutGone is the error of a write after the reader of stdout went.
-var errStdoutGone = errors.New("stdout closed by its reader")
+// ErrGone is the error of a write after the reader of stdout went.
+var ErrGone = errors.New("stdout closed by its reader")
 
-// errStdoutStalled is the error of a write given up on: the run was being
+// ErrStalled is the error of a write given up on: the run was being
 // killed and the reader of stdout took nothing.
-var errStdoutStalled = errors.New("stdout is not being read")
+var ErrStalled = errors.New("stdout is not being read")
 
 // outputPiece is the most a write hands the kernel at once: stdout must
-// take a piece of this size within stallPatience once the run is killed.
+// take a piece of this size within StallPatience once the run is killed.
 const outputPiece = 64 << 10
 
-// stallPatience is how long stdout may take nothing once the run is being
+// StallPatience is how long stdout may take nothing once the run is being
 // killed before its output is given up.
-const stallPatience = time.Second
+const StallPatience = time.Second
+
+// OnBroken sets broken, called once when the reader has gone; it must be
+// set before the first write.
+func (o *Output) OnBroken(broken func()) { o.broken = broken }
 
 // Write writes b to stdout.
-func (o *output) Write(b []byte) (int, error) {
+func (o *Output) Write(b []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
 	for {
 		switch {
 		case o.gone.Load():
-			return n, errStdoutGone
+			return n, ErrGone
 		case o.stalled.Load():
-			return n, errStdoutStalled
+			return n, ErrStalled
 		case n == len(b):
 			// Written; or empty, which tells only whether stdout is
 			// gone: handed to a device, it would fail on /dev/full
@@ -114,7 +120,7 @@ func (o *output) Write(b []byte) (int, error) {
 		if err != nil && errors.Is(err, syscall.EPIPE) {
 			o.gone.Store(true)
 			o.once.Do(o.broken)
-			return n, errStdoutGone
+			return n, ErrGone
 		}
 		if err != nil {
 			return n, err
@@ -124,7 +130,7 @@ func (o *output) Write(b []byte) (int, error) {
 
 // writePiece writes p from a goroutine of its own, with a copy of p, so
 // that a write blocked for good can be left behind. Requires o.mu held.
-func (o *output) writePiece(p []byte) (int, error) {
+func (o *Output) writePiece(p []byte) (int, error) {
 	if o.steady || len(p) == 0 {
 		return o.w.Write(p) // a device's writes end, and so does an empty one
 	}
@@ -145,9 +151,9 @@ func (o *output) writePiece(p []byte) (int, error) {
 	select {
 	case r := <-done:
 		return r.n, r.err
-	case <-o.quitting():
+	case <-o.Quitting():
 	}
-	t := time.NewTimer(stallPatience)
+	t := time.NewTimer(StallPatience)
 	defer t.Stop()
 	select {
 	case r := <-done:
@@ -158,26 +164,26 @@ func (o *output) writePiece(p []byte) (int, error) {
 		o.buf = nil
 		o.abandoned = true
 		o.stalled.Store(true)
-		return 0, errStdoutStalled
+		return 0, ErrStalled
 	}
 }
 
 // quitting returns the channel that giveUp closes.
-func (o *output) quitting() chan struct{} {
+func (o *Output) Quitting() chan struct{} {
 	o.init.Do(func() { o.quit = make(chan struct{}) })
 	return o.quit
 }
 
 // giveUp bounds the wait for a stalled reader from now on: the run is
 // being killed, and pace must not wait for stdout for ever.
-func (o *output) giveUp() {
-	q := o.quitting()
+func (o *Output) GiveUp() {
+	q := o.Quitting()
 	o.quitted.Do(func() { close(q) })
 }
 
 // begin marks the start of a piece of output, which cut removes. It does
 // nothing useful unless stdout is a regular file.
-func (o *output) begin() {
+func (o *Output) Begin() {
 	if o.file == nil {
 		return // a pipe, a terminal: nothing is cut, and no lock is waited for
 	}
@@ -199,7 +205,7 @@ func (o *output) begin() {
 // its end, or a write of the piece was given up on: the goroutine left
 // in it may still write, so where the piece ends is not known). On a pipe
 // or a terminal it does nothing and returns nil.
-func (o *output) cut() error {
+func (o *Output) Cut() error {
 	if o.file == nil {
 		return nil
 	}
@@ -233,4 +239,4 @@ func (o *output) cut() error {
 }
 
 // closed reports whether the reader of stdout has gone.
-func (o *output) closed() bool { return o.gone.Load() }
+func (o *Output) Closed() bool { return o.gone.Load() }
