@@ -183,6 +183,11 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 				if l != unknownLag {
 					v = live[i].at + int64(l)
 				}
+				if live[i].at < from && v <= from {
+					// Counts for nothing (tracker.nthLatest): left out,
+					// as the least a window can then have.
+					v = math.MinInt64
+				}
 				at, _ := slices.BinarySearch(arr, v)
 				arr = slices.Insert(arr, at, v)
 			}
@@ -190,6 +195,9 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 				continue
 			}
 			v := arr[len(arr)-min(m.group, len(arr)-x)]
+			if v == math.MinInt64 {
+				continue
+			}
 			if v == math.MaxInt64 {
 				bound = unknownLag
 				break
@@ -200,25 +208,29 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 		return m.current
 	}
 	// A call admitted before x that arrived after x's admission
-	// (tracker.overtaken), pair by pair.
-	for j := range live {
-		if live[j].at < from {
-			continue
-		}
-		for i := range j {
-			l := live[i].hi
-			if live[i].cut {
-				l -= m.cut
-			}
-			if live[i].pending {
-				l = live[i].latency + m.underWay
-			}
-			if l == unknownLag {
+	// (tracker.overtaken), sample by sample with the arrived arrival so far.
+	arrived, any := int64(math.MinInt64), false
+	for _, sm := range live {
+		if any && sm.at >= from {
+			if arrived == math.MaxInt64 {
 				bound = unknownLag
-				break
+			} else {
+				bound = max(bound, time.Duration(arrived-sm.at))
 			}
-			bound = max(bound, l+time.Duration(live[i].at-live[j].at))
 		}
+		l := sm.hi
+		if sm.cut {
+			l -= m.cut
+		}
+		if sm.pending {
+			l = sm.latency + m.underWay
+		}
+		if l == unknownLag {
+			arrived = math.MaxInt64
+		} else {
+			arrived = max(arrived, sm.at+int64(l))
+		}
+		any = true
 	}
 	m.current = min(max(m.seen, bound), m.ceiling)
 	return m.current

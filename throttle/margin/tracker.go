@@ -516,6 +516,12 @@ func (m *tracker) nthLatest(live []lagSample, from int64) time.Duration {
 		if l, _ := m.lagOf(s, true); l != unknownLag {
 			v = s.at + int64(l)
 		}
+		if s.at < from && v <= from {
+			// Arrived before every x counted was admitted: were it among
+			// the N latest, the Nth would come no later, and count for
+			// nothing; left out, the heap may hold fewer than N (below).
+			continue
+		}
 		switch {
 		case len(h) < k:
 			h = append(h, v)
@@ -524,7 +530,7 @@ func (m *tracker) nthLatest(live []lagSample, from int64) time.Duration {
 			h[0] = v
 			heapDown(h, 0)
 		}
-		if x := j - k + 1; x >= 0 && live[x].at >= from {
+		if x := j - k + 1; x >= 0 && live[x].at >= from && len(h) == k {
 			if h[0] == unknown {
 				return unknownLag
 			}
@@ -534,7 +540,7 @@ func (m *tracker) nthLatest(live []lagSample, from int64) time.Duration {
 	// The windows not complete: the (n-x)th latest of all for x.
 	slices.Sort(h)
 	for x := max(n-k+1, 0); x < n; x++ {
-		if live[x].at < from {
+		if live[x].at < from || n-x > len(h) {
 			continue
 		}
 		v := h[len(h)-(n-x)]
