@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pace-cli/pace/internal/jobctl"
 )
 
 // TestReaperSurvivesKillallPace: `killall -9 pace` (or `pkill -9 pace`)
@@ -31,7 +33,7 @@ func TestReaperSurvivesKillallPace(t *testing.T) {
 	defer syscall.Kill(bg, syscall.SIGKILL)
 	// killall -9 pace: pace and each child of pace's named pace.
 	named := map[string]int{}
-	for _, pid := range childrenOf(c.Process.Pid) {
+	for _, pid := range jobctl.ChildrenOf(c.Process.Pid) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		name := strings.TrimSpace(string(b))
 		named[name]++
@@ -45,25 +47,6 @@ func TestReaperSurvivesKillallPace(t *testing.T) {
 		t.Errorf("pace's children are named %v, want a reaper (exe until it names itself) and none named pace", named)
 	}
 	waitFor(t, "the job's background child to die with pace", func() bool { return !running(bg) })
-}
-
-// childrenOf returns the pids of the processes whose parent is pid.
-func childrenOf(pid int) []int {
-	var kids []int
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			if k, err := strconv.Atoi(filepath.Base(filepath.Dir(s))); err == nil {
-				kids = append(kids, k)
-			}
-		}
-	}
-	return kids
 }
 
 // running reports whether pid is a process that has not exited (a zombie

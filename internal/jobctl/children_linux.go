@@ -23,11 +23,11 @@ func continueChildren() {
 
 // children returns the pids of this process's children, from each
 // thread's /proc/self/task/TID/children; where the kernel has no such
-// file, from every process's /proc/PID/stat (childrenOf).
+// file, from every process's /proc/PID/stat (ChildrenOf).
 func children() []int {
 	tasks, _ := filepath.Glob("/proc/self/task/*/children")
 	if len(tasks) == 0 {
-		return childrenOf(os.Getpid())
+		return ChildrenOf(os.Getpid())
 	}
 	var pids []int
 	for _, t := range tasks {
@@ -44,9 +44,9 @@ func children() []int {
 	return pids
 }
 
-// childrenOf returns the pids of the processes whose parent is ppid, from
+// ChildrenOf returns the pids of the processes whose parent is ppid, from
 // every process's /proc/PID/stat.
-func childrenOf(ppid int) []int {
+func ChildrenOf(ppid int) []int {
 	var pids []int
 	parent := strconv.Itoa(ppid)
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")

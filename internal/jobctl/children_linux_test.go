@@ -22,8 +22,8 @@ func TestContinueChildren(t *testing.T) {
 	if got := children(); !slices.Contains(got, pid) {
 		t.Fatalf("children() = %v, want the child %d", got, pid)
 	}
-	if got := childrenOf(os.Getpid()); !slices.Contains(got, pid) {
-		t.Fatalf("childrenOf(self) = %v, want the child %d", got, pid)
+	if got := ChildrenOf(os.Getpid()); !slices.Contains(got, pid) {
+		t.Fatalf("ChildrenOf(self) = %v, want the child %d", got, pid)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
