@@ -122,6 +122,22 @@ func (tp *testProxy) doneWhen(t *testing.T, what string, ok func([]runner.Event)
 	return evs
 }
 
+// resultOf waits for the JobDone event of the request to url and
+// returns its result (the last, if several).
+func (tp *testProxy) resultOf(t *testing.T, what, url string) *runner.Result {
+	t.Helper()
+	var res *runner.Result
+	tp.doneWhen(t, what, func(evs []runner.Event) bool {
+		for _, ev := range evs {
+			if ev.Job.Argv[1] == url {
+				res = ev.Result
+			}
+		}
+		return res != nil
+	})
+	return res
+}
+
 // doneN waits for at least n JobDone events and returns them all.
 func (tp *testProxy) doneN(t *testing.T, n int) []runner.Event {
 	t.Helper()
@@ -370,15 +386,7 @@ func TestEndlessBodyStreamsAndAClientGoneFreesItsSlot(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the upstream still writes 10s after the client left")
 	}
-	var endless *runner.Result
-	tp.doneWhen(t, "the endless request reported", func(evs []runner.Event) bool {
-		for _, ev := range evs {
-			if ev.Job.Argv[1] == up.URL+"/endless" {
-				endless = ev.Result
-			}
-		}
-		return endless != nil
-	})
+	endless := tp.resultOf(t, "the endless request reported", up.URL+"/endless")
 	if endless == nil || endless.OK() || endless.HTTP.StatusCode != 200 || endless.HTTP.Bytes < more {
 		t.Errorf("the endless request's result: %+v, want failed (client gone) after more than %d bytes", endless, more)
 	}

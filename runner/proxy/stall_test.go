@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/pace-cli/pace/runner"
 )
 
 // clientTimeout is the ClientTimeout of the stall tests: short, so that
@@ -106,15 +104,7 @@ func TestStalledBodyIsCutOffAndFreesItsSlot(t *testing.T) {
 			if st.Stalled != 0 || st.Failed != 1 {
 				t.Errorf("Stats %+v, want Failed 1", st)
 			}
-			var up *runner.Result
-			tp.doneWhen(t, "the stalled request reported", func(evs []runner.Event) bool {
-				for _, ev := range evs {
-					if ev.Job.Argv[1] == url+"/up" {
-						up = ev.Result
-					}
-				}
-				return up != nil
-			})
+			up := tp.resultOf(t, "the stalled request reported", url+"/up")
 			if up.OK() || up.ExitCode != -1 || !errors.Is(up.Err, errBodyStalled) || up.HTTP.Conn != "" ||
 				!strings.Contains(up.Err.Error(), "no byte of it came for 300ms") {
 				t.Errorf("the stalled request's result: exit %d, %v, conn %q; want failed, the body stalled", up.ExitCode, up.Err, up.HTTP.Conn)
@@ -195,15 +185,7 @@ func TestClientThatStopsReadingFreesItsSlot(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Error("the upstream still writes 10s after the client stopped reading")
 			}
-			var endless *runner.Result
-			tp.doneWhen(t, "the stalled request reported", func(evs []runner.Event) bool {
-				for _, ev := range evs {
-					if ev.Job.Argv[1] == up.URL+"/endless" {
-						endless = ev.Result
-					}
-				}
-				return endless != nil
-			})
+			endless := tp.resultOf(t, "the stalled request reported", up.URL+"/endless")
 			if endless.OK() || !errors.Is(endless.Err, errAnswerStalled) || endless.HTTP.StatusCode != 200 {
 				t.Errorf("the stalled request's result: exit %d, %v; want failed, the answer stalled", endless.ExitCode, endless.Err)
 			}
