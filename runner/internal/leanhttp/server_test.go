@@ -63,6 +63,9 @@ func serve(t testing.TB, h http.Handler, lean bool, tune ...func(*http.Server)) 
 	}
 	if lean {
 		s.lean = &Server{HTTP: s.http}
+		// Initialised here, not in Serve's goroutine: tests read its
+		// maps (under its lock) as soon as serve returns.
+		s.lean.init()
 		go s.lean.Serve(ln)
 		t.Cleanup(func() { s.lean.Close() })
 	} else {
