@@ -23,7 +23,7 @@
 //
 //	pace:{NAME}:rules              the rule set (rules sorted by window)
 //	pace:{NAME}:r<i>:<rule>        the state of rule i
-//	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds
+//	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds (a counter: the costs corrected)
 //	pace:{NAME}:margins            each process's margin, while in force
 //	pace:{NAME}:slots              the leases of the in-flight cap
 //

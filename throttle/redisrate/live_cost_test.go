@@ -3,6 +3,7 @@ package redisrate_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,13 +129,11 @@ func TestLiveKeysExpire(t *testing.T) {
 			if err := a.Correct(context.Background(), 9); err != nil {
 				t.Fatal(err)
 			}
-			// rules, 5/200ms and its unused :sum, cost:40/200ms and its :sum,
+			// rules, 5/500ms and its unused :sum, cost:40/500ms and its :sum
+			// (the cost log's sum, or the costs the counter corrected),
 			// margins, slots.
 			keys := l.Keys()
-			want := map[string]int{keys[0]: 502, keys[1]: 502, keys[3]: 502, keys[5]: 502, keys[6]: 15001}
-			if m.name == "log" {
-				want[keys[4]] = 502 // the sum of the cost log
-			}
+			want := map[string]int{keys[0]: 502, keys[1]: 502, keys[3]: 502, keys[4]: 502, keys[5]: 502, keys[6]: 15001}
 			for i, key := range keys {
 				most, used := want[key]
 				ttl, _ := strconv.Atoi(do(t, srv, "PTTL", key))
@@ -153,6 +152,35 @@ func TestLiveKeysExpire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A counter keeps the cost it holds for each call corrected only while
+// the call's bucket is held, even while corrections keep its key alive:
+// a correction drops the costs of calls whose bucket has gone.
+func TestLiveCounterCorrectionsTrimmed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l := liveOpen(t, liveClient(t, srv.Addr()), "trim-corrections", "cost:1000/1s", redisrate.Options{CounterAbove: -1})
+	fixed := l.Keys()[2]
+	// Calls 600ms apart, of costs 5 corrected to 3, 4 and 6: the third
+	// comes once the first has left the window, the second still in it.
+	for i, to := range []int{3, 4, 6} {
+		if i > 0 {
+			time.Sleep(600 * time.Millisecond)
+		}
+		a, err := l.Admit(ctx, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Correct(ctx, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := strings.Split(do(t, srv, "ZRANGE", fixed, "0", "-1"), "\n")
+	if slices.ContainsFunc(ms, func(m string) bool { return strings.HasSuffix(m, ":3") }) || !slices.ContainsFunc(ms, func(m string) bool { return strings.HasSuffix(m, ":6") }) {
+		t.Errorf("ZRANGE %s = %q, want the third call's cost, not the first's", fixed, ms)
 	}
 }
 

@@ -65,7 +65,7 @@ end
 //     only overstate and no window ever holds more than N. Buckets that no
 //     longer overlap are deleted here, so a key never holds more than
 //     about 1027 fields. It may refuse a call up to g early. The second
-//     key is unused.
+//     key holds the costs of the calls corrected (see correctLua).
 //
 // trim drops what has left the window w at now and returns the weight
 // held and, for counters, the state {lo, hi, total, g}. A counter's
@@ -347,6 +347,17 @@ return r
 // admitLua, for the cost rules only, then the margins key; windows are
 // widened by the fleet's widest margin, as in admitLua.
 //
+// It changes a cost only where the cost recorded is ARGV[3], so that the
+// script run again (its answer lost, and the call sent again by the
+// limiter or by go-redis) changes nothing more, and neither does a try
+// left behind that Redis runs after a later correction. A cost log finds
+// the cost in the member "id:cost". A counter's bucket only adds costs
+// up, so the counter keeps the cost of each call corrected in its second
+// key: a sorted set of members "id:cost" scored by the call's instant,
+// from which a correction drops the calls whose bucket has gone, and which
+// expires with the window. It grows with the calls corrected in a window,
+// not with N.
+//
 // ARGV[1]  the admission's id
 // ARGV[2]  its time, microseconds (server time, as admitLua replied)
 // ARGV[3]  the cost recorded
@@ -382,14 +393,29 @@ for i = 1, k do
       redis.call('SET', aux, held, 'PX', math.ceil(w / 1000) + 1)
     end
   elseif mode == '1' and st[1] then
-    local kn = math.floor(at / st[4])
-    if kn >= st[1] and kn <= st[2] then
-      local v = tonumber(redis.call('HGET', key, field(kn))) or 0
-      local d = to - from
-      if v + d < 0 then d = -v end
-      redis.call('HINCRBY', key, field(kn), d)
-      held = held + d
-      redis.call('HSET', key, 'total', held)
+    local lo, hi, g = st[1], st[2], st[4]
+    local kn = math.floor(at / g)
+    if kn >= lo and kn <= hi then
+      -- The cost the bucket holds for the call: from unless corrected
+      -- before (the script run again finds to, and changes nothing).
+      redis.call('ZREMRANGEBYSCORE', aux, '-inf', '(' .. field(lo * g))
+      local old, cur = nil, from
+      for _, m in ipairs(redis.call('ZRANGEBYSCORE', aux, field(at), field(at))) do
+        if string.sub(m, 1, #id + 1) == id .. ':' then
+          old, cur = m, member_cost(m)
+        end
+      end
+      if cur == from then
+        local v = tonumber(redis.call('HGET', key, field(kn))) or 0
+        local d = to - from
+        if v + d < 0 then d = -v end
+        redis.call('HINCRBY', key, field(kn), d)
+        held = held + d
+        redis.call('HSET', key, 'total', held)
+        if old then redis.call('ZREM', aux, old) end
+        redis.call('ZADD', aux, field(at), id .. ':' .. to)
+        redis.call('PEXPIRE', aux, math.ceil((w + g) / 1000) + 1)
+      end
     end
   end
   r[1 + i] = held
