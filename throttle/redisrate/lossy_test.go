@@ -190,7 +190,7 @@ func TestLiveCorrectAnswerLost(t *testing.T) {
 						t.Errorf("admitting a cost of %d beside %d: %d admitted (use %v, err %v), want 1", 10-c.to, c.to, n, used, err)
 					}
 					if n, _, _, used, err := redisrate.AdmitBatch(l, []int{1}); err != nil || n != 0 {
-						t.Errorf("admitting a cost of 1 beside 10: %d admitted (use %v, err %v), want 0", n, used, err)
+						t.Errorf("admitting a cost of 1 once 10 is held: %d admitted (use %v, err %v), want 0", n, used, err)
 					}
 				})
 			}
@@ -216,5 +216,42 @@ func TestLossyProxy(t *testing.T) {
 	}
 	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("GET k = %q, %v after the cut, want v", v, err)
+	}
+}
+
+// An admission whose answer is lost is sent again and runs again in
+// Redis: a log then holds the call once (the second run finds its member
+// there), and a cost log's sum counts its cost once. (A counter cannot
+// tell a call run again from a new one: it counts it twice, on the safe
+// side.)
+func TestLiveAdmitAnswerLost(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, r := range lossyRetriers {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			p := startLossyProxy(t, srv.Addr(), redisrate.AdmitSHA)
+			l := liveOpen(t, lossyClient(t, p.Addr(), r.maxRetries), "lost-admit-"+r.name, "3/1m,cost:10/1m", redisrate.Options{})
+			if _, err := l.Admit(ctx, 4); err != nil {
+				t.Fatal(err)
+			}
+			if p.dropped.Load() != 1 {
+				t.Fatal("the admission's answer went through: nothing was tested")
+			}
+			keys := l.Keys()
+			if n := do(t, srv, "ZCARD", keys[1]); n != "1" {
+				t.Errorf("ZCARD %s = %s, want 1", keys[1], n)
+			}
+			if sum := do(t, srv, "GET", keys[4]); sum != "4" {
+				t.Errorf("GET %s = %s, want 4", keys[4], sum)
+			}
+			if n, _, _, used, err := redisrate.AdmitBatch(l, []int{6}); err != nil || n != 1 {
+				t.Errorf("admitting a cost of 6 beside 4: %d admitted (use %v, err %v), want 1", n, used, err)
+			}
+			if n, _, _, used, err := redisrate.AdmitBatch(l, []int{1}); err != nil || n != 0 {
+				t.Errorf("admitting a cost of 1 once 10 is held: %d admitted (use %v, err %v), want 0", n, used, err)
+			}
+		})
 	}
 }

@@ -188,6 +188,12 @@ end
 // (PEXPIRE) once its window has passed with no admission, and the rules
 // key lives as long as the longest of them.
 //
+// Run again for the same calls (its answer lost, and the call sent again
+// by the limiter or by go-redis), it decides with the first run's records
+// in place: a log (mode 0 or 2) moves a call it holds to the new instant
+// and counts it, and its cost, once; a counter counts it again. Either
+// errs on the safe side: a quota spent, never one exceeded.
+//
 // KEYS[1]          pace:{NAME}:rules, the quota's rule spec
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
 // KEYS[#KEYS]      pace:{NAME}:margins, the margins in force (fleet_margin)
@@ -308,8 +314,11 @@ for j = 1, m do
       redis.call('ZADD', key, now, id)
       redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
     elseif mode == '2' then
-      redis.call('ZADD', key, now, id .. ':' .. c)
-      redis.call('INCRBY', aux, c)
+      -- A call already there was recorded by this script run before, its
+      -- answer lost: its cost is in the sum.
+      if redis.call('ZADD', key, now, id .. ':' .. c) == 1 then
+        redis.call('INCRBY', aux, c)
+      end
       redis.call('PEXPIRE', key, math.ceil(w / 1000) + 1)
       redis.call('PEXPIRE', aux, math.ceil(w / 1000) + 1)
     else
