@@ -255,3 +255,34 @@ func TestLiveAdmitAnswerLost(t *testing.T) {
 		})
 	}
 }
+
+// A take of a fleet-wide slot whose answer is lost is sent again and finds
+// its lease already held: the process holds one slot, which its release
+// gives back.
+func TestLiveTakeAnswerLost(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, r := range lossyRetriers {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			p := startLossyProxy(t, srv.Addr(), redisrate.SlotsSHA)
+			l := liveOpen(t, lossyClient(t, p.Addr(), r.maxRetries), "lost-take-"+r.name, "100/s", redisrate.Options{GlobalJobs: 2})
+			a, err := l.Admit(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.dropped.Load() != 1 {
+				t.Fatal("the take's answer went through: nothing was tested")
+			}
+			slots := l.Keys()[len(l.Keys())-1]
+			if n := do(t, srv, "ZCARD", slots); n != "1" {
+				t.Errorf("ZCARD %s = %s with one call in flight, want 1", slots, n)
+			}
+			a.Release()
+			if n := do(t, srv, "ZCARD", slots); n != "0" {
+				t.Errorf("ZCARD %s = %s once released, want 0", slots, n)
+			}
+		})
+	}
+}
