@@ -16,6 +16,7 @@ var (
 	SlotsSHA   = slotsScript().Hash()
 	CorrectSHA = correctScript().Hash()
 	MarginSHA  = marginScript().Hash()
+	ResetSHA   = resetScript().Hash()
 )
 
 // Pacing of retries and slot polls.

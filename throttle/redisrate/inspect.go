@@ -134,8 +134,8 @@ func inspectOnce(ctx context.Context, client Client, key string) (q *Quota, agai
 // wrapping ErrInUse, while a process holds one of the quota's fleet-wide
 // slots. Redis cannot tell a process sharing only rates (no --global-jobs)
 // from none: such a process goes on, and its next admission keeps the
-// quota again with its rules. A quota Redis keeps nothing of returns an
-// error wrapping fs.ErrNotExist. Reset returns ctx's error as soon as ctx
+// quota again with its rules. A quota Redis keeps nothing of as Reset
+// begins returns an error wrapping fs.ErrNotExist. Reset returns ctx's error as soon as ctx
 // is cancelled, even while Redis does not answer: the reset may then
 // still happen, once Redis runs the call left behind.
 func Reset(ctx context.Context, client Client, key string) error {
@@ -145,11 +145,17 @@ func Reset(ctx context.Context, client Client, key string) error {
 
 // reset is Reset, on the caller's goroutine.
 func reset(ctx context.Context, client Client, key string) error {
+	// found reports that Redis kept the quota when a try began: if it
+	// keeps nothing by the end, the quota was reset all the same (by a
+	// try that ran, its answer lost and the call sent again by go-redis,
+	// or by another reset), and that is no error.
+	found := false
 	for range 3 {
 		l, spec, err := storedLayout(ctx, client, key)
 		if err != nil {
 			return err
 		}
+		found = found || spec != ""
 		reply, err := resetScript().Run(ctx, client, l.Keys(), time.Now().UnixMicro(), spec).Result()
 		if err != nil {
 			return backendError(key, "reset", err)
@@ -163,7 +169,7 @@ func reset(ctx context.Context, client Client, key string) error {
 			n, _ := a[1].(int64)
 			return fmt.Errorf("redisrate: quota %q: %d fleet-wide slots are held by running processes; stop them first: %w", key, n, ErrInUse)
 		case 1:
-			if n, _ := a[1].(int64); n == 0 {
+			if n, _ := a[1].(int64); n == 0 && !found {
 				return fmt.Errorf("redisrate: no quota %q in Redis: %w", key, fs.ErrNotExist)
 			}
 			return nil

@@ -286,3 +286,28 @@ func TestLiveTakeAnswerLost(t *testing.T) {
 		})
 	}
 }
+
+// A reset whose answer is lost, and which go-redis sends again, finds the
+// quota gone: it was reset, and Reset says so rather than that there was
+// no quota.
+func TestLiveResetAnswerLost(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l := liveOpen(t, liveClient(t, srv.Addr()), "lost-reset", "10/s", redisrate.Options{})
+	if _, err := l.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := startLossyProxy(t, srv.Addr(), redisrate.ResetSHA)
+	if err := redisrate.Reset(ctx, lossyClient(t, p.Addr(), 3), "lost-reset"); err != nil {
+		t.Errorf("Reset = %v, want nil", err)
+	}
+	if p.dropped.Load() != 1 {
+		t.Fatal("the reset's answer went through: nothing was tested")
+	}
+	for _, k := range l.Keys() {
+		if n := do(t, srv, "EXISTS", k); n != "0" {
+			t.Errorf("EXISTS %s = %s after Reset, want 0", k, n)
+		}
+	}
+}
