@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,7 +128,14 @@ Clients come and go:
 Listening:
   --listen defaults to 127.0.0.1:0, a free port on loopback. An address
   that is not loopback needs --allow-remote: anyone who can reach it can
-  send requests to the upstream and spend the quota.
+  send requests to the upstream and spend the quota. --port-file F holds
+  the URL only while the proxy listens: F is written whole once it
+  listens (a new file renamed over F: a reader never sees part of a URL),
+  and removed as it stops, whatever stops it, unless someone else has
+  replaced or rewritten F since (another proxy's URL is left alone). A
+  proxy killed outright (SIGKILL, a crash) cannot remove F, which names a
+  dead proxy until the next proxy replaces it: a script that waits for F
+  to appear removes it first (rm -f F).
 
 What it did:
   As pace run and fetch: progress on stderr (requests done, waiting, the
@@ -213,7 +221,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	fl.VarP(intValue{&o.Jobs}, "jobs", "j", "send at most `N` requests upstream at once (default 0: no cap)")
 	fl.StringVar(&opts.Listen, "listen", opts.Listen, "listen on `ADDR` (host:port; port 0 picks a free one)")
 	fl.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
-	fl.Var(pathValue{&opts.PortFile, "want a file name; leave --port-file out for none"}, "port-file", "write the proxy's URL to `FILE` once it listens")
+	fl.Var(pathValue{&opts.PortFile, "want a file name; leave --port-file out for none"}, "port-file", "write the proxy's URL to `FILE` once it listens, and remove it when the proxy stops")
 	fl.Var(durationValue{&opts.MaxWait}, "max-wait", "answer 429 with Retry-After to a request that would wait longer than `DURATION` (default: wait)")
 	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION` (default 0: no limit)")
 	fl.Var(durationValue{&opts.ClientTimeout}, "client-timeout",
@@ -383,10 +391,19 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	// stop: accept nothing more, answer the waiting requests 503, let
 	// those in flight finish (Shutdown), upgraded connections (websockets,
 	// which Shutdown leaves alone) included; kill: close them (Close).
+	// --port-file's URL is taken away as the proxy stops accepting, and
+	// in any case as it returns.
+	var portFile atomic.Pointer[outfile.Owned]
+	removePortFile := func() {
+		if _, err := portFile.Load().Remove(); err != nil {
+			fmt.Fprintf(errOut, "pace: --port-file %v\n", err)
+		}
+	}
 	stopped := make(chan struct{})
 	var stopOnce sync.Once
 	stop = func() {
 		stopOnce.Do(func() {
+			removePortFile()
 			px.Stop()
 			go func() { srv.Shutdown(context.Background()); px.Wait(context.Background()); close(stopped) }()
 		})
@@ -396,11 +413,14 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	start := time.Now()
 	go func() { served <- srv.Serve(ln) }()
 	if opts.PortFile != "" {
-		if err := outfile.WriteFile(ctx, opts.PortFile, []byte(proxyURL+"\n")); err != nil {
+		pf, err := outfile.WriteOwned(ctx, opts.PortFile, []byte(proxyURL+"\n"))
+		if err != nil {
 			srv.Close()
 			jl.Close()
 			return reportf(ios, ExitUsage, "--port-file %v", err)
 		}
+		portFile.Store(pf)
+		defer removePortFile()
 	}
 	if o.Verbose {
 		fmt.Fprintf(errOut, "pace: proxy %s -> %s\n", proxyURL, red.URL(opts.upstream))
