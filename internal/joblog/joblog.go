@@ -445,9 +445,9 @@ func headerRules(line string) ([]throttle.Rule, error) {
 // the file left the row's start, and the file ends on a page boundary (a
 // multiple of 4096 bytes, whatever the page size). So a last line is cut
 // short when what it holds of a row is well-formed (every field it holds
-// whole parses; the one cut is not looked at, but for a Seq, which is
-// digits) and it holds fewer than the 9 fields of a row, or all 9 (the
-// cut in the Command) and the file ends on a page boundary. A whole row
+// whole parses, and the one cut is the start of a number, but for Host
+// and Command) and it holds fewer than the 9 fields of a row, or all 9
+// (the cut in the Command) and the file ends on a page boundary. A whole row
 // without its line break (a log edited by hand) ends there once in 4096.
 func cutShort(line string, size int64) bool {
 	const page = 4096
@@ -458,8 +458,12 @@ func cutShort(line string, size int64) bool {
 	case len(f) == 9 && size%page != 0:
 		return false
 	}
-	// The field cut and those missing get values that parse; the fields
+	// The field cut must be the start of one (a number's, but for Host and
+	// Command); it and those missing get values that parse, and the fields
 	// before it must parse as they are.
+	if k := len(f); k < 9 && k != 2 && !numberStart(f[k-1]) {
+		return false
+	}
 	fill := [9]string{"1", ":", "0", "0", "0", "0", "0", "0", ""}
 	if len(f) < 9 {
 		f[len(f)-1] = fill[len(f)-1]
@@ -467,6 +471,14 @@ func cutShort(line string, size int64) bool {
 	}
 	_, msg := parseRow(strings.Join(f, "\t"))
 	return msg == ""
+}
+
+// numberStart reports whether s may be the start of a row's number, as
+// cut short: blanks (JobRuntime is padded), a sign, digits, one point.
+func numberStart(s string) bool {
+	s = strings.TrimPrefix(strings.TrimLeft(s, " "), "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	return allDigits(whole) && allDigits(frac)
 }
 
 // parseRow parses one row; msg is non-empty when it is malformed.

@@ -596,6 +596,9 @@ func TestCutShortRow(t *testing.T) {
 		{"whole but for its line break", "12\t:\t1700000000.5\t0.1\t0\t0\t0\t0\techo ab", false, false},
 		{"a note", "# resumed by hand", false, false},
 		{"a field that is not a row's", "12\t:\tnoon\t0", false, false},
+		{"cut in a field that is not a row's", "12\t:\tnoon", false, false},
+		{"cut in its JobRuntime, padded", "12\t:\t1700000000.5\t     0.", false, true},
+		{"cut in its Host", "12\t4/user@ho", false, true},
 		{"not a Seq", "x", false, false},
 	}
 	for _, tt := range tests {
