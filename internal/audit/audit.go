@@ -57,7 +57,7 @@ var ErrTooManyCalls = errors.New("too many calls")
 // errors.
 func Read(r io.Reader, maxCalls int) (*Calls, error) {
 	c := &Calls{}
-	format, rules, err := joblog.Scan(r, func(format joblog.Format, e joblog.Entry) error {
+	sc, err := joblog.Scan(r, func(format joblog.Format, e joblog.Entry) error {
 		if len(c.Times) >= maxCalls {
 			return fmt.Errorf("%w: more than %d, the most pace audit reads; audit the file in parts (split -l %d)",
 				ErrTooManyCalls, maxCalls, maxCalls)
@@ -74,6 +74,9 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 		}
 		return nil
 	})
+	if p := sc.CutShort; err == nil && p != nil {
+		err = &joblog.LineError{Kind: "job log", Line: p.Line, Text: p.Text, Msg: "the last row is cut short"}
+	}
 	if err != nil {
 		var le *joblog.LineError
 		if !errors.As(err, &le) && !errors.Is(err, ErrTooManyCalls) {
@@ -82,8 +85,8 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 		return nil, err
 	}
 	c.Format, c.Rules = FormatTimestamps, nil
-	if format == joblog.JobLog {
-		c.Format, c.Rules = FormatJobLog, rules
+	if sc.Format == joblog.JobLog {
+		c.Format, c.Rules = FormatJobLog, sc.Rules
 	}
 	return c, nil
 }

@@ -459,18 +459,68 @@ func cutShort(line string, size int64) bool {
 		return false
 	}
 	// The field cut must be the start of one (a number's, but for Host and
-	// Command); it and those missing get values that parse, and the fields
-	// before it must parse as they are.
+	// Command), and the fields before it must parse as they are.
 	if k := len(f); k < 9 && k != 2 && !numberStart(f[k-1]) {
 		return false
 	}
-	fill := [9]string{"1", ":", "0", "0", "0", "0", "0", "0", ""}
-	if len(f) < 9 {
-		f[len(f)-1] = fill[len(f)-1]
-		f = append(f, fill[len(f):]...)
-	}
-	_, msg := parseRow(strings.Join(f, "\t"))
+	_, msg := parseRow(filled(f))
 	return msg == ""
+}
+
+// Partial is a row that a pace killed as it wrote it left cut short (see
+// Log.CutShort): its Entry holds the fields that came before the cut,
+// whole, and zero in the others. A field is whole when the tab after it
+// was written: "12\t:\t17000" holds a Seq and a Host, not a Starttime
+// (it may be the start of 1700000000.5).
+type Partial struct {
+	Line  int    // its 1-based line number
+	Text  string // the row as it was cut
+	Entry Entry
+	whole int // how many fields, from Seq on, it holds whole (0 to 8)
+}
+
+// HasStart reports whether the row holds its Starttime whole: when its
+// call was admitted.
+func (p *Partial) HasStart() bool { return p.whole > 2 }
+
+// HasRuntime reports whether the row holds its JobRuntime whole.
+func (p *Partial) HasRuntime() bool { return p.whole > 3 }
+
+// HasCost reports whether the row holds its Send whole: the call's cost
+// under cost rules (Entry.Cost).
+func (p *Partial) HasCost() bool { return p.whole > 4 }
+
+// HasExit reports whether the row holds its Exitval and Signal whole:
+// whether the job failed (Entry.Failed).
+func (p *Partial) HasExit() bool { return p.whole > 7 }
+
+// partialOf returns what line, the n-th and a row cut short (cutShort
+// says so), holds whole.
+func partialOf(n int, line string) *Partial {
+	f := strings.SplitN(line, "\t", 9)
+	p := &Partial{Line: n, Text: line, whole: len(f) - 1}
+	if p.whole == 0 {
+		return p // cut in its Seq
+	}
+	p.Entry, _ = parseRow(filled(f))
+	if p.whole < 2 {
+		p.Entry.Host = ""
+	}
+	if p.whole < 3 {
+		p.Entry.Start = time.Time{}
+	}
+	return p
+}
+
+// filled returns the row whose fields a row cut short holds, f, with the
+// field cut and those missing given values that parse: 0 for the numbers
+// ("" for Host, Unix 0 for Starttime). A Command cut is kept as it is.
+func filled(f []string) string {
+	fill := [9]string{"1", "", "0", "0", "0", "0", "0", "0", ""}
+	if len(f) < 9 {
+		f = append(f[:len(f)-1:len(f)-1], fill[len(f)-1:]...)
+	}
+	return strings.Join(f, "\t")
 }
 
 // numberStart reports whether s may be the start of a row's number, as

@@ -19,43 +19,64 @@ const (
 	JobLog
 )
 
+// Scanned is what Scan found besides the rows.
+type Scanned struct {
+	Format Format
+	// Rules are the rules a job log's header names, or nil.
+	Rules []throttle.Rule
+	// CutShort is a job log's last line when it is a row that a pace
+	// killed as it wrote it left cut short (see Log.CutShort), or nil.
+	// It is not passed to row: what it holds may be short of a call.
+	CutShort *Partial
+}
+
 // Scan reads a job log or a file of timestamps one line at a time and
 // calls row with the format and each call it holds, keeping nothing itself: memory does
 // not grow with the input, whatever its length (a line longer than
 // MaxLine is a *LineError, as in Read). The first non-blank line decides
 // the format: a line with a tab (past trailing blanks) is a job log's.
 // A timestamp is passed as an Entry with only Seq (its position among the
-// timestamps, from 1) and Start. It returns the format, the rules a job
-// log's header names, and the first error of reading, parsing or row.
-func Scan(r io.Reader, row func(f Format, e Entry) error) (Format, []throttle.Rule, error) {
-	format, decided := Timestamps, false
-	var rules []throttle.Rule
+// timestamps, from 1) and Start. It returns what it found, and the first
+// error of reading, parsing or row. A job log's last line cut short, as
+// a killed pace leaves it, is no error: Scanned.CutShort holds it. Any
+// other malformed line is an error, one cut short anywhere but at the
+// end of the file included: rows are written under a lock, whole, so
+// only the last can be a killed writer's.
+func Scan(r io.Reader, row func(f Format, e Entry) error) (Scanned, error) {
+	var sc Scanned
+	decided := false
 	seq := 0
-	err := eachLine(r, func(n int, line string, _ bool) error {
+	cr := &countingReader{r: r}
+	err := eachLine(cr, func(n int, line string, ended bool) error {
 		if strings.TrimSpace(line) == "" {
 			return nil
 		}
 		if !decided {
 			decided = true
 			if strings.Contains(strings.TrimRight(line, " \t"), "\t") {
-				format = JobLog
+				sc.Format = JobLog
 			}
 		}
-		if format == Timestamps {
+		if sc.Format == Timestamps {
 			t, ok := parseTimestamp(line)
 			if !ok {
 				return &LineError{Kind: "timestamps", Line: n, Text: line, Msg: timestampWant}
 			}
 			seq++
-			return row(format, Entry{Seq: seq, Start: t})
+			return row(sc.Format, Entry{Seq: seq, Start: t})
+		}
+		// Without a line break the line is the last: cr has read all.
+		if !ended && cutShort(line, cr.n) {
+			sc.CutShort = partialOf(n, line)
+			return nil
 		}
 		if strings.HasPrefix(line, "Seq\tHost\t") {
-			if rules == nil {
+			if sc.Rules == nil {
 				hr, err := headerRules(line)
 				if err != nil {
 					return &LineError{Kind: "job log", Line: n, Text: line, Msg: err.Error()}
 				}
-				rules = hr
+				sc.Rules = hr
 			}
 			return nil
 		}
@@ -63,9 +84,9 @@ func Scan(r io.Reader, row func(f Format, e Entry) error) (Format, []throttle.Ru
 		if msg != "" {
 			return &LineError{Kind: "job log", Line: n, Text: line, Msg: msg}
 		}
-		return row(format, e)
+		return row(sc.Format, e)
 	})
-	return format, rules, err
+	return sc, err
 }
 
 // timestampWant says what a line of timestamps must hold.
