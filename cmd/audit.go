@@ -52,10 +52,20 @@ went faster, which only a broken rule allows. When the rules allow every
 call at once (a short log under 10000/day), they never held the run back
 and the efficiency is n/a (null in JSON).
 
+A job log whose last row is cut short (a pace killed as it wrote it; a
+row cut short anywhere else is an error) is audited with the rows before
+it. pace audit says so on stderr, quoting the row: its call counts at
+its Starttime if the row holds it whole; if not, the call is not
+counted, but could have come at any time, so a rule is proven kept only
+if its peak leaves room for one more call (and a cost rule only if the
+row holds its cost, Send); otherwise exit 4, no verdict for that rule.
+
 Exit codes:
   0    every rule was kept
   1    some rule was broken
   2    bad flags, or input that cannot be read (the bad line is quoted)
+  4    no call was seen to break a rule, but the last row, cut short, may
+       have (its Starttime or its cost is cut off): no verdict
   130  stopped by SIGINT, which pace dies of (a shell sees 130): no
        verdict (143: SIGTERM)`
 
@@ -149,6 +159,9 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 	}
 	rep := res.rep
 	rep.Input = name
+	if note := rep.CutNote(); note != "" {
+		fmt.Fprintf(ios.ErrOut, "pace: audit: %s %s\n", name, note)
+	}
 	if opts.JSON {
 		err = rep.WriteJSON(ios.Out)
 	} else {
@@ -157,8 +170,11 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 	if err != nil {
 		return reportf(ios, ExitFailed, "audit: write report: %v", err)
 	}
-	if !rep.OK {
+	switch {
+	case rep.Broken():
 		return &ExitError{Code: ExitFailed}
+	case !rep.OK:
+		return &ExitError{Code: ExitUnproven}
 	}
 	return nil
 }

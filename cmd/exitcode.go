@@ -11,6 +11,10 @@ const (
 	ExitUsage = 2
 	// ExitBackend: the limiter's backend failed (throttle.ErrBackend).
 	ExitBackend = 3
+	// ExitUnproven: pace audit only: no call was seen to break a rule, but
+	// the job log's last row was cut short (a pace killed as it wrote it)
+	// before what a rule needs, and its call may have broken it.
+	ExitUnproven = 4
 	// ExitHangup: stopped by SIGHUP, its terminal closed (128 + 1).
 	ExitHangup = 129
 	// ExitInterrupted: stopped by SIGINT (128 + 2). pace mostly dies of

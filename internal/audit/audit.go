@@ -38,6 +38,11 @@ type Calls struct {
 	// Runtimes are the jobs' runtimes; empty for timestamps.
 	Runtimes []time.Duration
 	Failed   int // rows with a non-zero Exitval or a Signal
+	// CutShort is a job log's last row when a pace killed as it wrote it
+	// left it cut short, or nil. Its call is in Times when it holds its
+	// Starttime whole (at its cost if it holds its Send, else 1); its
+	// runtime and failure count where it holds them.
+	CutShort *joblog.Partial
 }
 
 // MaxCalls bounds the calls pace audit holds (Read's maxCalls), and so its memory
@@ -74,9 +79,6 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 		}
 		return nil
 	})
-	if p := sc.CutShort; err == nil && p != nil {
-		err = &joblog.LineError{Kind: "job log", Line: p.Line, Text: p.Text, Msg: "the last row is cut short"}
-	}
 	if err != nil {
 		var le *joblog.LineError
 		if !errors.As(err, &le) && !errors.Is(err, ErrTooManyCalls) {
@@ -87,6 +89,20 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 	c.Format, c.Rules = FormatTimestamps, nil
 	if sc.Format == joblog.JobLog {
 		c.Format, c.Rules = FormatJobLog, sc.Rules
+	}
+	if p := sc.CutShort; p != nil {
+		c.CutShort = p
+		e := p.Entry
+		if p.HasStart() {
+			c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
+			c.Seqs = append(c.Seqs, int64(e.Seq))
+		}
+		if p.HasRuntime() {
+			c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
+		}
+		if p.HasExit() && e.Failed() {
+			c.Failed++
+		}
 	}
 	return c, nil
 }
@@ -114,7 +130,12 @@ type Report struct {
 	Efficiency    float64
 	HasEfficiency bool
 	Rules         []RuleReport
-	OK            bool // no rule was broken
+	// OK says that every rule was kept: none broken, none unproven.
+	OK bool
+	// CutShort is the input's last row when it was cut short
+	// (Calls.CutShort), or nil; a rule its call may have broken unseen
+	// is Unproven.
+	CutShort *joblog.Partial
 }
 
 // RuleReport is one rule's line of the report.
@@ -127,6 +148,11 @@ type RuleReport struct {
 	// Calls.Seqs), and FirstAt is when it came; zero without violations.
 	FirstSeq int64
 	FirstAt  time.Time
+	// Unproven says that no call was seen to break the rule, but the
+	// call of the last row, cut short, may have: its Starttime is cut
+	// off and the rule had no room for one more call in some window,
+	// or its cost (Send) is cut off and the rule is a cost rule.
+	Unproven bool
 }
 
 // New audits c against rules.
@@ -156,7 +182,82 @@ func New(rules []throttle.Rule, jobs int, c *Calls) *Report {
 		}
 		rep.Rules = append(rep.Rules, ar)
 	}
+	if p := c.CutShort; p != nil {
+		rep.CutShort = p
+		for i, r := range rep.Rules {
+			if r.Violations == 0 && mayBreak(r, p) {
+				rep.Rules[i].Unproven, rep.OK = true, false
+			}
+		}
+	}
 	return rep
+}
+
+// mayBreak reports whether the call of p, a row cut short, may have
+// broken the rule of r, which the other calls kept. A call that cannot be
+// placed in time may have come anywhere: it breaks no rule whose peak
+// leaves room for one more call, since a window holding it holds at most
+// the peak of the others besides. Its cost is unknown, and so is that of
+// a call placed without its Send: any cost rule may have been broken.
+func mayBreak(r RuleReport, p *joblog.Partial) bool {
+	switch {
+	case !p.HasStart():
+		return r.Rule.Cost || r.Peak+1 > r.Rule.N
+	case !p.HasCost():
+		return r.Rule.Cost
+	}
+	return false
+}
+
+// Broken reports whether a call was seen to break a rule.
+func (rep *Report) Broken() bool {
+	return slices.ContainsFunc(rep.Rules, func(r RuleReport) bool { return r.Violations > 0 })
+}
+
+// unproven returns the rules that may have been broken unseen, or "".
+func (rep *Report) unproven() string {
+	var rules []string
+	for _, r := range rep.Rules {
+		if r.Unproven {
+			rules = append(rules, r.Rule.String())
+		}
+	}
+	return strings.Join(rules, ", ")
+}
+
+// costMatters reports whether the last row, cut short, lacks a cost that
+// a cost rule needs.
+func (rep *Report) costMatters() bool {
+	return !rep.CutShort.HasCost() && slices.ContainsFunc(rep.Rules, func(r RuleReport) bool { return r.Rule.Cost })
+}
+
+// CutNote says, for stderr, what the last row cut short holds and how the
+// audit took it; "" when no row was cut short.
+func (rep *Report) CutNote() string {
+	p := rep.CutShort
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "line %d: the last row is incomplete (pace was stopped while writing it): %q, where a row has 9 tab-separated fields and a line break; ",
+		p.Line, p.Text)
+	unproven := rep.unproven()
+	switch {
+	case p.HasStart():
+		fmt.Fprintf(&b, "it holds its Starttime: its call is counted, admitted at %s", human.Instant(p.Entry.Start))
+		if rep.costMatters() {
+			b.WriteString(", of cost 1 at least: its Send (the call's cost) is cut off")
+		}
+	default:
+		b.WriteString("its Starttime is cut off: its call is not counted, and may have come at any time")
+		if unproven == "" {
+			b.WriteString(", but every rule had room for one more call in any window, so it broke none")
+		}
+	}
+	if unproven != "" {
+		fmt.Fprintf(&b, "; it may have broken %s, which the log cannot tell: no verdict", unproven)
+	}
+	return b.String()
 }
 
 // median returns the median of ds (the mean of the middle two for an even
@@ -189,7 +290,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if rep.Calls > 0 {
 		fmt.Fprintf(&b, ", %s to %s", human.Instant(rep.First), human.Instant(rep.Last))
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if p := rep.CutShort; p != nil {
+		b.WriteString("last row cut short (pace stopped while writing it): ")
+		switch {
+		case p.HasStart() && rep.costMatters():
+			b.WriteString("counted at its Starttime, of unknown cost (its Send is cut off)\n")
+		case p.HasStart():
+			b.WriteString("counted at its Starttime\n")
+		default:
+			b.WriteString("its Starttime is cut off: not counted, time unknown\n")
+		}
+	}
+	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "RULE\tPEAK\tUSAGE\tVIOLATIONS\t%s\n", seqHead)
@@ -238,10 +351,22 @@ func (rep *Report) WriteText(w io.Writer) error {
 				r.Rule, r.Violations, human.Plural(r.Violations, "violation"), strings.ToLower(seqHead[len("FIRST "):]), r.FirstSeq))
 		}
 	}
-	if len(broken) == 0 {
-		fmt.Fprintf(&b, "ok: every rule kept\n")
-	} else {
+	if len(broken) > 0 {
 		fmt.Fprintf(&b, "BROKEN: %s\n", strings.Join(broken, "; "))
+	}
+	if u := rep.unproven(); u != "" {
+		lacks := "Starttime"
+		if rep.CutShort.HasStart() {
+			lacks = "cost (Send)"
+		}
+		it := "it"
+		if strings.Contains(u, ",") {
+			it = "them"
+		}
+		fmt.Fprintf(&b, "UNPROVEN: %s (the last row, cut short, lacks its %s: its call may have broken %s)\n", u, lacks, it)
+	}
+	if rep.OK {
+		fmt.Fprintf(&b, "ok: every rule kept\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -264,6 +389,17 @@ type jsonForm struct {
 	Jobs          int        `json:"jobs"`
 	MedianRuntime float64    `json:"median_runtime_seconds"`
 	Rules         []ruleJSON `json:"rules"`
+	CutShort      *cutJSON   `json:"cut_short"`
+}
+
+// cutJSON is the last row cut short: its line, the row as cut, its Seq
+// (null when cut in it), and whether its call is counted (it holds its
+// Starttime).
+type cutJSON struct {
+	Line    int    `json:"line"`
+	Row     string `json:"row"`
+	Seq     *int   `json:"seq"`
+	Counted bool   `json:"counted"`
 }
 
 type ruleJSON struct {
@@ -276,6 +412,7 @@ type ruleJSON struct {
 	Violations int     `json:"violations"`
 	FirstSeq   *int64  `json:"first_seq"`
 	FirstAt    *string `json:"first_at"`
+	Unproven   bool    `json:"unproven"`
 }
 
 // WriteJSON writes the report as one JSON object on one line.
@@ -296,13 +433,19 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	for _, r := range rep.Rules {
 		rj := ruleJSON{
 			Rule: r.Rule.String(), N: r.Rule.N, Window: r.Rule.Window.Seconds(), Cost: r.Rule.Cost,
-			Peak: r.Peak, PeakUsage: human.Round3(r.PeakUsage), Violations: r.Violations,
+			Peak: r.Peak, PeakUsage: human.Round3(r.PeakUsage), Violations: r.Violations, Unproven: r.Unproven,
 		}
 		if r.Violations > 0 {
 			seq, at := r.FirstSeq, human.Instant(r.FirstAt)
 			rj.FirstSeq, rj.FirstAt = &seq, &at
 		}
 		j.Rules = append(j.Rules, rj)
+	}
+	if p := rep.CutShort; p != nil {
+		j.CutShort = &cutJSON{Line: p.Line, Row: p.Text, Counted: p.HasStart()}
+		if seq := p.Entry.Seq; seq > 0 {
+			j.CutShort.Seq = &seq
+		}
 	}
 	if err := json.NewEncoder(w).Encode(j); err != nil {
 		return fmt.Errorf("encode report: %w", err)

@@ -2,11 +2,13 @@ package audit
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/throttle"
 )
 
 func TestMedian(t *testing.T) {
@@ -109,5 +111,127 @@ func TestReadNegativeFields(t *testing.T) {
 		if _, err := Read(strings.NewReader(row("1.000", send)), 10); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Read(Send %s) error = %v, want %q", send, err, want)
 		}
+	}
+}
+
+// cutLog returns a job log of two whole rows (at 0s and 0.5s, cost 1)
+// that ends in tail, cut short, padded with blank lines so that the file
+// ends on a page boundary when page is set.
+func cutLog(tail string, page bool) string {
+	log := joblog.Header + "\n" +
+		"1\t:\t1700000000.000000\t     0.100\t1\t0\t0\t0\techo 1\n" +
+		"2\t:\t1700000000.500000\t     0.100\t1\t0\t0\t0\techo 2\n"
+	if page {
+		log += strings.Repeat("\n", (4096-(len(log)+len(tail))%4096)%4096)
+	}
+	return log + tail
+}
+
+// TestReadCutShort: the last row, cut short by a killed pace, is read for
+// what it holds whole: a call at its Starttime, its runtime, whether it
+// failed.
+func TestReadCutShort(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		tail     string
+		page     bool
+		calls    int
+		runtimes int
+		failed   int
+	}{
+		{"cut in its Seq", "3", false, 2, 2, 0},
+		{"cut in its Starttime", "3\t:\t1700000000.7", false, 2, 2, 0},
+		{"cut after its Starttime", "3\t:\t1700000000.700000\t", false, 3, 2, 0},
+		{"cut after its JobRuntime", "3\t:\t1700000000.700000\t     0.100\t", false, 3, 3, 0},
+		{"cut in its Signal, Exitval 1", "3\t:\t1700000000.700000\t     0.100\t1\t0\t1\t", false, 3, 3, 0},
+		{"cut in its Command, failed", "3\t:\t1700000000.700000\t     0.100\t1\t0\t1\t0\techo", true, 3, 3, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log := cutLog(tt.tail, tt.page)
+			c, err := Read(strings.NewReader(log), 10)
+			if err != nil {
+				t.Fatalf("Read = %v, want the rows and %q cut short", err, tt.tail)
+			}
+			if line := strings.Count(log, "\n") + 1; c.CutShort == nil || c.CutShort.Text != tt.tail || c.CutShort.Line != line {
+				t.Errorf("CutShort = %+v, want line %d %q", c.CutShort, line, tt.tail)
+			}
+			if len(c.Times) != tt.calls || len(c.Seqs) != tt.calls || len(c.Runtimes) != tt.runtimes || c.Failed != tt.failed {
+				t.Errorf("Read = %d calls, %d seqs, %d runtimes, %d failed; want %d, %d, %d, %d",
+					len(c.Times), len(c.Seqs), len(c.Runtimes), c.Failed, tt.calls, tt.calls, tt.runtimes, tt.failed)
+			}
+			if tt.calls == 3 && (!c.Times[2].At.Equal(time.Unix(1700000000, 7e8)) || c.Seqs[2] != 3) {
+				t.Errorf("the cut row's call = %v, seq %d; want 1700000000.7, seq 3", c.Times[2].At, c.Seqs[2])
+			}
+		})
+	}
+
+	// A whole row at the end, without its line break and not on a page
+	// boundary, is a row like any other; one cut anywhere but at the end
+	// is an error, quoted.
+	c, err := Read(strings.NewReader(cutLog("3\t:\t1700000000.700000\t     0.100\t1\t0\t0\t0\techo", false)), 10)
+	if err != nil || c.CutShort != nil || len(c.Times) != 3 {
+		t.Errorf("Read(a whole last row without its line break) = %+v, %v; want 3 calls, none cut short", c, err)
+	}
+	_, err = Read(strings.NewReader(cutLog("3\t:\t17000\n4\t:\t1700000000.900000\t     0.100\t1\t0\t0\t0\techo 4\n", false)), 10)
+	if want := `job log line 4: got 3 tab-separated fields, want 9: Seq Host Starttime JobRuntime Send Receive Exitval Signal Command: "3\t:\t17000"`; err == nil || err.Error() != want {
+		t.Errorf("Read(a row cut short mid-file) = %v, want %s", err, want)
+	}
+}
+
+// TestNewCutShort: a rule is proven kept despite a call cut short only if
+// that call could not have broken it: placed at its Starttime, it counts
+// as any call; without one, it may have come at any time, so the rule
+// needs room for one more call in every window; without its Send, a cost
+// rule cannot be proven.
+func TestNewCutShort(t *testing.T) {
+	rules := func(s string) []throttle.Rule {
+		rs, err := throttle.ParseRules(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	for _, tt := range []struct {
+		name     string
+		tail     string
+		rules    string
+		broken   string // the rules broken, as "5/s,..."
+		unproven string // the rules unproven
+	}{
+		{"placed, kept", "3\t:\t1700000000.700000\t", "3/s", "", ""},
+		{"placed, broken by it", "3\t:\t1700000000.700000\t", "2/s", "2/s", ""},
+		{"placed, cost unknown, a cost rule", "3\t:\t1700000000.700000\t     0.1\t", "3/s,cost:10/s", "", "cost:10/s"},
+		{"placed, cost held", "3\t:\t1700000000.700000\t     0.1\t7\t", "3/s,cost:9/s", "", ""},
+		{"placed, cost held, over a cost rule", "3\t:\t1700000000.700000\t     0.1\t8\t", "cost:9/s", "cost:9/s", ""},
+		{"unplaced, room in every window", "3\t:\t17000", "3/s,3/2s", "", ""},
+		{"unplaced, one rule full", "3\t:\t17000", "3/s,2/2s", "", "2/2s"},
+		{"unplaced, a cost rule", "3", "10/s,cost:100/s", "", "cost:100/s"},
+		{"unplaced, a rule broken by the whole rows", "3\t:\t17000", "1/s,2/s", "1/s", "2/s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Read(strings.NewReader(cutLog(tt.tail, false)), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := New(rules(tt.rules), 0, c)
+			var broken, unproven []string
+			for _, r := range rep.Rules {
+				if r.Violations > 0 {
+					broken = append(broken, r.Rule.String())
+				}
+				if r.Unproven {
+					unproven = append(unproven, r.Rule.String())
+				}
+			}
+			b, u := strings.Join(broken, ","), strings.Join(unproven, ",")
+			if b != tt.broken || u != tt.unproven || rep.OK != (b == "" && u == "") || rep.Broken() != (b != "") {
+				t.Errorf("New(%s) = broken %q, unproven %q, OK %v, Broken() %v; want broken %q, unproven %q",
+					tt.rules, b, u, rep.OK, rep.Broken(), tt.broken, tt.unproven)
+			}
+			if note := rep.CutNote(); !strings.Contains(note, "the last row is incomplete (pace was stopped while writing it): "+strconv.Quote(tt.tail)) ||
+				(u != "") != strings.Contains(note, "no verdict") {
+				t.Errorf("CutNote() = %q; want the row quoted, and no verdict when a rule is unproven", note)
+			}
+		})
 	}
 }
