@@ -2,6 +2,7 @@ package command
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"os/signal"
@@ -24,44 +25,176 @@ import (
 // left in the background runs on, as when pace exits normally.
 
 // reaper is the write end of the pipe to the reaper process, if one runs.
+// It is safe for concurrent use, and tell never waits for the reaper to
+// read: a reaper that stops reading (SIGSTOP, a debugger, a frozen cgroup,
+// or starved of the CPU) fills the pipe, and must not hold up the jobs,
+// which tell it of their groups as they start and end. What the pipe does
+// not take is kept as each group's change in count, and a goroutine sends
+// it once the reaper reads again.
 type reaper struct {
 	once sync.Once
-	w    *os.File    // nil: no reaper (none asked for, or it failed or died)
-	p    *os.Process // the reaper
-	buf  []byte
+	p    *os.Process // the reaper; nil in tests of the pipe alone
+
+	mu      sync.Mutex
+	w       *os.File    // nil: no reaper (none asked for, or it failed, died or was closed)
+	pending map[int]int // each group's change in count not yet in out, none 0
+	buf     []byte      // the lines last taken from pending
+	out     []byte      // what of buf the pipe has not taken yet
+	// flushing is set while a goroutine (flush) owns buf and out, and
+	// sends what is pending once out is written; flushed is closed when
+	// it ends.
+	flushing bool
+	flushed  chan struct{}
 }
 
-// tell sends the reaper one line: "+PGID" for a job's group that started,
-// "-PGID" for one whose job ended. A reaper that cannot be told (it died)
-// is dropped: the jobs run on without it. Requires groups.mu held (it
-// orders the lines).
+// tell tells the reaper that a job's process group started (op '+') or
+// that its job ended ('-'), without waiting: the line is written now if
+// the pipe takes it, else kept and sent later, after the lines before it.
+// What is kept is the change in each group's count, so a start and an end
+// of one group that are both kept cancel out, and memory is bounded by
+// the number of groups that changed, not of jobs. The reaper counts (a
+// job's pid may be a new job's before the first has ended) and is sent a
+// change of n as n lines "+PGID" (or "-PGID"), so that the count it holds
+// for each group never falls below 0 on the way, and is pace's once it has
+// read all there is. A reaper that cannot be told (it died) is dropped:
+// the jobs run on without it.
 func (r *reaper) tell(op byte, pgid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.w == nil {
 		return
 	}
-	r.buf = strconv.AppendInt(append(r.buf[:0], op), int64(pgid), 10)
-	r.buf = append(r.buf, '\n')
-	if _, err := r.w.Write(r.buf); err != nil {
-		r.w.Close()
-		r.w = nil
+	d := 1
+	if op == '-' {
+		d = -1
+	}
+	if r.pending == nil {
+		r.pending = map[int]int{}
+	}
+	if r.pending[pgid] += d; r.pending[pgid] == 0 {
+		delete(r.pending, pgid)
+	}
+	if r.flushing {
+		return // flush sends it, after what it has
+	}
+	r.take()
+	n, err := writeNow(r.w, r.out)
+	r.out = r.out[n:]
+	switch {
+	case err != nil:
+		r.drop()
+	case len(r.out) > 0:
+		r.flushing = true
+		r.flushed = make(chan struct{})
+		go r.flush(r.w)
 	}
 }
 
-// close ends the pipe, which tells the reaper to kill the groups left (none
-// once every job has ended) and exit, and waits a moment for it.
-func (r *reaper) close() {
-	if r.w == nil {
+// take moves what is pending into buf as lines, the reaper's next, if
+// out is written. Requires r.mu held.
+func (r *reaper) take() {
+	if len(r.out) > 0 || len(r.pending) == 0 {
 		return
 	}
+	r.buf = r.buf[:0]
+	for pgid, d := range r.pending {
+		op := byte('+')
+		if d < 0 {
+			op, d = '-', -d
+		}
+		for range d {
+			r.buf = strconv.AppendInt(append(r.buf, op), int64(pgid), 10)
+			r.buf = append(r.buf, '\n')
+		}
+	}
+	clear(r.pending)
+	r.out = r.buf
+}
+
+// flush writes out, then what was told since, until there is nothing
+// left or w is closed or broken. It waits for the reaper with r.mu
+// released: tell only adds to pending meanwhile. Requires r.flushing set
+// by its caller; it clears it when it ends.
+func (r *reaper) flush(w *os.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.w == w {
+		r.take()
+		if len(r.out) == 0 {
+			break
+		}
+		b := r.out
+		r.mu.Unlock()
+		n, err := w.Write(b)
+		r.mu.Lock()
+		r.out = r.out[n:]
+		if err != nil {
+			if r.w == w {
+				r.drop()
+			}
+			break
+		}
+	}
+	r.flushing = false
+	close(r.flushed)
+}
+
+// drop forgets a reaper that cannot be told (it died). Requires r.mu
+// held, and no write on r.w under way.
+func (r *reaper) drop() {
 	r.w.Close()
 	r.w = nil
+	r.pending, r.buf, r.out = nil, nil, nil
+}
+
+// wait waits until the reaper has been sent all it was told, or ctx is
+// done, and reports whether it has.
+func (r *reaper) wait(ctx context.Context) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.flushing {
+		flushed := r.flushed
+		r.mu.Unlock()
+		select {
+		case <-flushed:
+		case <-ctx.Done():
+		}
+		r.mu.Lock()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return !r.flushing
+}
+
+// closeWait bounds how long close waits for the reaper, to read what it
+// has not yet and to exit.
+const closeWait = time.Second
+
+// close ends the pipe, which tells the reaper to kill the groups left
+// (none once every job has ended) and exit, and waits a moment for it.
+// What the pipe has not taken yet goes first if the reaper reads it in
+// time.
+func (r *reaper) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	r.wait(ctx)
+	r.mu.Lock()
+	w, p := r.w, r.p
+	r.w = nil
+	r.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.Close()
+	if p == nil {
+		return
+	}
 	done := make(chan struct{})
-	go func() { r.p.Wait(); close(done) }()
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
+	go func() { p.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-t.C: // stopped by someone: it reaps when it runs again
+	case <-ctx.Done(): // stopped by someone: it reaps when it runs again
 	}
 }
 
@@ -95,7 +228,13 @@ func RunReaper(in io.Reader) error {
 // writes on in, "+PGID" when a job's process group starts and "-PGID"
 // when its job ends, and when in ends (pace exited, or died) sends
 // SIGKILL to each group still running (Unix; elsewhere there are no
-// groups, and it only reads). It returns once it has.
+// groups, and it only reads). It returns once it has. A group runs while
+// it has had more "+" lines than "-" (a job's pid may be a new job's
+// before the first job has ended). The lines of one group come in order,
+// but not always one a job: when the reaper fell behind (stopped, or
+// starved) and the pipe filled, pace sends each group's net change since,
+// as that many lines of one sign, and a start and an end that cancel not
+// at all.
 func Reap(in io.Reader) error { return reap(in, killPgid) }
 
 // reap is Reap with the kill of a group: never of 0 (the reaper's own

@@ -43,10 +43,31 @@ func (r *reaper) start(path string, argv []string) {
 			pw.Close()
 			return
 		}
+		r.mu.Lock()
 		r.w, r.p = pw, p
+		r.mu.Unlock()
 	})
 }
 
 // killPgid sends SIGKILL to the process group pgid; one already gone is
 // no error.
 func killPgid(pgid int) { signalPgid(pgid, syscall.SIGKILL) }
+
+// writeNow writes what of b the pipe w takes now, in one write, without
+// waiting for room: a full pipe takes nothing (0, no error).
+func writeNow(w *os.File, b []byte) (n int, err error) {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if cerr := rc.Write(func(fd uintptr) bool {
+		n, err = syscall.Write(int(fd), b)
+		return true
+	}); cerr != nil {
+		return 0, cerr
+	}
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return 0, nil
+	}
+	return max(n, 0), err
+}
