@@ -181,7 +181,8 @@ func (e *Executor) Prepare(job *runner.Job) error {
 }
 
 // Close stops the threads children are started from and releases what
-// the executor keeps between jobs, the reaper included (it exits). Call it
+// the executor keeps between jobs, the reaper included (it exits, or is
+// killed if it has not read within a second all it was told). Call it
 // once every job has ended: on Linux a child whose starting thread ends is
 // killed.
 func (e *Executor) Close() error {

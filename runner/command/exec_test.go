@@ -95,6 +95,12 @@ func helper(mode, arg string) {
 		}
 		<-done
 		os.Exit(0)
+	case "reap-list":
+		// A reaper that kills no group but lists in file arg, once its
+		// input has ended, those it would kill.
+		var groups []string
+		reap(os.Stdin, func(pgid int) { groups = append(groups, strconv.Itoa(pgid)) })
+		os.WriteFile(arg, []byte(strings.Join(groups, " ")+"\n"), 0o644)
 	case "hang", "ignore-term":
 		if mode == "ignore-term" {
 			signal.Ignore(syscall.SIGTERM)

@@ -174,17 +174,22 @@ const closeWait = time.Second
 // close ends the pipe, which tells the reaper to kill the groups left
 // (none once every job has ended) and exit, and waits a moment for it.
 // What the pipe has not taken yet goes first if the reaper reads it in
-// time.
+// time. A reaper that does not (stopped, starved) is killed instead: left
+// to read on later, it would take jobs that have ended for running ones,
+// and kill their groups, whose ids may be others' by then.
 func (r *reaper) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
-	r.wait(ctx)
+	told := r.wait(ctx)
 	r.mu.Lock()
 	w, p := r.w, r.p
 	r.w = nil
 	r.mu.Unlock()
 	if w == nil {
 		return
+	}
+	if !told && p != nil {
+		p.Kill()
 	}
 	w.Close()
 	if p == nil {
@@ -194,7 +199,7 @@ func (r *reaper) close() {
 	go func() { p.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-ctx.Done(): // stopped by someone: it reaps when it runs again
+	case <-ctx.Done(): // stopped by someone, having read all: it reaps when it runs again
 	}
 }
 

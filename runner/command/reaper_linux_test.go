@@ -2,13 +2,19 @@ package command
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pace-cli/pace/runner"
 )
 
 // setPipeSize makes the pipe that w writes to hold size bytes (the least
@@ -125,5 +131,78 @@ func TestTellFullPipe(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the reaper did not see its input end")
+	}
+}
+
+// TestStoppedReaper: pace, its reaper stopped (SIGSTOP, a debugger, a
+// frozen cgroup), runs more jobs than the pipe to the reaper holds lines
+// for, and closes in time. The reaper, which would take the jobs that
+// ended meanwhile for running ones, is killed rather than left to kill
+// their groups (whose ids may be others' by then) once it is continued.
+func TestStoppedReaper(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "killed")
+	t.Setenv("PACE_RUNNER_HELPER", "reap-list")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Builder: Lines{}, Reaper: []string{exe, "-test.run=^$", list}}
+	run := func(seq int) {
+		res := e.Execute(context.Background(), &runner.Job{Seq: int64(seq), Attempt: 1, Slot: 1, Argv: []string{"true"}})
+		defer res.Close()
+		if !res.OK() {
+			t.Errorf("job %d: %s (%v), want ok", seq, res.Status(), res.Err)
+		}
+	}
+	run(1) // starts the reaper
+	r := &e.groups.reaper
+	r.mu.Lock()
+	p, w := r.p, r.w
+	r.mu.Unlock()
+	if p == nil || w == nil {
+		t.Fatal("no reaper started with the first job")
+	}
+	defer p.Kill()
+	pidfd, err := unix.PidfdOpen(p.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	setPipeSize(t, w, 4096)
+
+	done := make(chan bool, 1)
+	go func() {
+		for seq := 2; seq <= 600; seq++ {
+			run(seq)
+		}
+		behind := r.behind()
+		e.Close()
+		done <- behind
+	}()
+	select {
+	case behind := <-done:
+		if !behind {
+			t.Fatal("the pipe to the stopped reaper never filled")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("pace hung with its reaper stopped")
+	}
+
+	p.Signal(syscall.SIGCONT)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(time.Minute/time.Millisecond))
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.Poll(fds, int(time.Minute/time.Millisecond))
+	}
+	if n != 1 {
+		t.Fatalf("the reaper, continued, did not end (poll: %d, %v)", n, err)
+	}
+	if b, err := os.ReadFile(list); err == nil {
+		if groups := strings.TrimSpace(string(b)); groups != "" {
+			t.Errorf("continued, the reaper killed groups %s of jobs that had ended", groups)
+		}
 	}
 }
