@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
@@ -74,6 +75,7 @@ type Executor struct {
 	// TempDir holds spilled output; empty means os.TempDir().
 	TempDir string
 	// Env, if not nil, is the children's environment; nil means pace's.
+	// Either way each child's has JobEnv set too, to a value of its own.
 	Env []string
 	// Dir, if not empty, is the children's working directory.
 	Dir string
@@ -93,11 +95,17 @@ type Executor struct {
 	// run's: pace reaper), and ReaperPath its file (Reaper[0] if empty).
 	// Started with the first job, it kills the process groups of the jobs
 	// running when pace dies, of SIGKILL too, so that nothing a job
-	// started outlives a pace killed outright (Unix). On Linux the jobs
-	// themselves die with pace anyway (Pdeathsig); what they started does
-	// not, without a reaper.
+	// started outlives a pace killed outright (Unix), and on Linux the
+	// processes that hold a running job's JobEnv value: what a job
+	// started before pace could tell the reaper its group, and what left
+	// the group. On Linux the jobs themselves die with pace anyway
+	// (Pdeathsig); what they started does not, without a reaper.
 	Reaper     []string
 	ReaperPath string
+
+	// started, if set, is called between a job's start and the reaper's
+	// being told its group (tests: pace killed in that window).
+	started func()
 
 	sp       spawner  // what the platform's Execute keeps between jobs
 	groups   groups   // the running jobs' process groups
@@ -106,35 +114,62 @@ type Executor struct {
 
 // groups is the set of the running jobs' process groups, by their
 // leaders' pids: a count each, as a pid freed by one job's exit may be a
-// new job's before the first has given it back.
+// new job's before the first has given it back. It also numbers the jobs'
+// starts, and tells the reaper of each start and of its group.
 type groups struct {
 	mu     sync.Mutex
 	m      map[int]int
 	stop   os.Signal // the stop in force (SignalRunning), nil while running
-	reaper reaper    // told of each group (Executor.Reaper)
+	reaper reaper    // told of each start and group (Executor.Reaper)
+
+	once   sync.Once
+	token  string        // the executor's, in each JobEnv value
+	starts atomic.Uint64 // the starts numbered so far
 }
 
-// add counts pid's group in; a job that started while the others are
-// stopped gets their stop too (it was being started at Ctrl-Z).
-func (g *groups) add(pid int) {
+// run returns the executor's token, drawn on the first call.
+func (g *groups) run() string {
+	g.once.Do(func() { g.token = newToken() })
+	return g.token
+}
+
+// starting numbers a start that is about to be made and tells the reaper
+// so, before the fork: the job's program runs as soon as it has exec'd,
+// before pace knows its group, and what it starts meanwhile is found by
+// the returned mark, the job's JobEnv entry, if pace dies then. The start
+// must then be told as made (add) or not (failed).
+func (g *groups) starting() (n uint64, mark string) {
+	n = g.starts.Add(1)
+	g.reaper.tell('+', n, 0)
+	return n, jobMark(g.run(), n)
+}
+
+// failed tells the reaper that start n was not made.
+func (g *groups) failed(n uint64) { g.reaper.tell('-', n, 0) }
+
+// add counts in the group of pid, start n's process; a job that started
+// while the others are stopped gets their stop too (it was being started
+// at Ctrl-Z).
+func (g *groups) add(pid int, n uint64) {
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = map[int]int{}
 	}
 	g.m[pid]++
-	g.reaper.tell('+', pid)
+	g.reaper.tell('=', n, pid)
 	if g.stop != nil {
 		signalPgid(pid, g.stop)
 	}
 	g.mu.Unlock()
 }
 
-func (g *groups) remove(pid int) {
+// remove counts out the group of pid, start n's process, which has ended.
+func (g *groups) remove(pid int, n uint64) {
 	g.mu.Lock()
 	if g.m[pid]--; g.m[pid] <= 0 {
 		delete(g.m, pid)
 	}
-	g.reaper.tell('-', pid)
+	g.reaper.tell('-', n, 0)
 	g.mu.Unlock()
 }
 

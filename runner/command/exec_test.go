@@ -74,6 +74,24 @@ func helper(mode, arg string) {
 		}
 		<-done
 		os.Exit(0)
+	case "reaper-window":
+		// Acts as pace run with a reaper, as reaper-parent, running one
+		// job that leaves a child in the background (its pid in file
+		// arg.bg), and stops for good between the job's start and telling
+		// the reaper its group, once there (file arg.paused).
+		if arg == "reap" {
+			Reap(os.Stdin)
+			os.Exit(0)
+		}
+		exe, _ := os.Executable()
+		e := &Executor{Builder: Lines{}, Reaper: []string{exe, "-test.run=^$", "reap"},
+			started: func() {
+				os.WriteFile(arg+".paused", nil, 0o644)
+				time.Sleep(time.Hour) // killed long before
+			}}
+		e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c",
+			"sleep 3600 & echo $! > " + arg + ".tmp; mv " + arg + ".tmp " + arg + ".bg; wait"}})
+		os.Exit(0)
 	case "reaper-parent":
 		// Acts as pace run with a reaper (this binary again, which Reaps
 		// when its last argument is "reap"): runs parentJobs jobs that
@@ -96,11 +114,18 @@ func helper(mode, arg string) {
 		<-done
 		os.Exit(0)
 	case "reap-list":
-		// A reaper that kills no group but lists in file arg, once its
-		// input has ended, those it would kill.
-		var groups []string
-		reap(os.Stdin, func(pgid int) { groups = append(groups, strconv.Itoa(pgid)) })
-		os.WriteFile(arg, []byte(strings.Join(groups, " ")+"\n"), 0o644)
+		// A reaper that kills nothing but lists in file arg, once its
+		// input has ended, the groups and the JobEnv entries whose
+		// processes it would kill.
+		l, _ := readLeft(os.Stdin)
+		var what []string
+		for _, pgid := range l.groups {
+			what = append(what, strconv.Itoa(pgid))
+		}
+		for mark := range l.marks {
+			what = append(what, mark)
+		}
+		os.WriteFile(arg, []byte(strings.Join(what, " ")+"\n"), 0o644)
 	case "hang", "ignore-term":
 		if mode == "ignore-term" {
 			signal.Ignore(syscall.SIGTERM)
@@ -201,6 +226,32 @@ func TestExecuteSpillFailureKeepsNoPart(t *testing.T) {
 	defer res.Close()
 	if res.OK() || res.Err == nil || !strings.Contains(res.Err.Error(), "spill output") || res.Stdout != nil {
 		t.Errorf("got %s (%v), stdout %d bytes; want a failure saying the spill failed, and no stdout", res.Status(), res.Err, res.Stdout.Len())
+	}
+}
+
+// TestExecuteJobEnv: each job's environment holds JobEnv once, a value
+// of its own, which replaces any the environment given had.
+func TestExecuteJobEnv(t *testing.T) {
+	for _, env := range [][]string{nil, {"A=1", JobEnv + "=outer", "B=2"}} {
+		e := &Executor{Builder: Lines{}, Env: env}
+		seen := map[string]bool{}
+		for seq := range 3 {
+			res := e.Execute(context.Background(), &runner.Job{Seq: int64(seq + 1), Argv: []string{"env"}})
+			var vals []string
+			for _, kv := range strings.Split(string(res.Stdout.Bytes()), "\n") {
+				if v, ok := strings.CutPrefix(kv, JobEnv+"="); ok {
+					vals = append(vals, v)
+				}
+			}
+			res.Close()
+			if len(vals) != 1 || seen[vals[0]] || !strings.HasSuffix(vals[0], "."+strconv.Itoa(seq+1)) {
+				t.Errorf("Env %q, start %d: %s=%q, want one value of its own, ending .%d", env, seq+1, JobEnv, vals, seq+1)
+			}
+			if len(vals) > 0 {
+				seen[vals[0]] = true
+			}
+		}
+		e.Close()
 	}
 }
 

@@ -31,7 +31,8 @@ import (
 //     becomes readable when the child exits, instead of a thread blocked in
 //     waitid for every running job.
 //   - The program is looked up in PATH once per run (pathCache), not once
-//     per job; the null device and the environment are prepared once.
+//     per job; the null device and the environment are prepared once: a
+//     job's is that and its JobEnv entry, one copy.
 //   - Output goes through one pipe per stream into the job's Captures, read
 //     with pooled buffers. Pipes, not files, because they tell when the
 //     last writer is gone: a job's background children may go on writing
@@ -48,7 +49,7 @@ type spawner struct {
 	closed  sync.Once
 
 	setup    sync.Once
-	env      []string // the children's environment
+	env      []string // the children's environment, without JobEnv
 	devNull  *os.File // the children's stdin
 	setupErr error
 
@@ -154,9 +155,11 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	if e.Inherit != nil {
 		extra = e.Inherit(job.Admission)
 	}
-	e.groups.reaper.start(e.ReaperPath, e.Reaper)
-	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv, extra)
+	e.groups.reaper.start(e.ReaperPath, e.Reaper, e.groups.run())
+	n, mark := e.groups.starting()
+	p, pidfd, outR, errR, err := e.spawn(jctx, job.Argv, mark, extra)
 	if err != nil {
+		e.groups.failed(n)
 		if errors.Is(context.Cause(jctx), errTimeout) {
 			res.TimedOut = true // its time was up before it could start
 			return res
@@ -165,8 +168,11 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		return res
 	}
 	res.Sent = time.Now()
-	e.groups.add(p.Pid)
-	defer e.groups.remove(p.Pid)
+	if e.started != nil {
+		e.started()
+	}
+	e.groups.add(p.Pid, n)
+	defer e.groups.remove(p.Pid, n)
 	var copies sync.WaitGroup
 	copies.Go(func() { drain(res.Stdout, outR) })
 	copies.Go(func() { drain(res.Stderr, errR) })
@@ -211,15 +217,15 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 }
 
 // spawn starts argv with its output going to two new pipes, whose read
-// ends it returns, with the child's pidfd (-1 for none), and the files
-// extra as descriptors 3 and up.
-func (e *Executor) spawn(ctx context.Context, argv []string, extra []*os.File) (p *os.Process, pidfd int, outR, errR *os.File, err error) {
+// ends it returns, with the child's pidfd (-1 for none), the files extra
+// as descriptors 3 and up, and mark, its JobEnv entry, in its environment.
+func (e *Executor) spawn(ctx context.Context, argv []string, mark string, extra []*os.File) (p *os.Process, pidfd int, outR, errR *os.File, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, -1, nil, nil, err
 	}
 	s := &e.sp
 	s.setup.Do(func() {
-		s.env = (&exec.Cmd{Env: e.Env, Dir: e.Dir}).Environ()
+		s.env = withoutJobEnv((&exec.Cmd{Env: e.Env, Dir: e.Dir}).Environ())
 		s.devNull, s.setupErr = os.Open(os.DevNull)
 	})
 	if s.setupErr != nil {
@@ -240,6 +246,7 @@ func (e *Executor) spawn(ctx context.Context, argv []string, extra []*os.File) (
 		return nil, -1, nil, nil, err
 	}
 	defer errW.Close()
+	env := jobEnviron(s.env, mark)
 	for {
 		pidfd = -1
 		sys := procAttr()
@@ -250,7 +257,7 @@ func (e *Executor) spawn(ctx context.Context, argv []string, extra []*os.File) (
 		if len(extra) > 0 {
 			files = append(files, extra...)
 		}
-		attr := &os.ProcAttr{Dir: e.Dir, Env: s.env, Files: files, Sys: sys}
+		attr := &os.ProcAttr{Dir: e.Dir, Env: env, Files: files, Sys: sys}
 		p, err = s.start(path, argv, attr, e.SpareProcs)
 		if err == nil || !cached || resourceErr(err) {
 			break

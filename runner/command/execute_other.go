@@ -7,14 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/pace-cli/pace/runner"
 )
 
-// spawner holds nothing here: children start from any thread, through
-// os/exec.
-type spawner struct{}
+// spawner holds only the children's environment here: children start
+// from any thread, through os/exec.
+type spawner struct {
+	once sync.Once
+	env  []string // the children's environment, without JobEnv
+}
 
 func (*spawner) close() error { return nil }
 
@@ -39,7 +43,10 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	c := exec.CommandContext(jctx, job.Argv[0], job.Argv[1:]...)
 	c.Stdin = nil // the null device
 	c.Stdout, c.Stderr = res.Stdout, res.Stderr
-	c.Env, c.Dir = e.Env, e.Dir
+	e.sp.once.Do(func() { e.sp.env = withoutJobEnv((&exec.Cmd{Env: e.Env, Dir: e.Dir}).Environ()) })
+	e.groups.reaper.start(e.ReaperPath, e.Reaper, e.groups.run())
+	n, mark := e.groups.starting()
+	c.Env, c.Dir = jobEnviron(e.sp.env, mark), e.Dir
 	c.WaitDelay = grace
 	c.SysProcAttr = procAttr()
 	if e.Inherit != nil {
@@ -49,13 +56,17 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		hard := errors.Is(context.Cause(jctx), runner.ErrKillNow)
 		return signalGroup(c.Process, hard)
 	}
-	e.groups.reaper.start(e.ReaperPath, e.Reaper)
 	err := c.Start()
 	if err == nil {
 		res.Sent = time.Now()
-		e.groups.add(c.Process.Pid)
+		if e.started != nil {
+			e.started()
+		}
+		e.groups.add(c.Process.Pid, n)
 		err = c.Wait()
-		e.groups.remove(c.Process.Pid)
+		e.groups.remove(c.Process.Pid, n)
+	} else {
+		e.groups.failed(n)
 	}
 	if jctx.Err() != nil && c.Process != nil {
 		// Whatever survived the grace period in the job's group goes now.

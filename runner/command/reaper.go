@@ -1,14 +1,10 @@
 package command
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -19,27 +15,38 @@ import (
 // and holding a --global-jobs slot they inherited. pace kills the process
 // groups of its running jobs itself whenever it stops in any other way.
 // For SIGKILL, a reaper does it: a process of its own (pace run starts
-// `pace reaper`, see Executor.Reaper) that pace tells each running job's
-// group on a pipe, and that kills the groups still running when the pipe
-// ends, which is when pace is gone. A job that ended is told too: what it
-// left in the background runs on, as when pace exits normally.
+// `pace reaper`, see Executor.Reaper) that pace tells on a pipe of each
+// job's start, before the fork, then of its process group, then of its
+// end, and that, when the pipe ends, which is when pace is gone, kills
+// the groups of the jobs still running, and (Linux) the processes whose
+// environment holds the JobEnv value of a job not ended: what a job
+// started before pace could tell its group, and what left the group. A
+// job that ended is told too: what it left in the background runs on, as
+// when pace exits normally.
+//
+// The lines pace writes, each ended by a newline:
+//
+//	@TOKEN   the executor's token (the first line)
+//	+N       start N is about to be made (its JobEnv value is TOKEN.N)
+//	=N PGID  start N's process group
+//	-N       start N ended, or was not made
 
 // reaper is the write end of the pipe to the reaper process, if one runs.
 // It is safe for concurrent use, and tell never waits for the reaper to
 // read: a reaper that stops reading (SIGSTOP, a debugger, a frozen cgroup,
 // or starved of the CPU) fills the pipe, and must not hold up the jobs,
-// which tell it of their groups as they start and end. What the pipe does
-// not take is kept as each group's change in count, and a goroutine sends
-// it once the reaper reads again.
+// which tell it of their starts, groups and ends. What the pipe does not
+// take is kept, by start, and a goroutine sends it once the reaper reads
+// again.
 type reaper struct {
 	once sync.Once
 	p    *os.Process // the reaper; nil in tests of the pipe alone
 
 	mu      sync.Mutex
-	w       *os.File    // nil: no reaper (none asked for, or it failed, died or was closed)
-	pending map[int]int // each group's change in count not yet in out, none 0
-	buf     []byte      // the lines last taken from pending
-	out     []byte      // what of buf the pipe has not taken yet
+	w       *os.File          // nil: no reaper (none asked for, or it failed, died or was closed)
+	pending map[uint64]change // what is not yet in out, by start
+	buf     []byte            // the lines last taken from pending
+	out     []byte            // what of buf the pipe has not taken yet
 	// flushing is set while a goroutine (flush) owns buf and out, and
 	// sends what is pending once out is written; flushed is closed when
 	// it ends.
@@ -47,39 +54,51 @@ type reaper struct {
 	flushed  chan struct{}
 }
 
-// tell tells the reaper that a job's process group started (op '+') or
-// that its job ended ('-'), without waiting: the line is written now if
-// the pipe takes it, else kept and sent later, after the lines before it.
-// What is kept is the change in each group's count, so a start and an end
-// of one group that are both kept cancel out, and memory is bounded by
-// the number of groups that changed, not of jobs. The reaper counts (a
-// job's pid may be a new job's before the first has ended) and is sent a
-// change of n as n lines "+PGID" (or "-PGID"), so that the count it holds
-// for each group never falls below 0 on the way, and is pace's once it has
-// read all there is. A reaper that cannot be told (it died) is dropped:
-// the jobs run on without it.
-func (r *reaper) tell(op byte, pgid int) {
+// change is what the reaper has not been sent yet of one start.
+type change struct {
+	start bool // "+N"
+	pgid  int  // "=N PGID", if not 0
+	end   bool // "-N"
+}
+
+// tell tells the reaper that start n is about to be made (op '+'), that
+// its process group is pgid ('='), or that it ended or was not made ('-'),
+// without waiting: the line is written now if the pipe takes it, else
+// kept and sent later, after the lines before it. What is kept of a start
+// that ends before its first line is sent is dropped: the reaper has no
+// more to do with it than with one it never heard of. So memory is
+// bounded by the starts that were running while the pipe was full, not by
+// all the jobs. A reaper that cannot be told (it died) is dropped: the
+// jobs run on without it.
+func (r *reaper) tell(op byte, n uint64, pgid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.w == nil {
 		return
 	}
-	d := 1
-	if op == '-' {
-		d = -1
-	}
 	if r.pending == nil {
-		r.pending = map[int]int{}
+		r.pending = map[uint64]change{}
 	}
-	if r.pending[pgid] += d; r.pending[pgid] == 0 {
-		delete(r.pending, pgid)
+	c := r.pending[n]
+	switch op {
+	case '+':
+		c.start = true
+	case '=':
+		c.pgid = pgid
+	case '-':
+		c = change{end: !c.start}
+	}
+	if c == (change{}) {
+		delete(r.pending, n)
+	} else {
+		r.pending[n] = c
 	}
 	if r.flushing {
 		return // flush sends it, after what it has
 	}
 	r.take()
-	n, err := writeNow(r.w, r.out)
-	r.out = r.out[n:]
+	w, err := writeNow(r.w, r.out)
+	r.out = r.out[w:]
 	switch {
 	case err != nil:
 		r.drop()
@@ -97,18 +116,25 @@ func (r *reaper) take() {
 		return
 	}
 	r.buf = r.buf[:0]
-	for pgid, d := range r.pending {
-		op := byte('+')
-		if d < 0 {
-			op, d = '-', -d
+	for n, c := range r.pending {
+		if c.start {
+			r.buf = appendLine(r.buf, '+', n)
 		}
-		for range d {
-			r.buf = strconv.AppendInt(append(r.buf, op), int64(pgid), 10)
-			r.buf = append(r.buf, '\n')
+		if c.pgid != 0 {
+			r.buf = strconv.AppendUint(append(r.buf, '='), n, 10)
+			r.buf = append(strconv.AppendInt(append(r.buf, ' '), int64(c.pgid), 10), '\n')
+		}
+		if c.end {
+			r.buf = appendLine(r.buf, '-', n)
 		}
 	}
 	clear(r.pending)
 	r.out = r.buf
+}
+
+// appendLine appends the line opN to b.
+func appendLine(b []byte, op byte, n uint64) []byte {
+	return append(strconv.AppendUint(append(b, op), n, 10), '\n')
 }
 
 // flush writes out, then what was told since, until there is nothing
@@ -171,12 +197,13 @@ func (r *reaper) wait(ctx context.Context) bool {
 // has not yet and to exit.
 const closeWait = time.Second
 
-// close ends the pipe, which tells the reaper to kill the groups left
-// (none once every job has ended) and exit, and waits a moment for it.
-// What the pipe has not taken yet goes first if the reaper reads it in
-// time. A reaper that does not (stopped, starved) is killed instead: left
-// to read on later, it would take jobs that have ended for running ones,
-// and kill their groups, whose ids may be others' by then.
+// close ends the pipe, which tells the reaper to kill what the jobs not
+// ended left (nothing once every job has ended) and exit, and waits a
+// moment for it. What the pipe has not taken yet goes first if the reaper
+// reads it in time. A reaper that does not (stopped, starved) is killed
+// instead: left to read on later, it would take jobs that have ended for
+// running ones, and kill their groups, whose ids may be others' by then,
+// and what they left in the background.
 func (r *reaper) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
@@ -217,56 +244,4 @@ func Self(args ...string) (path string, argv []string) {
 		path = "/proc/self/exe"
 	}
 	return path, append([]string{os.Args[0]}, args...)
-}
-
-// RunReaper is the reaper's process: it ignores the signals that stop
-// pace (it must outlive pace, and is not a job), takes a name that is not
-// pace's where it can (Linux: `killall -9 pace` and `pkill -9 pace` then
-// spare it), and Reaps in.
-func RunReaper(in io.Reader) error {
-	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	os.WriteFile("/proc/self/comm", []byte("reaper"), 0)
-	return Reap(in)
-}
-
-// Reap is the reaper's work (Executor.Reaper): it reads the lines pace
-// writes on in, "+PGID" when a job's process group starts and "-PGID"
-// when its job ends, and when in ends (pace exited, or died) sends
-// SIGKILL to each group still running (Unix; elsewhere there are no
-// groups, and it only reads). It returns once it has. A group runs while
-// it has had more "+" lines than "-" (a job's pid may be a new job's
-// before the first job has ended). The lines of one group come in order,
-// but not always one a job: when the reaper fell behind (stopped, or
-// starved) and the pipe filled, pace sends each group's net change since,
-// as that many lines of one sign, and a start and an end that cancel not
-// at all.
-func Reap(in io.Reader) error { return reap(in, killPgid) }
-
-// reap is Reap with the kill of a group: never of 0 (the reaper's own
-// group) or of 1 and below (kill(-1) is every process the user has).
-func reap(in io.Reader, kill func(pgid int)) error {
-	running := map[int]int{} // a count each: a pid may be reused while counted
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 2 {
-			continue
-		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 1 {
-			continue
-		}
-		switch line[0] {
-		case '+':
-			running[pgid]++
-		case '-':
-			if running[pgid]--; running[pgid] <= 0 {
-				delete(running, pgid)
-			}
-		}
-	}
-	for pgid := range running {
-		kill(pgid)
-	}
-	return sc.Err()
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,9 +45,10 @@ func (r *reaper) behind() bool {
 
 // TestTellFullPipe: with the pipe to the reaper full and nothing reading
 // it (a reaper stopped, or starved), tell returns at once and keeps what
-// the pipe does not take, in memory bounded by the groups that changed,
-// not by the jobs; once the reaper reads again, it is sent all of it: the
-// groups it kills when its input ends are the ones running.
+// the pipe does not take, in memory bounded by the jobs that were running
+// meanwhile, not by all the jobs; once the reaper reads again, it is sent
+// all of it: what it kills when its input ends is what the running jobs
+// left, their groups and their JobEnv entries.
 func TestTellFullPipe(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -53,46 +56,54 @@ func TestTellFullPipe(t *testing.T) {
 	}
 	defer pr.Close()
 	setPipeSize(t, pw, 4096)
+	pw.WriteString("@tok\n") // as start does
 	r := &reaper{w: pw}
-	running := map[int]int{} // pace's count of each group
-	tell := func(op byte, pgid int) {
-		if op == '+' {
-			running[pgid]++
-		} else if running[pgid]--; running[pgid] == 0 {
-			delete(running, pgid)
+	running := map[uint64]int{} // pace's: the jobs not ended, by start, and their groups
+	var n uint64
+	start := func(pgid int) uint64 { // a job starts, and its group is told unless 0
+		n++
+		running[n] = 0
+		r.tell('+', n, 0)
+		if pgid != 0 {
+			running[n] = pgid
+			r.tell('=', n, pgid)
 		}
-		r.tell(op, pgid)
+		return n
+	}
+	end := func(n uint64) {
+		delete(running, n)
+		r.tell('-', n, 0)
 	}
 	told := make(chan struct{})
 	go func() {
 		defer close(told)
-		// Before the pipe fills: 50 groups start.
+		// Before the pipe fills: 50 jobs start.
+		var early []uint64
 		for g := 100; g < 150; g++ {
-			tell('+', g)
+			early = append(early, start(g))
 		}
 		// Jobs of 40 groups start and end until it is full, and 10,000
 		// more after that.
 		for i := 0; i < 100_000 && !r.behind(); i++ {
-			tell('+', 200+i%40)
-			tell('-', 200+i%40)
+			end(start(200 + i%40))
 		}
 		for i := range 10_000 {
-			tell('+', 200+i%40)
-			tell('-', 200+i%40)
+			end(start(200 + i%40))
 		}
-		// While it is full: half the groups that started before end, 20
-		// start, one of the 40 starts again and runs on, and a job's pid
-		// is a new job's before the first job has ended (counted twice,
-		// then once).
-		for g := 100; g < 125; g++ {
-			tell('-', g)
+		// While it is full: half the jobs that started before end, 20
+		// start, one starts on a group of the 40 and runs on, one starts
+		// and ends on a group still running (a job's pid is a new job's
+		// before the first has ended), and one is about to start (told
+		// before its fork, its group not yet).
+		for _, n := range early[:25] {
+			end(n)
 		}
 		for g := 300; g < 320; g++ {
-			tell('+', g)
+			start(g)
 		}
-		tell('+', 210)
-		tell('+', 140)
-		tell('-', 140)
+		start(210)
+		end(start(140))
+		start(0)
 	}()
 	select {
 	case <-told:
@@ -105,29 +116,44 @@ func TestTellFullPipe(t *testing.T) {
 	r.mu.Lock()
 	kept := len(r.pending)
 	r.mu.Unlock()
-	if changed := 40 + 25 + 20 + 1; kept > changed {
-		t.Errorf("tell keeps the changes of %d groups, want at most the %d that changed", kept, changed)
+	// The 25 ended whose start was sent, the 22 that started since, and
+	// the one whose start was being told as the pipe filled.
+	if most := 25 + 22 + 1; kept > most {
+		t.Errorf("tell keeps the lines of %d jobs, want at most the %d that ran while the pipe was full", kept, most)
 	}
 
 	// The reaper reads again.
-	killed := make(chan []int, 1)
+	read := make(chan left, 1)
 	go func() {
-		var groups []int
-		reap(pr, func(pgid int) { groups = append(groups, pgid) })
-		killed <- groups
+		l, _ := readLeft(pr)
+		read <- l
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if !r.wait(ctx) {
 		t.Fatal("what the pipe did not take was not sent once the reaper read again")
 	}
-	tell('-', 300)
+	for n, pgid := range running {
+		if pgid == 300 {
+			end(n)
+		}
+	}
 	r.close()
 	select {
-	case got := <-killed:
-		slices.Sort(got)
-		if want := slices.Sorted(maps.Keys(running)); !slices.Equal(got, want) {
-			t.Errorf("the reaper kills groups %v, want the running %v", got, want)
+	case l := <-read:
+		groups, marks := map[int]bool{}, map[string]bool{}
+		for n, pgid := range running {
+			if pgid != 0 {
+				groups[pgid] = true
+			}
+			marks[jobMark("tok", n)] = true
+		}
+		slices.Sort(l.groups)
+		if want := slices.Sorted(maps.Keys(groups)); !slices.Equal(l.groups, want) {
+			t.Errorf("the reaper kills groups %v, want the running %v", l.groups, want)
+		}
+		if !maps.Equal(l.marks, marks) {
+			t.Errorf("the reaper kills the processes of %d JobEnv entries, want the %d of the running jobs", len(l.marks), len(marks))
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the reaper did not see its input end")
@@ -201,8 +227,90 @@ func TestStoppedReaper(t *testing.T) {
 		t.Fatalf("the reaper, continued, did not end (poll: %d, %v)", n, err)
 	}
 	if b, err := os.ReadFile(list); err == nil {
-		if groups := strings.TrimSpace(string(b)); groups != "" {
-			t.Errorf("continued, the reaper killed groups %s of jobs that had ended", groups)
+		if what := strings.TrimSpace(string(b)); what != "" {
+			t.Errorf("continued, the reaper killed %s, of jobs that had ended", what)
 		}
+	}
+}
+
+// TestJobsChildrenDieWithPaceBeforeGroup: pace (a helper process running
+// a job with a reaper) killed with SIGKILL after the job's start, before
+// it told the reaper the job's group, takes with it what the job started
+// in the background meanwhile: the reaper, told of the start before the
+// fork, finds it by its JobEnv entry. Before, it knew of no job, and the
+// child ran on.
+func TestJobsChildrenDieWithPaceBeforeGroup(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "job")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$", file)
+	parent.Env = append(os.Environ(), "PACE_RUNNER_HELPER=reaper-window")
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Wait()
+	defer parent.Process.Kill()
+	if !within(time.Minute, func() bool {
+		_, err1 := os.Stat(file + ".bg")
+		_, err2 := os.Stat(file + ".paused")
+		return err1 == nil && err2 == nil
+	}) {
+		t.Fatal("the job did not start its background child, or pace did not pause before telling its group")
+	}
+	if !alive(t, file+".bg") {
+		t.Fatal("the job's background child died while pace was alive")
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	if !within(time.Minute, func() bool { return !alive(t, file+".bg") }) {
+		t.Error("the job's background child outlived a pace killed before it told the reaper the job's group")
+		if b, err := os.ReadFile(file + ".bg"); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// within reports whether cond holds within d, looking every 10ms.
+func within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// TestSweepProcfs: the reaper's look through /proc kills a process whose
+// environment holds a JobEnv entry it looks for, though it is in a group
+// of its own, and spares one that holds another.
+func TestSweepProcfs(t *testing.T) {
+	ps := sysProcs()
+	if ps == nil {
+		t.Skip("no pidfds on this kernel")
+	}
+	start := func(mark string) *exec.Cmd {
+		c := exec.Command("sleep", "3600")
+		c.Env = append(os.Environ(), mark)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	marked, other := start("PACE_JOB=tok.7"), start("PACE_JOB=tok.71")
+	sweep(map[string]bool{"PACE_JOB=tok.7": true}, ps)
+	err := marked.Wait()
+	if ws, ok := marked.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the marked process: Wait = %v, want killed by SIGKILL", err)
+	}
+	if err := syscall.Kill(other.Process.Pid, 0); err != nil {
+		t.Errorf("the process of another JobEnv value: %v, want it left running", err)
 	}
 }

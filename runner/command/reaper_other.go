@@ -6,7 +6,7 @@ import "os"
 
 // start starts no reaper: without process groups there is nothing to
 // kill but the jobs themselves.
-func (r *reaper) start(string, []string) {}
+func (r *reaper) start(string, []string, string) {}
 
 // killPgid does nothing: there are no process groups.
 func killPgid(int) {}

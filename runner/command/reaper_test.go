@@ -1,6 +1,8 @@
 package command
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,12 +13,121 @@ import (
 // process of the user's), kills nothing.
 func TestReapKillsOnlyGroups(t *testing.T) {
 	var killed []int
-	in := "+12\n+0\n+1\n+-1\n-\n+\nnoise\n+x\n+13\n-13\n+14\n+14\n-14\n-99\n"
-	if err := reap(strings.NewReader(in), func(pgid int) { killed = append(killed, pgid) }); err != nil {
+	in := "+1\n=1 12\n+2\n=2 0\n+3\n=3 1\n+4\n=4 -1\n-\n+\n=\nnoise\n+x\n=5 x\n+6\n=6 13\n-6\n-99\n=99\n"
+	if err := reap(strings.NewReader(in), func(pgid int) { killed = append(killed, pgid) }, nil); err != nil {
 		t.Fatalf("reap = %v", err)
 	}
-	slices.Sort(killed)
-	if want := []int{12, 14}; !slices.Equal(killed, want) {
+	if want := []int{12}; !slices.Equal(killed, want) {
 		t.Errorf("reap killed groups %v, want %v", killed, want)
+	}
+}
+
+// fakeProcs is a table of processes for the reaper to look through,
+// with what it did to them.
+type fakeProcs struct {
+	env    map[int]string // by pid, the environ; a process without one cannot be read
+	forks  map[int]int    // by pid, the pid of a child it starts just before it is killed
+	log    *[]string      // what was killed, in order
+	looks  int            // how many times the processes were listed
+	waited int            // how many times it waited for those killed
+}
+
+func (f *fakeProcs) list() []int {
+	f.looks++
+	return slices.Sorted(maps.Keys(f.env))
+}
+
+func (f *fakeProcs) environ(pid int) []byte {
+	if env, ok := f.env[pid]; ok && env != "" {
+		return []byte(env)
+	}
+	return nil
+}
+
+func (f *fakeProcs) kill(pid int, marked func([]byte) bool) bool {
+	if !marked(f.environ(pid)) {
+		return false
+	}
+	*f.log = append(*f.log, fmt.Sprint("pid ", pid))
+	if child, ok := f.forks[pid]; ok {
+		f.env[child] = f.env[pid]
+	}
+	delete(f.env, pid)
+	return true
+}
+
+func (f *fakeProcs) wait() { f.waited++ }
+
+// TestReapStartsNotTold: when its input ends, the reaper kills the groups
+// of the jobs that have not ended, then each process whose environment
+// holds the JobEnv entry of a job not ended, its group told or not (pace
+// died between the job's fork and telling its group, or the process left
+// the group), and looks again for the children they started meanwhile. It
+// spares what holds an ended job's entry, or one that only looks like a
+// running job's.
+func TestReapStartsNotTold(t *testing.T) {
+	in := strings.Join([]string{
+		"@tok",
+		"+1", "=1 500", // running
+		"+2",                 // about to start: pace died before telling its group
+		"+3", "=3 501", "-3", // ended
+		"+4", "-4", // not started
+		"+5", "=5 500", "-5", // ended, its group a running job's too
+		"+6", "=6 502", // running, its group told
+	}, "\n") + "\n"
+	var log []string
+	ps := &fakeProcs{
+		env: map[int]string{
+			10: "A=1\x00PACE_JOB=tok.1\x00",    // job 1's, left its group
+			20: "PACE_JOB=tok.2\x00B=2\x00",    // job 2's
+			21: "PACE_JOB=tok.2",               // its child, whose environ ends without a NUL
+			30: "PACE_JOB=tok.3\x00",           // left by job 3, which ended
+			40: "PACE_JOB=tok.12\x00",          // looks like job 1's
+			41: "PACE_JOB=other.1\x00",         // another pace's job 1
+			42: "XPACE_JOB=tok.1\x00",          // not JobEnv
+			43: "A=PACE_JOB=tok.1\x00",         // not JobEnv either
+			44: "",                             // cannot be read
+			60: "PACE_JOB=tok.6\x00PACE_JOB=x", // job 6's, in its group too
+		},
+		forks: map[int]int{20: 22, 22: 23}, // job 2's starts a child as it is killed, which does too
+		log:   &log,
+	}
+	if err := reap(strings.NewReader(in), func(pgid int) { log = append(log, fmt.Sprint("group ", pgid)) }, ps); err != nil {
+		t.Fatalf("reap = %v", err)
+	}
+	groups, pids := log[:2], log[2:]
+	slices.Sort(groups)
+	if want := []string{"group 500", "group 502"}; !slices.Equal(groups, want) {
+		t.Errorf("reap killed first %q, want the running jobs' groups %q", groups, want)
+	}
+	slices.Sort(pids)
+	if want := []string{"pid 10", "pid 20", "pid 21", "pid 22", "pid 23", "pid 60"}; !slices.Equal(pids, want) {
+		t.Errorf("reap killed then %q, want %q", pids, want)
+	}
+	// Three looks kill 10, 20, 21, 60, then 22, then 23; a fourth finds none.
+	if ps.looks != 4 || ps.waited != 3 {
+		t.Errorf("reap looked through the processes %d times and waited %d, want 4 and 3", ps.looks, ps.waited)
+	}
+	for _, pid := range []int{30, 40, 41, 42, 43, 44} {
+		if _, ok := ps.env[pid]; !ok {
+			t.Errorf("reap killed process %d", pid)
+		}
+	}
+}
+
+// TestReapSweepBounded: a process that starts a child each time it is
+// killed (a fork bomb, as far as the reaper knows) stops the reaper's
+// looks at sweepRounds, not never.
+func TestReapSweepBounded(t *testing.T) {
+	var log []string
+	ps := &fakeProcs{env: map[int]string{100: "PACE_JOB=tok.1\x00"}, forks: map[int]int{}, log: &log}
+	for pid := 100; pid < 100+2*sweepRounds; pid++ {
+		ps.forks[pid] = pid + 1
+	}
+	if err := reap(strings.NewReader("@tok\n+1\n"), func(int) {}, ps); err != nil {
+		t.Fatalf("reap = %v", err)
+	}
+	if ps.looks != sweepRounds || len(log) != sweepRounds {
+		t.Errorf("reap looked %d times and killed %d processes, want %d and %d", ps.looks, len(log), sweepRounds, sweepRounds)
 	}
 }

@@ -8,15 +8,17 @@ import (
 )
 
 // start starts the reaper, the program path with argv, once for the
-// executor's life: in a process
+// executor's life, and tells it the executor's token: in a process
 // group of its own (so that the terminal's signals do not reach it, and a
 // kill of pace's group spares it), with the read end of a pipe as its
 // stdin and the null device as its stdout and stderr, and nothing else of
 // pace's: it must outlive pace, so it has no Pdeathsig, and it holds no
 // descriptor of pace's (a pipe a job's output or pace's own stdout goes
-// to would stay open). A reaper that cannot start is no failure: the jobs
-// run as they would without one.
-func (r *reaper) start(path string, argv []string) {
+// to would stay open), nor the JobEnv entry of a pace that pace is a job
+// of (that pace's reaper would kill it before it has done its work). A
+// reaper that cannot start is no failure: the jobs run as they would
+// without one.
+func (r *reaper) start(path string, argv []string, token string) {
 	r.once.Do(func() {
 		if len(argv) == 0 {
 			return
@@ -36,11 +38,19 @@ func (r *reaper) start(path string, argv []string) {
 		}
 		defer null.Close()
 		p, err := os.StartProcess(path, argv, &os.ProcAttr{
+			Env:   withoutJobEnv(os.Environ()),
 			Files: []*os.File{pr, null, null},
 			Sys:   &syscall.SysProcAttr{Setpgid: true},
 		})
 		if err != nil {
 			pw.Close()
+			return
+		}
+		// The pipe is empty: the first line fits.
+		if _, err := pw.WriteString("@" + token + "\n"); err != nil {
+			pw.Close()
+			p.Kill()
+			p.Wait()
 			return
 		}
 		r.mu.Lock()
