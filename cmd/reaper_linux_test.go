@@ -55,7 +55,8 @@ func TestReaperSurvivesKillallPace(t *testing.T) {
 
 // TestRunWithReaperStopped: pace run whose reaper is stopped (SIGSTOP, a
 // debugger, a frozen cgroup) runs more jobs than the pipe to the reaper
-// holds lines for (a page here, some 250 jobs' starts and ends), and exits.
+// holds lines for (a page here, some 190 jobs' starts, groups and ends), and
+// exits.
 func TestRunWithReaperStopped(t *testing.T) {
 	dir := t.TempDir()
 	if err := unix.Mkfifo(filepath.Join(dir, "gate"), 0o600); err != nil {
