@@ -32,3 +32,26 @@ func BenchmarkExecuteTrue(b *testing.B) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkExecuteTrueReaper is BenchmarkExecuteTrue with a reaper (cat,
+// which reads what it is told and kills nothing), as pace run has: the
+// cost of telling it of each start, group and end.
+func BenchmarkExecuteTrueReaper(b *testing.B) {
+	e := &Executor{Builder: Lines{}, Reaper: []string{"cat"}}
+	defer e.Close()
+	b.ReportAllocs()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"true"}})
+				if !res.OK() {
+					b.Errorf("true: %s", res.Status())
+				}
+				res.Close()
+			}
+		})
+	}
+	wg.Wait()
+}

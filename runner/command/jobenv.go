@@ -24,14 +24,19 @@ func newToken() string { return rand.Text() }
 // jobMark returns the entry of JobEnv in the environment of start n of
 // the executor whose token is token.
 func jobMark(token string, n uint64) string {
-	b := make([]byte, 0, len(JobEnv)+1+len(token)+1+20)
-	b = append(append(append(b, JobEnv...), '='), token...)
-	b = strconv.AppendUint(append(b, '.'), n, 10)
-	return string(b)
+	var num [20]byte
+	var b strings.Builder
+	b.Grow(len(JobEnv) + 1 + len(token) + 1 + len(num))
+	b.WriteString(JobEnv)
+	b.WriteByte('=')
+	b.WriteString(token)
+	b.WriteByte('.')
+	b.Write(strconv.AppendUint(num[:0], n, 10))
+	return b.String()
 }
 
-// withoutJobEnv returns env without its entries of JobEnv, in a new slice
-// whose capacity is its length, so that appending to it copies.
+// withoutJobEnv returns env without its entries of JobEnv, in a new
+// slice.
 func withoutJobEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
@@ -39,12 +44,15 @@ func withoutJobEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return out[:len(out):len(out)]
+	return out
 }
 
 // jobEnviron returns the environment of the job whose entry of JobEnv is
-// mark: base, which holds none (withoutJobEnv), and mark. It copies base
-// once; base is not changed.
+// mark: base, which holds none (withoutJobEnv), and mark, in one new
+// slice of their length (append would double base's).
 func jobEnviron(base []string, mark string) []string {
-	return append(base[:len(base):len(base)], mark)
+	env := make([]string, len(base)+1)
+	copy(env, base)
+	env[len(base)] = mark
+	return env
 }
