@@ -304,8 +304,9 @@ func TestSweepProcfs(t *testing.T) {
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 		return c
 	}
-	marked, other := start("PACE_JOB=tok.7"), start("PACE_JOB=tok.71")
-	sweep(map[string]bool{"PACE_JOB=tok.7": true}, ps)
+	token := newToken() // of its own: sweep looks through every process
+	marked, other := start(jobMark(token, 7)), start(jobMark(token, 71))
+	sweep(map[string]bool{jobMark(token, 7): true}, ps)
 	err := marked.Wait()
 	if ws, ok := marked.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the marked process: Wait = %v, want killed by SIGKILL", err)

@@ -34,8 +34,10 @@ func startGroup(t *testing.T) *exec.Cmd {
 // when pace exits normally).
 func TestReap(t *testing.T) {
 	running, twice, ended := startGroup(t), startGroup(t), startGroup(t)
-	in := fmt.Sprintf("@tok\n+1\n=1 %d\n+2\n=2 %d\n+3\n=3 %d\n+4\n=4 %d\n-3\n-4\n",
-		running.Process.Pid, twice.Process.Pid, twice.Process.Pid, ended.Process.Pid)
+	// A token of its own: Reap kills the processes of jobs 1 and 2, by
+	// their JobEnv entries, wherever they are.
+	in := fmt.Sprintf("@%s\n+1\n=1 %d\n+2\n=2 %d\n+3\n=3 %d\n+4\n=4 %d\n-3\n-4\n",
+		newToken(), running.Process.Pid, twice.Process.Pid, twice.Process.Pid, ended.Process.Pid)
 	if err := Reap(strings.NewReader(in)); err != nil {
 		t.Fatalf("Reap = %v", err)
 	}
