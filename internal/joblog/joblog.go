@@ -323,9 +323,10 @@ type Log struct {
 	Rules   []throttle.Rule
 	Entries []Entry
 	// CutShort is the last line when it is a row that a pace killed as
-	// it wrote it left cut short (see cutShort); Open cuts it off. It is
-	// not in Entries: its item has no row.
-	CutShort string
+	// it wrote it left cut short (see cutShort), or nil; Open cuts it off.
+	// It is not in Entries: what it holds may be short of a call. Its
+	// call was made all the same (Partial.Call).
+	CutShort *Partial
 }
 
 // SeqOf returns the Seq of row, a row whole or cut short, or 0 when it
@@ -380,7 +381,7 @@ func Read(r io.Reader) (*Log, error) {
 		}
 		// Without a line break the line is the last: cr has read all.
 		if !ended && cutShort(line, cr.n) {
-			log.CutShort = line
+			log.CutShort = partialOf(n, line)
 			return nil
 		}
 		if strings.HasPrefix(line, "Seq\tHost\t") {
@@ -493,6 +494,30 @@ func (p *Partial) HasCost() bool { return p.whole > 4 }
 // HasExit reports whether the row holds its Exitval and Signal whole:
 // whether the job failed (Entry.Failed).
 func (p *Partial) HasExit() bool { return p.whole > 7 }
+
+// Call returns the call of the row, counted as late and as costly as it
+// can have been, for a limiter that holds rules across runs (see
+// throttle.Limiter.Seed): a row is written after its call was admitted,
+// so the call came no later than at, any instant after the row was cut
+// (when a later run read the log). At its Starttime if the row holds it,
+// else at at: a call counted later than it came stays in every window
+// that holds the call as it came, of a count or a cost rule, ending at
+// or after at, which is every window a later admission looks at. Of its
+// cost (Send) if the row holds it, else throttle.MaxLimit, which fills
+// any cost rule (and counts 1 in a count rule): nothing in the log
+// bounds the cost a call had (the estimate the run charged may have been
+// corrected by the response to any value), and a cost that fills the
+// rule keeps it whatever it was.
+func (p *Partial) Call(at time.Time) throttle.Call {
+	c := throttle.Call{At: at, Cost: throttle.MaxLimit}
+	if p.HasStart() {
+		c.At = p.Entry.Start
+	}
+	if p.HasCost() {
+		c.Cost = p.Entry.Cost()
+	}
+	return c
+}
 
 // partialOf returns what line, the n-th and a row cut short (cutShort
 // says so), holds whole.

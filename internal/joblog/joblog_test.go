@@ -618,16 +618,17 @@ func TestCutShortRow(t *testing.T) {
 			}
 			log := head + strings.Repeat("x", pad) + "\n" + tt.tail
 			got, err := Read(strings.NewReader(log))
+			cut := textOf(got.CutShort)
 			switch {
-			case tt.cutShort && (err != nil || len(got.Entries) != 1 || got.CutShort != tt.tail):
-				t.Fatalf("Read = %d rows, cut short %q, %v; want row 1 and %q cut short", len(got.Entries), got.CutShort, err, tt.tail)
-			case !tt.cutShort && err == nil && (len(got.Entries) != 2 || got.CutShort != ""):
-				t.Fatalf("Read = %d rows, cut short %q; want 2 rows, none cut short (or an error)", len(got.Entries), got.CutShort)
+			case tt.cutShort && (err != nil || len(got.Entries) != 1 || cut != tt.tail):
+				t.Fatalf("Read = %d rows, cut short %q, %v; want row 1 and %q cut short", len(got.Entries), cut, err, tt.tail)
+			case !tt.cutShort && err == nil && (len(got.Entries) != 2 || got.CutShort != nil):
+				t.Fatalf("Read = %d rows, cut short %q; want 2 rows, none cut short (or an error)", len(got.Entries), cut)
 			}
-			if want := 12; tt.cutShort && strings.Contains(tt.tail, "\t") && SeqOf(got.CutShort) != want {
-				t.Errorf("SeqOf(%q) = %d, want %d", got.CutShort, SeqOf(got.CutShort), want)
-			} else if tt.cutShort && !strings.Contains(tt.tail, "\t") && SeqOf(got.CutShort) != 0 {
-				t.Errorf("SeqOf(%q) = %d, want 0: its Seq is cut", got.CutShort, SeqOf(got.CutShort))
+			if want := 12; tt.cutShort && strings.Contains(tt.tail, "\t") && (SeqOf(cut) != want || got.CutShort.Entry.Seq != want) {
+				t.Errorf("SeqOf(%q) = %d, Entry.Seq %d; want %d", cut, SeqOf(cut), got.CutShort.Entry.Seq, want)
+			} else if tt.cutShort && !strings.Contains(tt.tail, "\t") && (SeqOf(cut) != 0 || got.CutShort.Entry.Seq != 0) {
+				t.Errorf("SeqOf(%q) = %d, Entry.Seq %d; want 0: its Seq is cut", cut, SeqOf(cut), got.CutShort.Entry.Seq)
 			}
 			path := filepath.Join(t.TempDir(), "log")
 			if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
@@ -653,12 +654,20 @@ func TestCutShortRow(t *testing.T) {
 				t.Errorf("after Open and a row, the log ends %q, want %q", tail(string(b)), tail(want))
 			}
 			if tt.cutShort {
-				if got, err := Read(bytes.NewReader(b)); err != nil || len(got.Entries) != 2 || got.CutShort != "" {
-					t.Errorf("Read after = %d rows, cut short %q, %v; want rows 1 and 2", len(got.Entries), got.CutShort, err)
+				if got, err := Read(bytes.NewReader(b)); err != nil || len(got.Entries) != 2 || got.CutShort != nil {
+					t.Errorf("Read after = %d rows, cut short %q, %v; want rows 1 and 2", len(got.Entries), textOf(got.CutShort), err)
 				}
 			}
 		})
 	}
+}
+
+// textOf returns the text of a row cut short, or "" for none.
+func textOf(p *Partial) string {
+	if p == nil {
+		return ""
+	}
+	return p.Text
 }
 
 // tail returns the end of s, for messages.

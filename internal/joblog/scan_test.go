@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 // scanAll returns what Scan finds in in, and the rows it passes.
@@ -109,6 +111,19 @@ func checkEveryCut(t *testing.T, e Entry) {
 		if bad {
 			t.Fatalf("cut at %d (%q): Entry = %+v, want the fields of %+v before the cut", c, cut, g, want)
 		}
+		// Its call: at its Starttime and cost if it holds them, else as
+		// late (when the log was read) and as costly as it can have been.
+		read := want.Start.Add(time.Hour)
+		wantCall := throttle.Call{At: read, Cost: throttle.MaxLimit}
+		if whole > 2 {
+			wantCall.At = want.Start
+		}
+		if whole > 4 {
+			wantCall.Cost = want.Cost()
+		}
+		if got := p.Call(read); !got.At.Equal(wantCall.At) || got.Cost != wantCall.Cost {
+			t.Fatalf("cut at %d (%q): Call(read) = %+v, want %+v", c, cut, got, wantCall)
+		}
 	}
 }
 
@@ -144,12 +159,9 @@ func FuzzScan(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Scan(%q) read it, Read = %v", in, err)
 			}
-			cut := ""
-			if sc.CutShort != nil {
-				cut = sc.CutShort.Text
-			}
-			if !entriesEqual(rows, log.Entries) || cut != log.CutShort {
-				t.Fatalf("Scan(%q) = %+v cut %q; Read = %+v cut %q", in, rows, cut, log.Entries, log.CutShort)
+			if !entriesEqual(rows, log.Entries) || (sc.CutShort == nil) != (log.CutShort == nil) ||
+				sc.CutShort != nil && *sc.CutShort != *log.CutShort {
+				t.Fatalf("Scan(%q) = %+v cut %+v; Read = %+v cut %+v", in, rows, sc.CutShort, log.Entries, log.CutShort)
 			}
 		}
 
