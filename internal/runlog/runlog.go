@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pace-cli/pace/internal/human"
@@ -50,8 +51,13 @@ type Log struct {
 	earlier *joblog.Log
 	resume  *resume.State
 	command func(*runner.Job) string
+	redact  func(string) string
 	// cost says whether rows record the call's cost (in Send).
 	cost bool
+	// cut is the row cut short that the log ended in when it was read
+	// (joblog.Log.CutShort), and cutCall its call as Seed counted it.
+	cut     *joblog.Partial
+	cutCall *throttle.Call
 }
 
 // Open reads the job log o names, if it exists, and opens it for
@@ -79,7 +85,7 @@ func Load(o Options) (*Log, error) {
 	if o.Path == "" {
 		return nil, nil
 	}
-	j := &Log{path: o.Path, command: o.Command, earlier: &joblog.Log{}}
+	j := &Log{path: o.Path, command: o.Command, redact: o.Redact, earlier: &joblog.Log{}}
 	f, err := regfile.Open(o.Path, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -93,6 +99,7 @@ func Load(o Options) (*Log, error) {
 		if err != nil {
 			return nil, fmt.Errorf("job log %s: %w", o.Path, err)
 		}
+		j.cut = j.earlier.CutShort
 	}
 	if o.Resume != 0 {
 		if o.Redact != nil {
@@ -128,27 +135,59 @@ func (j *Log) Path() string { return j.path }
 // across runs sharing the log. It must come before the first admission.
 // It returns how many earlier admissions fall inside the longest window
 // of rules, ending at now.
+//
+// The call of a row cut short at the end of the log (a pace killed as it
+// wrote it) was made, and counts too, as late and as costly as it can
+// have been (joblog.Partial.Call): at its Starttime, or at now if the row
+// lacks it, and of its cost, or of one that fills every cost rule.
 func (j *Log) Seed(b throttle.Backend, rules []throttle.Rule, now time.Time) (int, error) {
-	if j == nil || len(j.earlier.Entries) == 0 {
+	if j == nil {
 		return 0, nil
 	}
-	if err := b.Seed(j.earlier.Calls()); err != nil {
+	if j.cut != nil {
+		c := j.cut.Call(now)
+		j.cutCall = &c
+	}
+	calls := j.EarlierCalls()
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	if err := b.Seed(calls); err != nil {
 		return 0, fmt.Errorf("job log %s: count earlier calls: %w", j.path, err)
 	}
-	return j.earlier.Within(rules, now), nil
+	recent := j.earlier.Within(rules, now)
+	if c := j.cutCall; c != nil && c.At.After(now.Add(-longest(rules))) {
+		recent++
+	}
+	return recent, nil
 }
 
-// EarlierCalls returns the admissions of the earlier runs in the log.
+// longest returns the longest window of rules.
+func longest(rules []throttle.Rule) time.Duration {
+	var w time.Duration
+	for _, r := range rules {
+		w = max(w, r.Window)
+	}
+	return w
+}
+
+// EarlierCalls returns the admissions of the earlier runs in the log,
+// with the call of a row cut short once Seed has counted it.
 func (j *Log) EarlierCalls() []throttle.Call {
 	if j == nil {
 		return nil
 	}
-	return j.earlier.Calls()
+	calls := j.earlier.Calls()
+	if j.cutCall != nil {
+		calls = append(calls, *j.cutCall)
+	}
+	return calls
 }
 
 // Announce says on w that the log ended in a row cut short (cut off by
-// Open), what a resumed run skips, and with verbose how many earlier
-// calls still count against the rules (recent, as Seed returned).
+// Open), quoting it with its credentials hidden, and how Seed counted its
+// call; what a resumed run skips; and with verbose how many earlier calls
+// still count against the rules (recent, as Seed returned).
 func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if j == nil {
 		return
@@ -157,12 +196,30 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if j.w != nil {
 		cut = j.w.CutShort()
 	}
-	if cut != "" {
-		what := "an item"
-		if seq := joblog.SeqOf(cut); seq > 0 {
-			what = fmt.Sprintf("item %d", seq)
+	if j.cut != nil || cut != "" {
+		text := cut
+		if j.cut != nil {
+			text = j.cut.Text
 		}
-		fmt.Fprintf(w, "pace: job log %s ended in a row cut short (a pace killed as it wrote it): cut off, %s has no row\n", j.path, what)
+		fmt.Fprintf(w, "pace: job log %s ended in a row cut short (a pace killed as it wrote it): %q", j.path, j.shownRow(text))
+		if c := j.cutCall; c != nil {
+			if j.cut.HasStart() {
+				fmt.Fprintf(w, "; its call counts against the rules at its Starttime, %s", human.Instant(c.At))
+			} else {
+				fmt.Fprintf(w, "; its Starttime is cut off: its call counts against the rules from %s, when this run started, the latest it can have come", human.Instant(c.At))
+			}
+			if j.cost && !j.cut.HasCost() {
+				fmt.Fprintf(w, ", at a cost that fills every cost rule (its Send, the call's cost, is cut off)")
+			}
+		}
+		if cut != "" {
+			what := "an item"
+			if seq := joblog.SeqOf(cut); seq > 0 {
+				what = fmt.Sprintf("item %d", seq)
+			}
+			fmt.Fprintf(w, "; cut off, %s has no row", what)
+		}
+		fmt.Fprintln(w)
 	}
 	if j.resume != nil {
 		// The counts are the log's: an input shorter than the log has
@@ -178,6 +235,17 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if verbose && recent > 0 {
 		fmt.Fprintf(w, "pace: job log %s: %d earlier calls still count against the rules\n", j.path, recent)
 	}
+}
+
+// shownRow returns row, a job log line, as pace shows it: its Command
+// (what follows the 8th tab) with its credentials hidden (Options.Redact).
+func (j *Log) shownRow(row string) string {
+	f := strings.SplitN(row, "\t", 9)
+	if len(f) < 9 || j.redact == nil {
+		return row
+	}
+	f[8] = j.redact(f[8])
+	return strings.Join(f, "\t")
 }
 
 // ReadItems reads the items of r as items.Read does; when resuming it

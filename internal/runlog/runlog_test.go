@@ -3,6 +3,7 @@ package runlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,128 @@ func TestJobLogSeedsTheLimiter(t *testing.T) {
 			t.Errorf("seed without a job log = %d, %v; want 0, nil", recent, err)
 		}
 	})
+}
+
+// TestSeedCountsRowCutShort: the call of a row a killed pace left cut
+// short at the end of the log was made, and counts against the rules: at
+// its Starttime, or at now when the row lacks it, of its cost, or of one
+// that fills every cost rule. Left out, a run started after the crash
+// could admit one call over a rule in a window that holds it.
+func TestSeedCountsRowCutShort(t *testing.T) {
+	// The instants are offsets from time.Now() in the test's bubble,
+	// where it stands still.
+	for _, tt := range []struct {
+		name  string
+		rules string
+		tail  func(at func(time.Duration) string) string // the row cut short
+		cost  int                                        // the cost to ask for
+		delay time.Duration
+	}{
+		// A whole row 30m ago and the row cut short 10m ago fill 2/h until
+		// the whole row leaves the window.
+		{"with its Starttime", "2/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t" }, 1, 30 * time.Minute},
+		// Without it, the call counts now: 1/h is full for an hour.
+		{"without its Starttime", "1/h", func(func(time.Duration) string) string { return "2\t:\t17" }, 1, time.Hour},
+		{"cut in its Seq", "1/h", func(func(time.Duration) string) string { return "2" }, 1, time.Hour},
+		// Its cost, if the row holds it: 3 of 10 spent 10m ago, 1 more by
+		// the whole row 30m ago.
+		{"with its cost", "cost:10/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t     0.1\t3\t" }, 6, 0},
+		{"with its cost, room when the whole row leaves", "cost:10/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t     0.1\t3\t" }, 7, 30 * time.Minute},
+		{"with its cost, more than is left", "cost:10/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t     0.1\t3\t" }, 8, 50 * time.Minute},
+		// Else it fills every cost rule for its window, and counts 1 in
+		// a count rule.
+		{"without its cost", "cost:10/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t     0.1\t" }, 1, 50 * time.Minute},
+		{"without its cost, count rule", "3/h", func(at func(time.Duration) string) string { return "2\t:\t" + at(-10*time.Minute) + "\t     0.1\t" }, 1, 0},
+		{"without its Starttime, cost rule", "cost:10/h", func(func(time.Duration) string) string { return "2\t:\t" }, 1, time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				now := time.Now()
+				at := func(d time.Duration) string {
+					return fmt.Sprintf("%d.%06d", now.Add(d).Unix(), now.Add(d).Nanosecond()/1000)
+				}
+				rules, err := throttle.ParseRules(tt.rules)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := writeJobLog(t, rules, joblog.Entry{Seq: 1, Start: now.Add(-30 * time.Minute), Command: "echo a"})
+				appendRaw(t, path, tt.tail(at))
+				jl, err := Open(opts(path, 0), rules)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer jl.Close()
+				lim, err := throttle.New(throttle.Options{Rules: rules})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if recent, err := jl.Seed(lim, rules, now); err != nil || recent != 2 {
+					t.Fatalf("Seed = %d, %v; want 2 earlier calls within the hour", recent, err)
+				}
+				if d := lim.DelayN(now, tt.cost); d != tt.delay {
+					t.Errorf("DelayN(now, %d) after seeding = %v, want %v", tt.cost, d, tt.delay)
+				}
+				if calls := jl.EarlierCalls(); len(calls) != 2 {
+					t.Errorf("EarlierCalls = %v, want the whole row's and the cut row's", calls)
+				}
+			})
+		})
+	}
+}
+
+// appendRaw appends text to the file at path.
+func appendRaw(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAnnounceRowCutShort: the run says once that the log ended in a row
+// cut short, quoting it with the credentials of its Command hidden, and
+// how its call counts.
+func TestAnnounceRowCutShort(t *testing.T) {
+	now := time.Unix(1800000000, 0)
+	rules := []throttle.Rule{{N: 10, Window: time.Hour, Cost: true}}
+	for _, tt := range []struct {
+		tail, want string
+	}{
+		{"3\t:\t1700000000.500000\t     0.1\t",
+			`"3\t:\t1700000000.500000\t     0.1\t"; its call counts against the rules at its Starttime, 2023-11-14T22:13:20.500000Z, ` +
+				`at a cost that fills every cost rule (its Send, the call's cost, is cut off); cut off, item 3 has no row`},
+		{"3\t:\t17",
+			`"3\t:\t17"; its Starttime is cut off: its call counts against the rules from 2027-01-15T08:00:00.000000Z, when this run started, ` +
+				`the latest it can have come, at a cost that fills every cost rule (its Send, the call's cost, is cut off); cut off, item 3 has no row`},
+		{"3\t:\t1700000000.500000\t     0.1\t2\t0\t0\t0\tcurl -u me:hunter2 http://h/",
+			`"3\t:\t1700000000.500000\t     0.1\t2\t0\t0\t0\tcurl -u me:REDACTED http://h/"; its call counts against the rules at its Starttime, 2023-11-14T22:13:20.500000Z; cut off, item 3 has no row`},
+	} {
+		path := writeJobLog(t, rules)
+		fi, _ := os.Stat(path)
+		tail := strings.ReplaceAll(tt.tail, "\\t", "\t")
+		if strings.Count(tail, "\t") == 8 { // cut in its Command: at a page boundary
+			appendRaw(t, path, strings.Repeat("\n", int(4096-(fi.Size()+int64(len(tail)))%4096)))
+		}
+		appendRaw(t, path, tail)
+		o := opts(path, 0)
+		o.Redact = func(s string) string { return strings.ReplaceAll(s, "hunter2", "REDACTED") }
+		jl, err := Open(o, rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim, _ := throttle.New(throttle.Options{Rules: rules})
+		jl.Seed(lim, rules, now)
+		var b strings.Builder
+		jl.Announce(&b, 0, false)
+		jl.Close()
+		if want := "pace: job log " + path + " ended in a row cut short (a pace killed as it wrote it): " + tt.want + "\n"; b.String() != want {
+			t.Errorf("Announce =\n%s\nwant\n%s", b.String(), want)
+		}
+	}
 }
 
 func TestJobLogRecord(t *testing.T) {
