@@ -77,7 +77,7 @@ func TestAuditViolatingLog(t *testing.T) {
 		`"first":"2023-11-14T22:13:20.000000Z","last":"2023-11-14T22:13:22.500000Z",` +
 		`"makespan_seconds":2.5,"fastest_seconds":1,"efficiency":0.4,"jobs":0,"median_runtime_seconds":0.2,"rules":[` +
 		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":6,"peak_usage":1.2,"violations":2,"first_seq":6,"first_at":"2023-11-14T22:13:20.900000Z","unproven":false},` +
-		`{"rule":"12/3s","n":12,"window_seconds":3,"cost":false,"peak":8,"peak_usage":0.667,"violations":0,"first_seq":null,"first_at":null,"unproven":false}],"cut_short":null}` + "\n"
+		`{"rule":"12/3s","n":12,"window_seconds":3,"cost":false,"peak":8,"peak_usage":0.667,"violations":0,"first_seq":null,"first_at":null,"unproven":false}],"cut_short":null,"stand_ins":[]}` + "\n"
 	if code != ExitFailed || out != want {
 		t.Errorf("pace audit --json violating.log = exit %d:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
@@ -165,7 +165,7 @@ func TestAuditEmptyInput(t *testing.T) {
 	code, out, _ := execPace(t, "\n\n", "audit", "-r", "5/s", "--json")
 	want := `{"input":"stdin","format":"timestamps","ok":true,"calls":0,"failed":0,"first":null,"last":null,` +
 		`"makespan_seconds":0,"fastest_seconds":0,"efficiency":null,"jobs":0,"median_runtime_seconds":0,"rules":[` +
-		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":0,"peak_usage":0,"violations":0,"first_seq":null,"first_at":null,"unproven":false}],"cut_short":null}` + "\n"
+		`{"rule":"5/s","n":5,"window_seconds":1,"cost":false,"peak":0,"peak_usage":0,"violations":0,"first_seq":null,"first_at":null,"unproven":false}],"cut_short":null,"stand_ins":[]}` + "\n"
 	if code != ExitOK || out != want {
 		t.Errorf("pace audit of nothing = exit %d:\n%s\nwant\n%s", code, out, want)
 	}

@@ -43,6 +43,11 @@ type Calls struct {
 	// Starttime whole (at its cost if it holds its Send, else 1); its
 	// runtime and failure count where it holds them.
 	CutShort *joblog.Partial
+	// StandIns are the rows that stand in for rows cut short (Exitval -2,
+	// see joblog.Partial.StandIn), in file order, as what those rows held:
+	// each call counts as CutShort's does. Their failure is not counted:
+	// a stand-in does not keep it.
+	StandIns []*joblog.Partial
 }
 
 // MaxCalls bounds the calls pace audit holds (Read's maxCalls), and so its memory
@@ -63,9 +68,14 @@ var ErrTooManyCalls = errors.New("too many calls")
 func Read(r io.Reader, maxCalls int) (*Calls, error) {
 	c := &Calls{}
 	sc, err := joblog.Scan(r, func(format joblog.Format, e joblog.Entry) error {
-		if len(c.Times) >= maxCalls {
+		if len(c.Times)+len(c.StandIns) >= maxCalls {
 			return fmt.Errorf("%w: more than %d, the most pace audit reads; audit the file in parts (split -l %d)",
 				ErrTooManyCalls, maxCalls, maxCalls)
+		}
+		if p := e.Partial(); format == joblog.JobLog && p != nil {
+			c.StandIns = append(c.StandIns, p)
+			c.addCut(p)
+			return nil
 		}
 		c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.Seqs = append(c.Seqs, int64(e.Seq))
@@ -92,19 +102,35 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 	}
 	if p := sc.CutShort; p != nil {
 		c.CutShort = p
-		e := p.Entry
-		if p.HasStart() {
-			c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
-			c.Seqs = append(c.Seqs, int64(e.Seq))
-		}
-		if p.HasRuntime() {
-			c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
-		}
-		if p.HasExit() && e.Failed() {
-			c.Failed++
-		}
+		c.addCut(p)
 	}
 	return c, nil
+}
+
+// addCut adds the call of p, a row cut short: at its Starttime if it
+// holds it (at its cost if it holds it, else 1), its runtime and its
+// failure where it holds them.
+func (c *Calls) addCut(p *joblog.Partial) {
+	e := p.Entry
+	if p.HasStart() {
+		c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
+		c.Seqs = append(c.Seqs, int64(e.Seq))
+	}
+	if p.HasRuntime() {
+		c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
+	}
+	if p.HasExit() && e.Failed() {
+		c.Failed++
+	}
+}
+
+// cuts returns the rows cut short whose calls the record holds: the rows
+// standing in for them, and the last row cut short.
+func (c *Calls) cuts() []*joblog.Partial {
+	if c.CutShort == nil {
+		return c.StandIns
+	}
+	return append(slices.Clip(c.StandIns), c.CutShort)
 }
 
 // Report is the result of an audit: New makes it, WriteText and
@@ -133,9 +159,11 @@ type Report struct {
 	// OK says that every rule was kept: none broken, none unproven.
 	OK bool
 	// CutShort is the input's last row when it was cut short
-	// (Calls.CutShort), or nil; a rule its call may have broken unseen
-	// is Unproven.
+	// (Calls.CutShort), or nil, and StandIns the rows standing in for
+	// rows cut short (Calls.StandIns); a rule their calls may have broken
+	// unseen is Unproven.
 	CutShort *joblog.Partial
+	StandIns []*joblog.Partial
 }
 
 // RuleReport is one rule's line of the report.
@@ -182,31 +210,35 @@ func New(rules []throttle.Rule, jobs int, c *Calls) *Report {
 		}
 		rep.Rules = append(rep.Rules, ar)
 	}
-	if p := c.CutShort; p != nil {
-		rep.CutShort = p
-		for i, r := range rep.Rules {
-			if r.Violations == 0 && mayBreak(r, p) {
-				rep.Rules[i].Unproven, rep.OK = true, false
-			}
+	rep.CutShort, rep.StandIns = c.CutShort, c.StandIns
+	unplaced, costUnknown := 0, false
+	for _, p := range c.cuts() {
+		if !p.HasStart() {
+			unplaced++
+		}
+		costUnknown = costUnknown || !p.HasCost()
+	}
+	for i, r := range rep.Rules {
+		if r.Violations == 0 && mayBreak(r, unplaced, costUnknown) {
+			rep.Rules[i].Unproven, rep.OK = true, false
 		}
 	}
 	return rep
 }
 
-// mayBreak reports whether the call of p, a row cut short, may have
-// broken the rule of r, which the other calls kept. A call that cannot be
-// placed in time may have come anywhere: it breaks no rule whose peak
-// leaves room for one more call, since a window holding it holds at most
-// the peak of the others besides. Its cost is unknown, and so is that of
-// a call placed without its Send: any cost rule may have been broken.
-func mayBreak(r RuleReport, p *joblog.Partial) bool {
-	switch {
-	case !p.HasStart():
-		return r.Rule.Cost || r.Peak+1 > r.Rule.N
-	case !p.HasCost():
-		return r.Rule.Cost
+// mayBreak reports whether the calls of rows cut short may have broken
+// the rule of r, which the other calls kept: unplaced of them lack their
+// Starttime, and some lack their cost when costUnknown. A call that
+// cannot be placed in time may have come anywhere: unplaced calls break
+// no rule whose peak leaves room for that many more, since a window
+// holding them holds at most the peak of the others besides. Their cost
+// is unknown, and so is that of a call placed without its Send: any cost
+// rule may have been broken.
+func mayBreak(r RuleReport, unplaced int, costUnknown bool) bool {
+	if r.Rule.Cost {
+		return unplaced > 0 || costUnknown
 	}
-	return false
+	return r.Peak+unplaced > r.Rule.N
 }
 
 // Broken reports whether a call was seen to break a rule.
@@ -223,6 +255,50 @@ func (rep *Report) unproven() string {
 		}
 	}
 	return strings.Join(rules, ", ")
+}
+
+// cuts returns the rows cut short whose calls the report counts
+// (Calls.cuts).
+func (rep *Report) cuts() []*joblog.Partial {
+	return (&Calls{CutShort: rep.CutShort, StandIns: rep.StandIns}).cuts()
+}
+
+// standInLine says, for the text report, how the rows standing in for
+// rows cut short were taken; "" when there are none.
+func (rep *Report) standInLine() string {
+	n := len(rep.StandIns)
+	if n == 0 {
+		return ""
+	}
+	counted, costless := 0, 0
+	for _, p := range rep.StandIns {
+		if p.HasStart() {
+			counted++
+			if !p.HasCost() {
+				costless++
+			}
+		}
+	}
+	var parts []string
+	if counted > 0 {
+		whose := "their"
+		if counted == 1 {
+			whose = "its"
+		}
+		part := fmt.Sprintf("%d counted at %s Starttime", counted, whose)
+		if costless > 0 && slices.ContainsFunc(rep.Rules, func(r RuleReport) bool { return r.Rule.Cost }) {
+			part += fmt.Sprintf(", %d of unknown cost (Send)", costless)
+		}
+		parts = append(parts, part)
+	}
+	if unplaced := n - counted; unplaced > 0 {
+		parts = append(parts, fmt.Sprintf("%d with no Starttime: not counted, time unknown", unplaced))
+	}
+	what := "1 row standing in for a row"
+	if n > 1 {
+		what = fmt.Sprintf("%d rows standing in for rows", n)
+	}
+	return fmt.Sprintf("%s cut short (Exitval -2): %s", what, strings.Join(parts, "; "))
 }
 
 // costMatters reports whether the last row, cut short, lacks a cost that
@@ -302,6 +378,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 			b.WriteString("its Starttime is cut off: not counted, time unknown\n")
 		}
 	}
+	if line := rep.standInLine(); line != "" {
+		b.WriteString(line + "\n")
+	}
 	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -355,15 +434,22 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "BROKEN: %s\n", strings.Join(broken, "; "))
 	}
 	if u := rep.unproven(); u != "" {
-		lacks := "Starttime"
-		if rep.CutShort.HasStart() {
-			lacks = "cost (Send)"
+		lacks := "cost (Send)"
+		if slices.ContainsFunc(rep.cuts(), func(p *joblog.Partial) bool { return !p.HasStart() }) {
+			lacks = "Starttime"
 		}
 		it := "it"
 		if strings.Contains(u, ",") {
 			it = "them"
 		}
-		fmt.Fprintf(&b, "UNPROVEN: %s (the last row, cut short, lacks its %s: its call may have broken %s)\n", u, lacks, it)
+		who := "the last row, cut short, lacks its %s: its call"
+		switch {
+		case len(rep.StandIns) == 1 && rep.CutShort == nil:
+			who = "the row standing in for a row cut short (Exitval -2) lacks its %s: its call"
+		case len(rep.StandIns) > 0:
+			who = "rows cut short, or standing in for rows cut short (Exitval -2), lack their %s: their calls"
+		}
+		fmt.Fprintf(&b, "UNPROVEN: %s ("+who+" may have broken %s)\n", u, lacks, it)
 	}
 	if rep.OK {
 		fmt.Fprintf(&b, "ok: every rule kept\n")
@@ -390,6 +476,16 @@ type jsonForm struct {
 	MedianRuntime float64    `json:"median_runtime_seconds"`
 	Rules         []ruleJSON `json:"rules"`
 	CutShort      *cutJSON   `json:"cut_short"`
+	StandIns      []standIn  `json:"stand_ins"`
+}
+
+// standIn is a row standing in for a row cut short: its Seq (null when
+// the row was cut in it), the row as cut (as far as the stand-in quotes
+// it), and whether its call is counted (the row held its Starttime).
+type standIn struct {
+	Seq     *int   `json:"seq"`
+	Row     string `json:"row"`
+	Counted bool   `json:"counted"`
 }
 
 // cutJSON is the last row cut short: its line, the row as cut, its Seq
@@ -440,6 +536,14 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 			rj.FirstSeq, rj.FirstAt = &seq, &at
 		}
 		j.Rules = append(j.Rules, rj)
+	}
+	j.StandIns = []standIn{}
+	for _, p := range rep.StandIns {
+		si := standIn{Row: p.Text, Counted: p.HasStart()}
+		if seq := p.Entry.Seq; seq > 0 {
+			si.Seq = &seq
+		}
+		j.StandIns = append(j.StandIns, si)
 	}
 	if p := rep.CutShort; p != nil {
 		j.CutShort = &cutJSON{Line: p.Line, Row: p.Text, Counted: p.HasStart()}

@@ -208,30 +208,94 @@ func TestNewCutShort(t *testing.T) {
 		{"unplaced, a cost rule", "3", "10/s,cost:100/s", "", "cost:100/s"},
 		{"unplaced, a rule broken by the whole rows", "3\t:\t17000", "1/s,2/s", "1/s", "2/s"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := Read(strings.NewReader(cutLog(tt.tail, false)), 10)
-			if err != nil {
-				t.Fatal(err)
+		// The same when a run has replaced the row cut short by a row that
+		// stands in for it: an audit says the same of the log after.
+		for _, standIn := range []bool{false, true} {
+			name := tt.name
+			log := cutLog(tt.tail, false)
+			if standIn {
+				name += ", stood in for"
+				log = standInLog(t, tt.tail)
 			}
-			rep := New(rules(tt.rules), 0, c)
-			var broken, unproven []string
-			for _, r := range rep.Rules {
-				if r.Violations > 0 {
-					broken = append(broken, r.Rule.String())
+			t.Run(name, func(t *testing.T) {
+				c, err := Read(strings.NewReader(log), 10)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if r.Unproven {
-					unproven = append(unproven, r.Rule.String())
+				rep := New(rules(tt.rules), 0, c)
+				var broken, unproven []string
+				for _, r := range rep.Rules {
+					if r.Violations > 0 {
+						broken = append(broken, r.Rule.String())
+					}
+					if r.Unproven {
+						unproven = append(unproven, r.Rule.String())
+					}
 				}
-			}
-			b, u := strings.Join(broken, ","), strings.Join(unproven, ",")
-			if b != tt.broken || u != tt.unproven || rep.OK != (b == "" && u == "") || rep.Broken() != (b != "") {
-				t.Errorf("New(%s) = broken %q, unproven %q, OK %v, Broken() %v; want broken %q, unproven %q",
-					tt.rules, b, u, rep.OK, rep.Broken(), tt.broken, tt.unproven)
-			}
-			if note := rep.CutNote(); !strings.Contains(note, "the last row is incomplete (pace was stopped while writing it): "+strconv.Quote(tt.tail)) ||
-				(u != "") != strings.Contains(note, "no verdict") {
-				t.Errorf("CutNote() = %q; want the row quoted, and no verdict when a rule is unproven", note)
-			}
-		})
+				b, u := strings.Join(broken, ","), strings.Join(unproven, ",")
+				if b != tt.broken || u != tt.unproven || rep.OK != (b == "" && u == "") || rep.Broken() != (b != "") {
+					t.Errorf("New(%s) = broken %q, unproven %q, OK %v, Broken() %v; want broken %q, unproven %q",
+						tt.rules, b, u, rep.OK, rep.Broken(), tt.broken, tt.unproven)
+				}
+				if standIn {
+					if len(rep.StandIns) != 1 || rep.StandIns[0].Text != tt.tail || rep.CutNote() != "" {
+						t.Errorf("StandIns = %+v, CutNote() = %q; want the row stood in for, no row cut short", rep.StandIns, rep.CutNote())
+					}
+					return
+				}
+				if note := rep.CutNote(); !strings.Contains(note, "the last row is incomplete (pace was stopped while writing it): "+strconv.Quote(tt.tail)) ||
+					(u != "") != strings.Contains(note, "no verdict") {
+					t.Errorf("CutNote() = %q; want the row quoted, and no verdict when a rule is unproven", note)
+				}
+			})
+		}
+	}
+}
+
+// standInLog returns cutLog(tail) with tail, a row cut short, replaced by
+// the row that stands in for it (joblog.Partial.StandIn), as a run that
+// opens the log writes it, found at 1700000001.
+func standInLog(t *testing.T, tail string) string {
+	t.Helper()
+	log, err := joblog.Read(strings.NewReader(cutLog(tail, false)))
+	if err != nil || log.CutShort == nil {
+		t.Fatalf("Read(%q) = %+v, %v; want it cut short", tail, log, err)
+	}
+	row := joblog.AppendEntry(nil, log.CutShort.StandIn(time.Unix(1700000001, 0)))
+	return strings.TrimSuffix(cutLog(tail, false), tail) + string(row)
+}
+
+// TestStandIns: rows standing in for rows cut short are read for what
+// the rows held, and the calls of all those without a Starttime may have
+// come in one window: a rule needs room for as many more calls.
+func TestStandIns(t *testing.T) {
+	log := strings.TrimSuffix(standInLog(t, "3\t:\t17"), "\n") + "\n" +
+		strings.TrimPrefix(standInLog(t, "4\t:\t1700000000.700000\t     0.100\t"), cutLog("", false))
+	c, err := Read(strings.NewReader(log+"5\t:\t1"), 10)
+	if err != nil || len(c.StandIns) != 2 || c.CutShort == nil || len(c.Times) != 3 || len(c.Runtimes) != 3 || c.Failed != 0 {
+		t.Fatalf("Read = %+v, %v; want 3 calls and runtimes (the whole rows and 4), 2 stand-ins, 5 cut short, none failed", c, err)
+	}
+	for _, tt := range []struct {
+		rules    string
+		unproven string
+		text     string // the report's line on them, and its UNPROVEN line
+	}{
+		// Peak 3 (1, 2 and 4 within a second); 3 and 5 may be in it too.
+		{"5/s", "", "2 rows standing in for rows cut short (Exitval -2): 1 counted at its Starttime; 1 with no Starttime: not counted, time unknown\n"},
+		{"4/s", "4/s", "UNPROVEN: 4/s (rows cut short, or standing in for rows cut short (Exitval -2), lack their Starttime: their calls may have broken it)\n"},
+		{"cost:100/s", "cost:100/s", "1 counted at its Starttime, 1 of unknown cost (Send); 1 with no Starttime"},
+	} {
+		rs, _ := throttle.ParseRules(tt.rules)
+		rep := New(rs, 0, c)
+		var b strings.Builder
+		rep.WriteText(&b)
+		if rep.Rules[0].Unproven != (tt.unproven != "") || !strings.Contains(b.String(), tt.text) {
+			t.Errorf("%s: unproven %v, report\n%s\nwant unproven %q and %q", tt.rules, rep.Rules[0].Unproven, b.String(), tt.unproven, tt.text)
+		}
+		b.Reset()
+		rep.WriteJSON(&b)
+		if want := `"stand_ins":[{"seq":3,"row":"3\t:\t17","counted":false},{"seq":4,"row":"4\t:\t1700000000.700000\t     0.100\t","counted":true}]}`; !strings.Contains(b.String(), want) {
+			t.Errorf("%s: JSON %s, want %s", tt.rules, b.String(), want)
+		}
 	}
 }

@@ -340,12 +340,26 @@ func SeqOf(row string) int {
 	return n
 }
 
+// ShownRow returns row, a job log line, as it may be quoted to a user:
+// its Command (what follows its 8th tab) passed through redact, which
+// hides the credentials a command line holds. A line of fewer fields, or
+// a nil redact, leaves row as it is.
+func ShownRow(row string, redact func(string) string) string {
+	f := strings.SplitN(row, "\t", 9)
+	if len(f) < 9 || redact == nil {
+		return row
+	}
+	f[8] = redact(f[8])
+	return strings.Join(f, "\t")
+}
+
 // Calls returns the admissions the rows record, in the log's order: each
-// row's Starttime and cost.
+// row's Starttime and cost (Entry.Call: a row standing in for one cut
+// short counts as that row's call did).
 func (l *Log) Calls() []throttle.Call {
 	calls := make([]throttle.Call, len(l.Entries))
 	for i, e := range l.Entries {
-		calls[i] = throttle.Call{At: e.Start, Cost: e.Cost()}
+		calls[i] = e.Call()
 	}
 	return calls
 }
@@ -534,14 +548,22 @@ func partialOf(n int, line string) *Partial {
 	if p.whole < 3 {
 		p.Entry.Start = time.Time{}
 	}
+	if !p.HasExit() {
+		p.Entry.Exit, p.Entry.Signal = 0, 0
+	}
 	return p
 }
 
 // filled returns the row whose fields a row cut short holds, f, with the
 // field cut and those missing given values that parse: 0 for the numbers
-// ("" for Host, Unix 0 for Starttime). A Command cut is kept as it is.
+// ("" for Host, Unix 0 for Starttime), but ExitCutShort for the Exitval
+// of a Seq of 0, which only a row standing in for a row cut short has. A
+// Command cut is kept as it is.
 func filled(f []string) string {
 	fill := [9]string{"1", "", "0", "0", "0", "0", "0", "0", ""}
+	if f[0] == "0" {
+		fill[6] = strconv.Itoa(ExitCutShort)
+	}
 	if len(f) < 9 {
 		f = append(f[:len(f)-1:len(f)-1], fill[len(f)-1:]...)
 	}
@@ -570,10 +592,13 @@ func parseRow(line string) (e Entry, msg string) {
 	if e.Seq, err = strconv.Atoi(strings.TrimSpace(f[0])); err != nil {
 		return e, bad("Seq", f[0], "an integer")
 	}
-	if e.Seq < 1 {
-		// Seq is the item's position in the input, from 1; resuming
-		// matches items by it.
-		return e, fmt.Sprintf("Seq %q must be at least 1 (the item's position in the input, from 1)", f[0])
+	// Seq is the item's position in the input, from 1; resuming matches
+	// items by it. A row standing in for one cut within its Seq has 0
+	// (checked once its Exitval and Signal are read), and so does one
+	// standing in for such a row, cut short in turn.
+	seqBad := fmt.Sprintf("Seq %q must be at least 1 (the item's position in the input, from 1)", f[0])
+	if e.Seq < 0 {
+		return e, seqBad
 	}
 	if e.Host = f[1]; e.Host == "" {
 		e.Host = ":"
@@ -611,6 +636,9 @@ func parseRow(line string) (e Entry, msg string) {
 	}
 	if e.Signal, err = strconv.Atoi(strings.TrimSpace(f[7])); err != nil {
 		return e, bad("Signal", f[7], "an integer")
+	}
+	if e.Seq == 0 && !e.StandsIn() {
+		return e, seqBad
 	}
 	e.Command = f[8]
 	return e, ""

@@ -273,6 +273,9 @@ func FuzzRead(f *testing.F) {
 	f.Add(Header + "\n1\t:\t1700000000.123456\t     1.250\t0\t0\t-1\t15\techo a\n")
 	f.Add("1\t\t-5.0000005\t-0.0005\t+3\t-0\t007\t0\ta\r\r\n\n2\t:\t1.\t1\t0\t0\t0\t0\t\tb\r")
 	f.Add("Seq\tHost\tx\n")
+	// Rows standing in for rows cut short: in its Seq, and after its Send.
+	f.Add(Header + "\n0\t:\t1800000000.000000\t     0.000\t0\t0\t-2\t0\t# row cut short (a pace killed as it wrote it): \"1\"\n")
+	f.Add(Header + "\n3\t:\t1700000000.5\t     0.1\t7\t0\t-2\t5\t# x\n0\t:\t1\t0\t0\t0\t-2\t1\tx\n")
 	// Rows cut short at their end, as a killed pace leaves them, and in
 	// the middle, where no killed pace leaves them.
 	for _, tail := range []string{"2", "2\t:\t17000", "2\t:\t1700000000.5\t     0.1\t", "2\t:\tnoon", "2\t:\t17000\n3\t:\t1\t0\t0\t0\t0\t0\tx\n"} {

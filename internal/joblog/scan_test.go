@@ -113,7 +113,7 @@ func checkEveryCut(t *testing.T, e Entry) {
 		}
 		// Its call: at its Starttime and cost if it holds them, else as
 		// late (when the log was read) and as costly as it can have been.
-		read := want.Start.Add(time.Hour)
+		read := time.Unix(1800000000, 250000000)
 		wantCall := throttle.Call{At: read, Cost: throttle.MaxLimit}
 		if whole > 2 {
 			wantCall.At = want.Start
@@ -124,6 +124,34 @@ func checkEveryCut(t *testing.T, e Entry) {
 		if got := p.Call(read); !got.At.Equal(wantCall.At) || got.Cost != wantCall.Cost {
 			t.Fatalf("cut at %d (%q): Call(read) = %+v, want %+v", c, cut, got, wantCall)
 		}
+		checkStandIn(t, p, read)
+	}
+}
+
+// checkStandIn checks that the row standing in for p, written at read,
+// reads back as a whole row that says what p held (Entry.Partial), and
+// counts as p's call (Entry.Call, Partial.Call).
+func checkStandIn(t *testing.T, p *Partial, read time.Time) {
+	t.Helper()
+	e := p.StandIn(read)
+	row := string(AppendEntry(nil, e))
+	sc, rows, err := scanAll(Header + "\n" + row)
+	if err != nil || len(rows) != 1 || sc.CutShort != nil {
+		t.Fatalf("stand-in of %q: Scan(%q) = %+v, %v; want one whole row", p.Text, row, rows, err)
+	}
+	g := rows[0]
+	if !g.StandsIn() || g.Exit != ExitCutShort || g.Signal != p.whole || strings.ContainsAny(g.Command, "\t\n") {
+		t.Fatalf("stand-in of %q = %q, want Exitval %d, Signal %d and a Command of one field", p.Text, row, ExitCutShort, p.whole)
+	}
+	q := g.Partial()
+	text := p.Text[:min(len(p.Text), maxQuoted)]
+	if q.whole != p.whole || q.Text != text || q.Entry.Seq != p.Entry.Seq || q.Entry.Host != p.Entry.Host ||
+		!q.Entry.Start.Equal(p.Entry.Start) || p.HasRuntime() && q.Entry.Runtime != p.Entry.Runtime ||
+		p.HasCost() && q.Entry.Send != p.Entry.Send || p.whole > 5 && q.Entry.Receive != p.Entry.Receive {
+		t.Fatalf("stand-in of %q (%q): Partial() = %+v, want %+v", p.Text, row, q, p)
+	}
+	if a, b := g.Call(), p.Call(read); !a.At.Equal(b.At) || a.Cost != b.Cost {
+		t.Fatalf("stand-in of %q (%q): Call() = %+v, want the cut row's %+v", p.Text, row, a, b)
 	}
 }
 
@@ -132,6 +160,11 @@ func TestScanEveryCut(t *testing.T) {
 		{Seq: 12, Host: ":", Start: jobT0, Runtime: 1250 * time.Millisecond, Send: 90, Receive: 1 << 20, Command: "echo a"},
 		{Seq: 3, Host: "4/user@host", Start: time.Unix(0, 0), Exit: -1, Signal: 15, Command: "GET http://x/"},
 		{Seq: 123456, Host: ":", Start: time.Unix(253402300799, 999999000), Runtime: 9e9 * time.Second, Exit: 255, Command: "x"},
+		// Rows standing in for rows cut short, cut short in turn (a pace
+		// killed as it wrote one): of a row cut in its Seq, and after its
+		// Starttime.
+		{Seq: 0, Host: ":", Start: jobT0, Exit: ExitCutShort, Command: standInMark + `"1"`},
+		{Seq: 12, Host: ":", Start: jobT0, Exit: ExitCutShort, Signal: 3, Command: standInMark + `"12\t:\t1700000000.123456\t"`},
 	} {
 		checkEveryCut(t, e)
 	}

@@ -124,7 +124,11 @@ type row struct {
 func (r *State) Skipped() int64 { return r.skipped.Load() }
 
 // New returns the Resume for a job log's entries, in file order.
-// With retries a Seq has one row per attempt; the last one counts.
+// With retries a Seq has one row per attempt; the last one counts. A row
+// standing in for a row cut short (joblog.Entry.StandsIn) counts for
+// nothing: its item is as if that row had been cut off, so it runs again
+// unless an earlier row of it says otherwise, and its Command (a comment
+// quoting the row) is not checked against the input.
 func New(entries []joblog.Entry, opts Options) *State {
 	if opts.Mode == 0 {
 		opts.Mode = All
@@ -136,7 +140,7 @@ func New(entries []joblog.Entry, opts Options) *State {
 	var commands int64
 	for _, e := range entries {
 		seq := int64(e.Seq)
-		if seq < 1 {
+		if seq < 1 || e.StandsIn() {
 			continue
 		}
 		r.last[seq] = row{command: e.Command, failed: e.Failed()}

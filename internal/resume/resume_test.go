@@ -76,6 +76,48 @@ func TestResumeSkip(t *testing.T) {
 	}
 }
 
+// TestResumeStandIn: a row standing in for a row cut short (a pace killed
+// as it wrote it) counts for nothing, in either mode: its item runs again,
+// as it would had the row been cut off, unless an earlier row of it says
+// otherwise; its Command (a comment) is not checked against the input.
+func TestResumeStandIn(t *testing.T) {
+	cut := func(text string) joblog.Entry {
+		sc, err := joblog.Read(strings.NewReader(joblog.Header + "\n" + text))
+		if err != nil || sc.CutShort == nil {
+			t.Fatalf("Read(%q) = %+v, %v; want it cut short", text, sc, err)
+		}
+		return sc.CutShort.StandIn(sc.CutShort.Entry.Start)
+	}
+	// Seq 1 ran; seq 2 was cut short; seq 3 and 4 failed, then their
+	// retries were cut short (the last whole row counts, whatever the cut
+	// row held: 4's holds an Exitval of 0); and a row was cut within its Seq.
+	rows := append(logRows("1:0"), cut("2\t:\t1700000000.5\t"))
+	rows = append(rows, logRows("3:1", "4:1")...)
+	rows = append(rows, cut("3\t:\t17"), cut("4\t:\t1700000000.5\t0.1\t0\t0\t0\t"), cut("5"))
+	for _, tt := range []struct {
+		mode Mode
+		want []bool // Skip(1..5)
+	}{
+		{All, []bool{true, false, true, true, false}},
+		{Failed, []bool{true, false, false, false, false}},
+	} {
+		r := New(rows, Options{Mode: tt.mode, Command: echoCommand})
+		var got []bool
+		for seq := int64(1); seq <= 5; seq++ {
+			got = append(got, r.Skip(seq))
+			if err := r.Verify(runner.Job{Seq: seq, Item: fmt.Sprintf("item%d", seq)}); err != nil {
+				t.Errorf("mode %d: Verify(item %d) = %v, want nil: a stand-in's Command is no command", tt.mode, seq, err)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("mode %d: Skip(1..5) = %v, want %v", tt.mode, got, tt.want)
+		}
+		if r.MaxSeq() != 4 {
+			t.Errorf("mode %d: MaxSeq() = %d, want 4 (the whole rows')", tt.mode, r.MaxSeq())
+		}
+	}
+}
+
 func TestResumeVerify(t *testing.T) {
 	rows := logRows("1:0", "2:0:echo other", "3:0:run 3 in slot 2")
 	r := New(rows, Options{Command: echoCommand})
