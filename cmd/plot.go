@@ -156,7 +156,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if len(rules) == 0 {
 		return reportf(ios, ExitUsage, "plot: %s names no rules: give the rules to draw with -r N/PERIOD", name)
 	}
-	calls, pauses := plotCalls(log.Entries)
+	calls, pauses := plotCalls(plotEntries(ios, name, log))
 	title := opts.Title
 	if title == "" {
 		title = fmt.Sprintf("%s: %d %s under %s", filepath.Base(name), len(calls), plural(len(calls), "call"), throttle.FormatRules(rules))
@@ -195,6 +195,29 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	}
 	ios.sayf("wrote %s (%d %s, %s)", opts.Output, len(calls), plural(len(calls), "call"), human.Bytes(int64(b.Len())))
 	return nil
+}
+
+// plotEntries returns the rows of log to plot, saying on stderr what it
+// makes of rows cut short: the last row, cut short (a pace killed as it
+// wrote it), is plotted where it holds its Starttime, and so are the rows
+// standing in for rows cut short; those without one are not.
+func plotEntries(ios *IOStreams, name string, log *joblog.Log) []joblog.Entry {
+	unplaced := func(e joblog.Entry) bool { p := e.Partial(); return p != nil && !p.HasStart() }
+	entries := slices.DeleteFunc(slices.Clone(log.Entries), unplaced)
+	if n := len(log.Entries) - len(entries); n == 1 {
+		ios.sayf("plot: %s: a row standing in for a row cut short (Exitval %d) lacks its Starttime: not plotted", name, joblog.ExitCutShort)
+	} else if n > 1 {
+		ios.sayf("plot: %s: %d rows standing in for rows cut short (Exitval %d) lack their Starttime: not plotted", name, n, joblog.ExitCutShort)
+	}
+	if p := log.CutShort; p != nil {
+		how := "its Starttime is cut off: not plotted"
+		if p.HasStart() {
+			entries, how = append(entries, p.Entry), "plotted at its Starttime"
+		}
+		ios.sayf("plot: %s line %d: the last row is incomplete (pace was stopped while writing it): %q; %s",
+			name, p.Line, joblog.ShownRow(p.Text, redactLogged), how)
+	}
+	return entries
 }
 
 // plotCalls turns job log rows into the picture's calls, and the gaps
