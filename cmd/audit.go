@@ -59,6 +59,8 @@ its Starttime if the row holds it whole; if not, the call is not
 counted, but could have come at any time, so a rule is proven kept only
 if its peak leaves room for one more call (and a cost rule only if the
 row holds its cost, Send); otherwise exit 4, no verdict for that rule.
+A row standing in for a row cut short (Exitval -2, written by the run
+that found it) is taken as that row was.
 
 Exit codes:
   0    every rule was kept

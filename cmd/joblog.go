@@ -36,7 +36,10 @@ const jobLogHelp = `Job log:
   The rules hold across runs that share a job log: before admitting
   anything pace counts the log's admissions that are still inside each
   rule's window, so -r 10000/day holds over restarts. (With --redis the
-  quota lives in Redis and the log is not consulted for it.)
+  quota lives in Redis and the log is not consulted for it.) A row that a
+  pace killed outright left cut short counts too, and the run replaces it
+  by a whole row standing in for it (Exitval -2), which --resume takes for
+  no row: its item runs again.
 
   --resume skips the items that have a row in the job log; --resume-failed
   skips only those whose last row succeeded and runs the failed ones

@@ -133,8 +133,9 @@ var ErrWriteFailed = errors.New("job log write failed")
 // Write fails at once: the log is well-formed and holds exactly the rows
 // written before the failure. A Writer is safe for concurrent use.
 type Writer struct {
-	path string
-	cut  string // the row cut short that Open cut off
+	path    string
+	cut     string // the row cut short that Open cut off
+	standIn *Entry // the row Open wrote in its place
 
 	mu     sync.Mutex
 	f      *os.File
@@ -145,12 +146,15 @@ type Writer struct {
 // Open opens the job log at path for appending, creating it if needed. It
 // writes the header (with rules, see HeaderFor) when the file is empty.
 // A file that ends in a row cut short (a pace killed as it wrote it, see
-// Log.CutShort) has it cut off, so that the item has no row, as the item
-// of any job a killed pace was running, and the log stays one a resumed
-// run accepts; a file that ends in anything else without a line break
-// gets one first. A path that is not a regular file (a FIFO, a device, a
-// directory) is refused at once, with an error wrapping
-// regfile.ErrNotRegular.
+// Log.CutShort) has it cut off and replaced by a whole row that stands in
+// for it (Partial.StandIn, at the instant Open found it): the row's call
+// was made, and its stand-in keeps it for the rules of later runs and for
+// pace audit, while package resume takes it for no row, so that the item
+// runs again, as the item of any job a killed pace was running, and the
+// log stays one a resumed run accepts. A file that ends in anything else
+// without a line break gets one first. A path that is not a regular file
+// (a FIFO, a device, a directory) is refused at once, with an error
+// wrapping regfile.ErrNotRegular.
 func Open(path string, rules []throttle.Rule) (*Writer, error) {
 	f, err := regfile.Open(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -177,6 +181,12 @@ func Open(path string, rules []throttle.Rule) (*Writer, error) {
 		if err == nil && locked && cutShort(tail, fi.Size()) {
 			err = f.Truncate(fi.Size() - int64(len(tail)))
 			w.cut = tail
+			e := partialOf(0, tail).StandIn(time.Now())
+			w.standIn = &e
+			prefix = string(AppendEntry(nil, e))
+			if fi.Size() == int64(len(tail)) {
+				prefix = HeaderFor(rules) + "\n" + prefix
+			}
 		} else if err == nil && tail != "" {
 			prefix = "\n"
 		}
@@ -217,6 +227,15 @@ func lastLine(f *os.File, size int64) (string, error) {
 // CutShort returns the row cut short that Open cut off the end of the
 // file, or "".
 func (w *Writer) CutShort() string { return w.cut }
+
+// StandIn returns the row Open wrote in place of the row cut short it cut
+// off (Partial.StandIn), if it did.
+func (w *Writer) StandIn() (Entry, bool) {
+	if w.standIn == nil {
+		return Entry{}, false
+	}
+	return *w.standIn, true
+}
 
 // Path returns the file the Writer appends to.
 func (w *Writer) Path() string { return w.path }

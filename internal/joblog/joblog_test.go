@@ -208,8 +208,9 @@ func TestJobLogWriter(t *testing.T) {
 	if strings.Count(string(data), Header) != 1 {
 		t.Errorf("reopened job log has %d headers, want 1", strings.Count(string(data), Header))
 	}
-	if string(data) != before+"52\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\ty\n" {
-		t.Errorf("reopened job log ends with %q, want the row cut short gone and row 52 after the rows before it", data[len(data)-80:])
+	stand, _ := w.StandIn()
+	if !strings.HasPrefix(string(data), before+"51\t:\t") || string(data) != before+string(AppendEntry(nil, stand))+"52\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\ty\n" {
+		t.Errorf("reopened job log ends with %q, want the row cut short replaced by its stand-in and row 52 after the rows before it", data[len(data)-160:])
 	}
 }
 
@@ -637,10 +638,12 @@ func TestCutShortRow(t *testing.T) {
 			if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			before := time.Now()
 			w, err := Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			after := time.Now()
 			if err := w.Write(Entry{Seq: 2, Start: jobT0, Command: "echo b"}); err != nil {
 				t.Fatal(err)
 			}
@@ -648,20 +651,54 @@ func TestCutShortRow(t *testing.T) {
 			if cut := w.CutShort(); tt.cutShort && cut != tt.tail || !tt.cutShort && cut != "" {
 				t.Errorf("Writer.CutShort() = %q, want it %q if cut short", cut, tt.tail)
 			}
+			// A row cut short is replaced by its stand-in, at the instant
+			// Open found it if it lacks its Starttime.
+			stand, replaced := w.StandIn()
+			if replaced != tt.cutShort {
+				t.Fatalf("Writer.StandIn() = %+v, %v; want a row in its place only if cut short", stand, replaced)
+			}
 			b, _ := os.ReadFile(path)
 			want := log + "\n" + "2\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo b\n"
 			if tt.cutShort {
-				want = strings.TrimSuffix(log, tt.tail) + "2\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo b\n"
+				p := got.CutShort
+				if !p.HasStart() && (stand.Start.Before(before) || stand.Start.After(after)) {
+					t.Errorf("stand-in Starttime %v, want the instant Open found the row, between %v and %v", stand.Start, before, after)
+				}
+				if p.StandIn(stand.Start) != stand {
+					t.Errorf("Writer.StandIn() = %+v, want %+v", stand, p.StandIn(stand.Start))
+				}
+				want = strings.TrimSuffix(log, tt.tail) + string(AppendEntry(nil, stand)) + "2\t:\t1700000000.123456\t     0.000\t0\t0\t0\t0\techo b\n"
 			}
 			if string(b) != want {
 				t.Errorf("after Open and a row, the log ends %q, want %q", tail(string(b)), tail(want))
 			}
 			if tt.cutShort {
-				if got, err := Read(bytes.NewReader(b)); err != nil || len(got.Entries) != 2 || got.CutShort != nil {
-					t.Errorf("Read after = %d rows, cut short %q, %v; want rows 1 and 2", len(got.Entries), textOf(got.CutShort), err)
+				if got, err := Read(bytes.NewReader(b)); err != nil || len(got.Entries) != 3 || got.CutShort != nil || !got.Entries[1].StandsIn() {
+					t.Errorf("Read after = %d rows, cut short %q, %v; want rows 1, the stand-in and 2", len(got.Entries), textOf(got.CutShort), err)
 				}
 			}
 		})
+	}
+}
+
+// TestStandInForTheOnlyRow: a log that holds nothing but a row cut short
+// (in its Seq: the stand-in has Seq 0) gets a header before its stand-in.
+func TestStandInForTheOnlyRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	os.WriteFile(path, []byte("1"), 0o644)
+	w, err := Open(path, []throttle.Rule{{N: 2, Window: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	stand, ok := w.StandIn()
+	b, _ := os.ReadFile(path)
+	if want := "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand (pace rules: 2/h)\n" + string(AppendEntry(nil, stand)); !ok || string(b) != want {
+		t.Errorf("log = %q, want %q", b, want)
+	}
+	log, err := Read(bytes.NewReader(b))
+	if err != nil || len(log.Entries) != 1 || log.Entries[0].Seq != 0 || !log.Entries[0].StandsIn() || log.Entries[0].Partial().Text != "1" {
+		t.Errorf("Read = %+v, %v; want the stand-in, Seq 0, for \"1\"", log, err)
 	}
 }
 

@@ -22,8 +22,8 @@ const standInMark = "# row cut short (a pace killed as it wrote it): "
 // Command quotes, so that it stays a short line.
 const maxQuoted = 200
 
-// StandIn returns the row that stands in for p, a row cut short, once p
-// is cut off the end of a log at at, an instant after the cut: a whole
+// StandIn returns the row that Open writes in place of p, a row cut short
+// that it cuts off the end of a log, at, an instant after the cut: a whole
 // row that keeps p's call for the rules of later runs and for pace audit.
 // It holds the fields p holds whole, 0 in the others (":" for Host), but
 // for Starttime: when p lacks it, at, the latest the call can have come

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pace-cli/pace/internal/human"
@@ -184,9 +183,9 @@ func (j *Log) EarlierCalls() []throttle.Call {
 	return calls
 }
 
-// Announce says on w that the log ended in a row cut short (cut off by
-// Open), quoting it with its credentials hidden, and how Seed counted its
-// call; what a resumed run skips; and with verbose how many earlier calls
+// Announce says on w that the log ended in a row cut short (replaced by
+// Open with a row standing in for it, joblog.Partial.StandIn), quoting it
+// with its credentials hidden, and how Seed counted its call; what a resumed run skips; and with verbose how many earlier calls
 // still count against the rules (recent, as Seed returned).
 func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if j == nil {
@@ -201,7 +200,7 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 		if j.cut != nil {
 			text = j.cut.Text
 		}
-		fmt.Fprintf(w, "pace: job log %s ended in a row cut short (a pace killed as it wrote it): %q", j.path, j.shownRow(text))
+		fmt.Fprintf(w, "pace: job log %s ended in a row cut short (a pace killed as it wrote it): %q", j.path, joblog.ShownRow(text, j.redact))
 		if c := j.cutCall; c != nil {
 			if j.cut.HasStart() {
 				fmt.Fprintf(w, "; its call counts against the rules at its Starttime, %s", human.Instant(c.At))
@@ -217,7 +216,7 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 			if seq := joblog.SeqOf(cut); seq > 0 {
 				what = fmt.Sprintf("item %d", seq)
 			}
-			fmt.Fprintf(w, "; cut off, %s has no row", what)
+			fmt.Fprintf(w, "; replaced by a whole row that keeps its call for later runs and pace audit (Exitval %d), and is no row of %s for --resume", joblog.ExitCutShort, what)
 		}
 		fmt.Fprintln(w)
 	}
@@ -235,17 +234,6 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if verbose && recent > 0 {
 		fmt.Fprintf(w, "pace: job log %s: %d earlier calls still count against the rules\n", j.path, recent)
 	}
-}
-
-// shownRow returns row, a job log line, as pace shows it: its Command
-// (what follows the 8th tab) with its credentials hidden (Options.Redact).
-func (j *Log) shownRow(row string) string {
-	f := strings.SplitN(row, "\t", 9)
-	if len(f) < 9 || j.redact == nil {
-		return row
-	}
-	f[8] = j.redact(f[8])
-	return strings.Join(f, "\t")
 }
 
 // ReadItems reads the items of r as items.Read does; when resuming it

@@ -161,6 +161,52 @@ func TestSeedCountsRowCutShort(t *testing.T) {
 	}
 }
 
+// TestSeedCountsStandIn: the run that finds a row cut short replaces it by
+// a whole row standing in for it, and a later run counts that row's call as
+// the first counted the cut row's: at the instant the first run found it
+// when the row lacked its Starttime, and filling a cost rule when it
+// lacked its cost. Cut off and gone, it would count in no later run.
+func TestSeedCountsStandIn(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		rules string
+		tail  func(now time.Time) string
+		delay [2]time.Duration // for the first run, and one 10m later
+	}{
+		{"without its Starttime", "1/h", func(time.Time) string { return "2\t:\t17" }, [2]time.Duration{time.Hour, 50 * time.Minute}},
+		{"without its cost", "cost:10/h", func(now time.Time) string {
+			return fmt.Sprintf("2\t:\t%d.000000\t     0.1\t", now.Add(-10*time.Minute).Unix())
+		}, [2]time.Duration{50 * time.Minute, 40 * time.Minute}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				now := time.Now() // a whole second, in the bubble
+				rules, _ := throttle.ParseRules(tt.rules)
+				path := writeJobLog(t, rules)
+				appendRaw(t, path, tt.tail(now))
+				for i, at := range []time.Time{now, now.Add(10 * time.Minute)} {
+					time.Sleep(time.Until(at))
+					jl, err := Open(opts(path, 0), rules)
+					if err != nil {
+						t.Fatal(err)
+					}
+					lim, _ := throttle.New(throttle.Options{Rules: rules})
+					if _, err := jl.Seed(lim, rules, at); err != nil {
+						t.Fatal(err)
+					}
+					jl.Close()
+					if want := tt.delay[i]; lim.DelayN(at, 1) != want {
+						t.Errorf("run %d: DelayN(now, 1) after seeding = %v, want %v", i+1, lim.DelayN(at, 1), want)
+					}
+				}
+				if rows := readEntries(t, path); len(rows) != 1 || !rows[0].StandsIn() {
+					t.Errorf("the log holds %+v, want the row standing in for the row cut short", rows)
+				}
+			})
+		})
+	}
+}
+
 // appendRaw appends text to the file at path.
 func appendRaw(t *testing.T, path, text string) {
 	t.Helper()
@@ -185,12 +231,12 @@ func TestAnnounceRowCutShort(t *testing.T) {
 	}{
 		{"3\t:\t1700000000.500000\t     0.1\t",
 			`"3\t:\t1700000000.500000\t     0.1\t"; its call counts against the rules at its Starttime, 2023-11-14T22:13:20.500000Z, ` +
-				`at a cost that fills every cost rule (its Send, the call's cost, is cut off); cut off, item 3 has no row`},
+				`at a cost that fills every cost rule (its Send, the call's cost, is cut off); replaced by a whole row that keeps its call for later runs and pace audit (Exitval -2), and is no row of item 3 for --resume`},
 		{"3\t:\t17",
 			`"3\t:\t17"; its Starttime is cut off: its call counts against the rules from 2027-01-15T08:00:00.000000Z, when this run started, ` +
-				`the latest it can have come, at a cost that fills every cost rule (its Send, the call's cost, is cut off); cut off, item 3 has no row`},
+				`the latest it can have come, at a cost that fills every cost rule (its Send, the call's cost, is cut off); replaced by a whole row that keeps its call for later runs and pace audit (Exitval -2), and is no row of item 3 for --resume`},
 		{"3\t:\t1700000000.500000\t     0.1\t2\t0\t0\t0\tcurl -u me:hunter2 http://h/",
-			`"3\t:\t1700000000.500000\t     0.1\t2\t0\t0\t0\tcurl -u me:REDACTED http://h/"; its call counts against the rules at its Starttime, 2023-11-14T22:13:20.500000Z; cut off, item 3 has no row`},
+			`"3\t:\t1700000000.500000\t     0.1\t2\t0\t0\t0\tcurl -u me:REDACTED http://h/"; its call counts against the rules at its Starttime, 2023-11-14T22:13:20.500000Z; replaced by a whole row that keeps its call for later runs and pace audit (Exitval -2), and is no row of item 3 for --resume`},
 	} {
 		path := writeJobLog(t, rules)
 		fi, _ := os.Stat(path)
