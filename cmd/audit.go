@@ -160,7 +160,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		return reportf(ios, ExitUsage, "audit: %s names no rules: give the rules to check with -r N/PERIOD (and --cost-rate)", name)
 	}
 	rep := res.rep
-	rep.Input = name
+	rep.Input, rep.Redact = name, redactLogged
 	if note := rep.CutNote(); note != "" {
 		fmt.Fprintf(ios.ErrOut, "pace: audit: %s %s\n", name, note)
 	}

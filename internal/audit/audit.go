@@ -164,6 +164,9 @@ type Report struct {
 	// unseen is Unproven.
 	CutShort *joblog.Partial
 	StandIns []*joblog.Partial
+	// Redact, if not nil, hides the credentials of a Command column
+	// (joblog.ShownRow) wherever the report quotes a row cut short.
+	Redact func(string) string
 }
 
 // RuleReport is one rule's line of the report.
@@ -316,7 +319,7 @@ func (rep *Report) CutNote() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "line %d: the last row is incomplete (pace was stopped while writing it): %q, where a row has 9 tab-separated fields and a line break; ",
-		p.Line, p.Text)
+		p.Line, joblog.ShownRow(p.Text, rep.Redact))
 	unproven := rep.unproven()
 	switch {
 	case p.HasStart():
@@ -539,14 +542,14 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	}
 	j.StandIns = []standIn{}
 	for _, p := range rep.StandIns {
-		si := standIn{Row: p.Text, Counted: p.HasStart()}
+		si := standIn{Row: joblog.ShownRow(p.Text, rep.Redact), Counted: p.HasStart()}
 		if seq := p.Entry.Seq; seq > 0 {
 			si.Seq = &seq
 		}
 		j.StandIns = append(j.StandIns, si)
 	}
 	if p := rep.CutShort; p != nil {
-		j.CutShort = &cutJSON{Line: p.Line, Row: p.Text, Counted: p.HasStart()}
+		j.CutShort = &cutJSON{Line: p.Line, Row: joblog.ShownRow(p.Text, rep.Redact), Counted: p.HasStart()}
 		if seq := p.Entry.Seq; seq > 0 {
 			j.CutShort.Seq = &seq
 		}
