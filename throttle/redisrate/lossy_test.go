@@ -185,13 +185,7 @@ func TestLiveCorrectAnswerLost(t *testing.T) {
 					} else if total := do(t, srv, "HGET", rk, "total"); total != strconv.Itoa(c.to) {
 						t.Errorf("HGET %s total = %s, want %d", rk, total, c.to)
 					}
-					// What is left of 10 is admitted at once, and no more.
-					if n, _, _, used, err := redisrate.AdmitBatch(l, []int{10 - c.to}); err != nil || n != 1 {
-						t.Errorf("admitting a cost of %d beside %d: %d admitted (use %v, err %v), want 1", 10-c.to, c.to, n, used, err)
-					}
-					if n, _, _, used, err := redisrate.AdmitBatch(l, []int{1}); err != nil || n != 0 {
-						t.Errorf("admitting a cost of 1 once 10 is held: %d admitted (use %v, err %v), want 0", n, used, err)
-					}
+					checkRoomLeft(t, l, c.to)
 				})
 			}
 		}
@@ -246,12 +240,7 @@ func TestLiveAdmitAnswerLost(t *testing.T) {
 			if sum := do(t, srv, "GET", keys[4]); sum != "4" {
 				t.Errorf("GET %s = %s, want 4", keys[4], sum)
 			}
-			if n, _, _, used, err := redisrate.AdmitBatch(l, []int{6}); err != nil || n != 1 {
-				t.Errorf("admitting a cost of 6 beside 4: %d admitted (use %v, err %v), want 1", n, used, err)
-			}
-			if n, _, _, used, err := redisrate.AdmitBatch(l, []int{1}); err != nil || n != 0 {
-				t.Errorf("admitting a cost of 1 once 10 is held: %d admitted (use %v, err %v), want 0", n, used, err)
-			}
+			checkRoomLeft(t, l, 4)
 		})
 	}
 }
@@ -309,5 +298,17 @@ func TestLiveResetAnswerLost(t *testing.T) {
 		if n := do(t, srv, "EXISTS", k); n != "0" {
 			t.Errorf("EXISTS %s = %s after Reset, want 0", k, n)
 		}
+	}
+}
+
+// checkRoomLeft checks that l, whose rule cost:10/1m holds held, admits
+// what is left of 10 at once, and then no more.
+func checkRoomLeft(t *testing.T, l *redisrate.Limiter, held int) {
+	t.Helper()
+	if n, _, _, used, err := redisrate.AdmitBatch(l, []int{10 - held}); err != nil || n != 1 {
+		t.Errorf("admitting a cost of %d beside %d: %d admitted (use %v, err %v), want 1", 10-held, held, n, used, err)
+	}
+	if n, _, _, used, err := redisrate.AdmitBatch(l, []int{1}); err != nil || n != 0 {
+		t.Errorf("admitting a cost of 1 once 10 is held: %d admitted (use %v, err %v), want 0", n, used, err)
 	}
 }
