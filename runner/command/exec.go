@@ -52,7 +52,11 @@ func (b Lines) Build(job *runner.Job) ([]string, error) {
 // On a job's timeout the process group gets SIGTERM, then SIGKILL after
 // KillGrace. When the context passed to Execute is cancelled, the same
 // happens, unless the cancellation's cause wraps runner.ErrKillNow: then
-// the group gets SIGKILL at once.
+// the group gets SIGKILL at once. On Linux a job so killed takes with it,
+// once its group has had the final SIGKILL, the processes whose
+// environment holds its JobEnv entry, as the reaper's (what left the
+// group: setsid, a shell's job control); what a job that ended by itself
+// left behind runs on.
 //
 // A program that cannot start because pace ran out of file descriptors or
 // processes fails with an error wrapping runner.ErrNotStarted, which the

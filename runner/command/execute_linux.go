@@ -178,9 +178,11 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	copies.Go(func() { drain(res.Stderr, errR) })
 	w := watchExit(p, pidfd)
 
+	killed := false // pace killed the job (timeout, interrupt), not it itself
 	select {
 	case <-w.done:
 	case <-jctx.Done():
+		killed = true
 		signalGroup(p, errors.Is(context.Cause(jctx), runner.ErrKillNow))
 		t := time.NewTimer(grace)
 		select {
@@ -201,6 +203,11 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	if jctx.Err() != nil {
 		// Whatever survived the grace period in the job's group goes now.
 		signalGroup(p, true)
+	}
+	if killed {
+		// And what the job started that left its group, as the reaper
+		// kills it when pace is killed outright.
+		sweepMark(mark)
 	}
 
 	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)
