@@ -88,11 +88,12 @@ Commands:
   every command runs under "sh -c", items in a COMMAND quoted for it.
   A line that cannot be parsed (unbalanced quote) fails; the others go on.
 
-  Children read stdin from /dev/null and run in their own process group;
-  --timeout and interrupts kill the whole group. Each job's environment
-  has $` + command.JobEnv + ` set to a value of its own (the run's token and a
-  number): if pace is killed outright (SIGKILL), its reaper kills what
-  the running jobs started, by their groups and (Linux) by that value.
+  Children read stdin from /dev/null and run in their own process group.
+  Each job's environment has $` + command.JobEnv + ` set to a value of its own
+  (the run's token and a number). --timeout and interrupts kill the
+  job's whole group and (Linux) the processes holding that value, what
+  left the group; if pace is killed outright (SIGKILL), its reaper kills
+  what the running jobs started the same way.
 
 Interrupts:
   The first Ctrl-C (SIGINT) or SIGTERM starts no more jobs and lets the
