@@ -185,8 +185,9 @@ func (j *Log) EarlierCalls() []throttle.Call {
 
 // Announce says on w that the log ended in a row cut short (replaced by
 // Open with a row standing in for it, joblog.Partial.StandIn), quoting it
-// with its credentials hidden, and how Seed counted its call; what a resumed run skips; and with verbose how many earlier calls
-// still count against the rules (recent, as Seed returned).
+// with its credentials hidden, and how Seed counted its call; what a
+// resumed run skips; and with verbose how many earlier calls still count
+// against the rules (recent, as Seed returned).
 func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 	if j == nil {
 		return
