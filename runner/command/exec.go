@@ -114,6 +114,7 @@ type Executor struct {
 	sp       spawner  // what the platform's Execute keeps between jobs
 	groups   groups   // the running jobs' process groups
 	timeouts timeouts // the running jobs' timers
+	sweeps   sweeps   // the looks for what the jobs pace kills left (Linux)
 }
 
 // groups is the set of the running jobs' process groups, by their

@@ -207,7 +207,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	if killed {
 		// And what the job started that left its group, as the reaper
 		// kills it when pace is killed outright.
-		sweepMark(mark)
+		if ps := sysProcs(); ps != nil {
+			e.sweeps.sweep(mark, ps)
+		}
 	}
 
 	res.TimedOut = errors.Is(context.Cause(jctx), errTimeout)

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -158,4 +159,49 @@ func sweep(marks map[string]bool, ps procs) {
 		}
 		ps.wait()
 	}
+}
+
+// sweeps runs the looks through the processes for the jobs that pace
+// kills itself (Executor.Execute, Linux): an interrupt kills every
+// running job at once, and one look serves all the jobs waiting for one
+// when it starts, instead of a look through every process for each.
+type sweeps struct {
+	mu      sync.Mutex
+	marks   map[string]bool // the next look's JobEnv entries
+	done    chan struct{}   // closed when the next look has ended
+	looking bool
+}
+
+// sweep kills, through ps, the processes whose environment holds mark,
+// with those of the other jobs asking meanwhile, and returns once a look
+// that started after it asked has ended.
+func (s *sweeps) sweep(mark string, ps procs) {
+	s.mu.Lock()
+	if s.marks == nil {
+		s.marks, s.done = map[string]bool{}, make(chan struct{})
+	}
+	s.marks[mark] = true
+	done := s.done
+	if !s.looking {
+		s.looking = true
+		go s.look(ps)
+	}
+	s.mu.Unlock()
+	<-done
+}
+
+// look sweeps for the marks asked for, again while more are asked for
+// during a look.
+func (s *sweeps) look(ps procs) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.marks != nil {
+		marks, done := s.marks, s.done
+		s.marks, s.done = nil, nil
+		s.mu.Unlock()
+		sweep(marks, ps)
+		close(done)
+		s.mu.Lock()
+	}
+	s.looking = false
 }

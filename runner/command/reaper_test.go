@@ -3,9 +3,12 @@ package command
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestReapKillsOnlyGroups: what is not a line of pace's, or names no
@@ -129,5 +132,65 @@ func TestReapSweepBounded(t *testing.T) {
 	}
 	if ps.looks != sweepRounds || len(log) != sweepRounds {
 		t.Errorf("reap looked %d times and killed %d processes, want %d and %d", ps.looks, len(log), sweepRounds, sweepRounds)
+	}
+}
+
+// gatedProcs is fakeProcs whose first list waits until gate is closed,
+// and says on listing that it has begun.
+type gatedProcs struct {
+	*fakeProcs
+	listing chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+}
+
+func (g *gatedProcs) list() []int {
+	g.once.Do(func() { close(g.listing); <-g.gate })
+	return g.fakeProcs.list()
+}
+
+// TestSweepsShareLooks: the jobs pace kills at once (an interrupt) each
+// ask for a look through the processes; those asking while a look runs
+// share the next one, instead of one look through every process each.
+// Each job's processes are killed, and no sweep returns before a look
+// that began after it asked has ended.
+func TestSweepsShareLooks(t *testing.T) {
+	const jobs = 20
+	var log []string
+	env := map[int]string{}
+	for i := range jobs {
+		env[100+i] = fmt.Sprintf("PACE_JOB=tok.%d\x00", i)
+	}
+	ps := &gatedProcs{fakeProcs: &fakeProcs{env: env, log: &log}, listing: make(chan struct{}), gate: make(chan struct{})}
+	var s sweeps
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sweep(jobMark("tok", 0), ps) })
+	<-ps.listing // the first look has begun, with job 0's mark alone
+	for i := 1; i < jobs; i++ {
+		wg.Go(func() { s.sweep(jobMark("tok", uint64(i)), ps) })
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s.mu.Lock()
+		n := len(s.marks)
+		s.mu.Unlock()
+		if n == jobs-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(ps.gate)
+			t.Fatalf("%d of the %d jobs asking during the first look wait for the next one, want all", n, jobs-1)
+		}
+		runtime.Gosched()
+	}
+	close(ps.gate)
+	wg.Wait()
+	if len(log) != jobs {
+		t.Errorf("killed %v, want the %d jobs' processes", log, jobs)
+	}
+	// Each look lists the processes twice: once to kill, once to find
+	// nothing more.
+	if ps.looks != 4 {
+		t.Errorf("the processes were listed %d times for %d jobs, want 4 (two looks)", ps.looks, jobs)
 	}
 }

@@ -26,15 +26,6 @@ func sysProcs() procs {
 	return &procfs{}
 }
 
-// sweepMark kills the processes whose environment holds mark, a JobEnv
-// entry, as the reaper does (sweep): what a job pace killed started that
-// left its group. It does nothing without pidfds (sysProcs).
-func sweepMark(mark string) {
-	if ps := sysProcs(); ps != nil {
-		sweep(map[string]bool{mark: true}, ps)
-	}
-}
-
 func (*procfs) list() []int {
 	f, err := os.Open("/proc")
 	if err != nil {
