@@ -400,6 +400,10 @@ func quotaResetRedis(ctx context.Context, opts *QuotaOptions) error {
 		return stoppedf(ios, sig, "%s: stopped before Redis answered: %s may still be reset once it does (pace quota show tells)",
 			interrupt.Name(sig), what)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// As show says it, and the local store.
+		return reportf(ios, ExitFailed, "no quota %q in redis %s", key, url)
+	}
 	if err != nil {
 		return quotaRedisError(ctx, opts, url, key, err)
 	}

@@ -186,7 +186,8 @@ func storedLayout(ctx context.Context, client Client, key string) (*Limiter, str
 	if client == nil {
 		return nil, "", errors.New("redisrate: nil client")
 	}
-	key = strings.TrimSpace(key)
+	// The name as given, spaces and all, as Open takes it: trimmed, "  "
+	// was the default quota, another fleet's.
 	if key == "" {
 		key = DefaultKey
 	}

@@ -133,3 +133,36 @@ func TestInspectLiveDown(t *testing.T) {
 		t.Errorf("Reset(Redis down) = %v, want ErrBackend", err)
 	}
 }
+
+// A name Open takes as it is (spaces around it, or only spaces) is the
+// name Inspect and Reset look at: they trimmed it, so that "pace quota
+// reset --key ' '" forgot the quota "default", another fleet's, and
+// " api" could be neither shown nor reset.
+func TestInspectLiveNameAsGiven(t *testing.T) {
+	t.Parallel()
+	c := liveClient(t, redistest.Start(t).Addr())
+	ctx := context.Background()
+	def := liveOpen(t, c, redisrate.DefaultKey, "5/m", redisrate.Options{})
+	spaced := liveOpen(t, c, " api ", "7/m", redisrate.Options{})
+	for _, l := range []*redisrate.Limiter{def, spaced} {
+		if _, err := l.Admit(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := redisrate.Inspect(ctx, c, " api ")
+	if err != nil || q.Spec != spaced.Spec() || q.Key != " api " {
+		t.Fatalf(`Inspect(" api ") = %+v, %v; want the quota " api " kept with %q`, q, err, spaced.Spec())
+	}
+	if err := redisrate.Reset(ctx, c, "  "); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(`Reset("  ") = %v, want fs.ErrNotExist (no quota of that name)`, err)
+	}
+	if q, err := redisrate.Inspect(ctx, c, redisrate.DefaultKey); err != nil || q.Expired {
+		t.Errorf(`Inspect(%q) after Reset("  ") = %+v, %v; want the quota kept`, redisrate.DefaultKey, q, err)
+	}
+	if err := redisrate.Reset(ctx, c, " api "); err != nil {
+		t.Errorf(`Reset(" api ") = %v`, err)
+	}
+	if n, err := c.Exists(ctx, spaced.Keys()...).Result(); err != nil || n != 0 {
+		t.Errorf(`after Reset(" api ") %d of its keys exist (%v), want none`, n, err)
+	}
+}
