@@ -227,8 +227,9 @@ func (b namedBackend) Admit(ctx context.Context, cost int) (throttle.Admission, 
 	return a, err
 }
 
-// outageWriter says on w when Redis stops answering (pace admits nothing
-// meanwhile) and when it answers again.
+// outageWriter says on w when Redis stops answering, or refuses with an
+// error a retry may cure (pace admits nothing meanwhile), and when it
+// answers again.
 type outageWriter struct {
 	w       io.Writer
 	url     string // redacted
@@ -241,6 +242,11 @@ func (o *outageWriter) report(e redisrate.Outage) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
+	case e.Down && e.Refused:
+		fmt.Fprintf(o.w, "pace: redis %s refuses to record admissions (%s); starting no job until it does, for up to %s\n",
+			o.url, redisrate.RedactURL(e.Err.Error()), o.timeout)
+	case e.Refused:
+		fmt.Fprintf(o.w, "pace: redis %s records admissions again after %s; going on\n", o.url, human.Duration(time.Since(e.Since)))
 	case e.Down && e.Err != nil:
 		fmt.Fprintf(o.w, "pace: redis %s is not answering (%s); starting no job until it does, for up to %s\n",
 			o.url, redisrate.RedactURL(e.Err.Error()), o.timeout)

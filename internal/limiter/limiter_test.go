@@ -25,10 +25,16 @@ func TestOutageMessages(t *testing.T) {
 		o.report(redisrate.Outage{Down: true, Since: since})
 		time.Sleep(time.Second)
 		o.report(redisrate.Outage{Down: false, Since: since})
+		since = time.Now()
+		o.report(redisrate.Outage{Down: true, Since: since, Refused: true, Err: errors.New("READONLY You can't write against a read only replica.")})
+		time.Sleep(3 * time.Second)
+		o.report(redisrate.Outage{Down: false, Since: since, Refused: true})
 		want := "pace: redis redis://u:REDACTED@h:1 is not answering (dial tcp redis://u:REDACTED@h:1: connection refused); starting no job until it does, for up to 30s\n" +
 			"pace: redis redis://u:REDACTED@h:1 is answering again after 2.5s; going on\n" +
 			"pace: redis redis://u:REDACTED@h:1 is not answering (no reply for 1s); starting no job until it does, for up to 30s\n" +
-			"pace: redis redis://u:REDACTED@h:1 is answering again after 2s; going on\n"
+			"pace: redis redis://u:REDACTED@h:1 is answering again after 2s; going on\n" +
+			"pace: redis redis://u:REDACTED@h:1 refuses to record admissions (READONLY You can't write against a read only replica.); starting no job until it does, for up to 30s\n" +
+			"pace: redis redis://u:REDACTED@h:1 records admissions again after 3s; going on\n"
 		if out.String() != want {
 			t.Errorf("messages:\n%s\nwant:\n%s", out.String(), want)
 		}

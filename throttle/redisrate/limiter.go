@@ -154,7 +154,8 @@ type Options struct {
 	// negative counters for every rule.
 	CounterAbove int
 	// OnOutage, if set, is called when Redis stops answering (a call
-	// failed without an answer, or went a second without one) and when it
+	// failed without an answer, or went a second without one), or answers
+	// with an error a retry may cure (Outage.Refused), and when it
 	// answers again. Calls come from the limiter's goroutines, one at a
 	// time; Err never holds a password.
 	OnOutage func(Outage)
@@ -172,6 +173,11 @@ type Outage struct {
 	// Err says why, when Down and a call failed; nil when a call merely
 	// went unanswered for a while.
 	Err error
+	// Refused says that Redis answers, but with an error a retry may cure
+	// (Err, when Down): a read-only replica (READONLY), a server loading
+	// its data (LOADING), out of memory (OOM) or unable to save (MISCONF).
+	// Nothing is admitted meanwhile, as when it does not answer.
+	Refused bool
 }
 
 // Limiter keeps rules for every process sharing a quota through Redis.

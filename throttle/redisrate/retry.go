@@ -68,6 +68,13 @@ func answered(err error) bool {
 	return err == nil || errors.As(err, &re)
 }
 
+// refusal reports whether err is an error reply that a retry may cure
+// (see transient): Redis answers, but admits nothing for now.
+func refusal(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !permanent(err)
+}
+
 // run calls script s until Redis answers; see retry. It returns as soon
 // as ctx is cancelled; left, if set, gets the reply of the try then left
 // behind (see await).
@@ -109,6 +116,11 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 		}
 		left := l.cf.Timeout - time.Since(failingSince)
 		if left <= 0 {
+			if refusal(err) {
+				// Redis answered every try, with an error.
+				return fmt.Errorf("redisrate: quota %q: refused for %s: %w: %w",
+					l.name, l.cf.Timeout, throttle.ErrBackend, err)
+			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				// The tries timed out: that is what "no answer" says.
 				return fmt.Errorf("redisrate: quota %q: no answer for %s: %w",
@@ -179,16 +191,18 @@ func (c countingScripter) ScriptLoad(ctx context.Context, script string) *redis.
 }
 
 // health follows whether Redis answers, and reports when that changes:
-// once when Redis stops answering (nothing is admitted meanwhile), once
-// when it answers again. It is safe for concurrent use.
+// once when Redis stops answering, or answers only with errors a retry
+// may cure (nothing is admitted meanwhile), once when it answers again.
+// It is safe for concurrent use.
 type health struct {
 	timeout time.Duration
 
-	mu     sync.Mutex
-	report func(Outage) // nil: say nothing
-	down   bool         // reported that Redis is not answering
-	since  time.Time    // when the first unanswered call began
-	lastOK time.Time    // when the latest answer came
+	mu      sync.Mutex
+	report  func(Outage) // nil: say nothing
+	down    bool         // reported that Redis is not answering, or refusing
+	refused bool         // down began with a refusal (see refusal)
+	since   time.Time    // when the first unanswered call began
+	lastOK  time.Time    // when the latest answer came
 }
 
 // watch makes call, a call to Redis with ctx, and records how it went: an
@@ -224,17 +238,17 @@ func (h *health) observe(start time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !answered(err) && !h.down:
-		h.down, h.since = true, start
+	case (refusal(err) || !answered(err)) && !h.down:
+		h.down, h.refused, h.since = true, refusal(err), start
 		if h.report != nil {
-			h.report(Outage{Down: true, Since: start, Err: err})
+			h.report(Outage{Down: true, Since: start, Err: err, Refused: h.refused})
 		}
-	case answered(err):
+	case answered(err) && !refusal(err):
 		h.lastOK = time.Now()
 		if h.down {
 			h.down = false
 			if h.report != nil {
-				h.report(Outage{Since: h.since})
+				h.report(Outage{Since: h.since, Refused: h.refused})
 			}
 		}
 	}

@@ -218,3 +218,51 @@ func TestOnOutageWhenCallsStall(t *testing.T) {
 		}
 	})
 }
+
+// An error reply a retry may cure (a read-only replica, a server loading
+// its data, out of memory, unable to save) keeps pace from admitting
+// anything as an outage does, and is told as one: it went unsaid for the
+// whole timeout, and the error then said "no answer" of a Redis that had
+// answered every try.
+func TestOnOutageWhenRedisRefuses(t *testing.T) {
+	for _, cause := range []redisErr{
+		"READONLY You can't write against a read only replica.",
+		"LOADING Redis is loading the dataset in memory",
+		"OOM command not allowed when used memory > 'maxmemory'.",
+		"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake()
+			f.handle = func(fakeCall) (any, error) {
+				if len(f.Calls()) <= 3 {
+					return nil, cause
+				}
+				return admitted(1), nil
+			}
+			var o outages
+			l := openFake(t, f, "10/s", redisrate.Options{OnOutage: o.report, Timeout: 3 * time.Second})
+			start := time.Now()
+			if _, err := l.Admit(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			seen := o.get()
+			if len(seen) != 2 {
+				t.Fatalf("answered %q: OnOutage heard %+v, want down once, then up once", cause, seen)
+			}
+			if down := seen[0]; !down.Down || !down.Refused || !down.Since.Equal(start) || !errors.Is(down.Err, cause) {
+				t.Errorf("first report %+v, want Down and Refused since %v for %q", down, start, cause)
+			}
+			if up := seen[1]; up.Down || !up.Refused || !up.Since.Equal(start) || up.Err != nil {
+				t.Errorf("second report %+v, want up again after a refusal since %v", up, start)
+			}
+
+			// Refused until the timeout: the error says so, not "no answer".
+			f.setHandle(func(fakeCall) (any, error) { return nil, cause })
+			_, err := l.Admit(context.Background(), 1)
+			if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), string(cause)) ||
+				!strings.Contains(err.Error(), "refused for 3s") || strings.Contains(err.Error(), "no answer") {
+				t.Errorf("Admit, refused for the timeout = %v; want ErrBackend, \"refused for 3s\" and the reply", err)
+			}
+		})
+	}
+}
