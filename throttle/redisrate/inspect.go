@@ -93,7 +93,7 @@ func inspectOnce(ctx context.Context, client Client, key string) (q *Quota, agai
 	}
 	reply, err := inspectScript().Run(ctx, client, keys, args...).Result()
 	if err != nil {
-		return nil, false, backendError(key, "inspect", err)
+		return nil, false, backendError(client, key, "inspect", err)
 	}
 	a, ok := reply.([]any)
 	k := len(l.order)
@@ -158,7 +158,7 @@ func reset(ctx context.Context, client Client, key string) error {
 		found = found || spec != ""
 		reply, err := resetScript().Run(ctx, client, l.Keys(), time.Now().UnixMicro(), spec).Result()
 		if err != nil {
-			return backendError(key, "reset", err)
+			return backendError(client, key, "reset", err)
 		}
 		a, ok := reply.([]any)
 		if !ok || len(a) != 2 {
@@ -199,7 +199,7 @@ func storedLayout(ctx context.Context, client Client, key string) (*Limiter, str
 		spec, err = "", nil
 	}
 	if err != nil {
-		return nil, "", backendError(key, "inspect", err)
+		return nil, "", backendError(client, key, "inspect", err)
 	}
 	opts, err := parseSpec(spec)
 	if err != nil {
@@ -244,8 +244,8 @@ func parseSpec(spec string) (Options, error) {
 
 // backendError is the error of a call to Redis that failed while doing
 // what.
-func backendError(key, what string, err error) error {
-	return fmt.Errorf("redisrate: %s quota %q: %s%s: %w", what, key, passwordHint(err), RedactURL(err.Error()), throttle.ErrBackend)
+func backendError(c Client, key, what string, err error) error {
+	return fmt.Errorf("redisrate: %s quota %q: %s%s: %w", what, key, hint(c, err), RedactURL(err.Error()), throttle.ErrBackend)
 }
 
 var (

@@ -306,7 +306,8 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	l.life, l.endLife = context.WithCancel(context.Background())
 	l.core = gate.NewCore(gate.Config{Name: "redisrate", Rules: l.rules, GlobalJobs: cf.GlobalJobs,
 		Margin: cf.Margin, Jitter: cf.Jitter, Timeout: cf.Timeout}, (*redisSide)(l))
-	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage}
+	l.health = &health{timeout: cf.Timeout, report: cf.OnOutage,
+		final: func(err error) bool { return redirected(client, err) }}
 
 	// Rules are stored sorted, so that processes listing the same rules in
 	// another order share the quota.

@@ -575,6 +575,41 @@ func TestLiveCluster(t *testing.T) {
 	}
 }
 
+// A URL that names one node of a Redis Cluster, without cluster=true,
+// reaches the quota only if its keys are on that node; on the others
+// every call is answered MOVED, which only a cluster client follows. That
+// is the URL's fault, which no wait cures: pace waited out the timeout
+// (30s by default) without a word, then said Redis did not answer. Now it
+// fails at once and says what to add.
+func TestLiveClusterNodeURL(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	refused := 0
+	for _, addr := range cl.Addrs() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		start := time.Now()
+		l, err := redisrate.Dial(ctx, "redis://"+addr, redisrate.Options{Key: "alpha", Rules: mustRules(t, "5/s"), Timeout: 10 * time.Second})
+		if err == nil {
+			_, err = l.Admit(ctx, 1)
+			l.Close()
+		}
+		cancel()
+		if err == nil {
+			continue // the quota's node
+		}
+		refused++
+		if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "MOVED") || !strings.Contains(err.Error(), "cluster=true") {
+			t.Errorf("node %s: %v; want ErrBackend, MOVED and a hint at cluster=true", addr, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("node %s: failed after %v, want at once, not after the 10s timeout", addr, d)
+		}
+	}
+	if refused != len(cl.Servers)-1 {
+		t.Errorf("%d of %d nodes refused the quota, want all but its own", refused, len(cl.Servers))
+	}
+}
+
 // Clients whose clocks are an hour apart share a quota exactly: every
 // decision is taken on the server's clock. (The limiter sends its own
 // clock only for servers that refuse TIME; skewedClient shifts it.)

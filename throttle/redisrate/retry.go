@@ -61,6 +61,29 @@ func passwordHint(err error) string {
 	return ""
 }
 
+// redirected reports whether err is a node of a Redis Cluster sending c
+// to another node (MOVED or ASK) while c is not a cluster client, which
+// would follow it: the URL names one node of a cluster without
+// cluster=true, and no retry reaches a quota kept on another node. (A
+// cluster client gives up after a few redirections while the cluster
+// reshards: that is transient.)
+func redirected(c Client, err error) bool {
+	if _, ok := c.(*redis.ClusterClient); ok {
+		return false
+	}
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+}
+
+// hint says what to do about err, from a call through c, when Redis
+// refused it for a reason the user can fix in the URL, else "": a
+// password missing (passwordHint), or a cluster named by one node.
+func hint(c Client, err error) string {
+	if redirected(c, err) {
+		return "Redis is a cluster and the URL names one of its nodes (add ?cluster=true to the URL): "
+	}
+	return passwordHint(err)
+}
+
 // answered reports whether err, from a call to Redis, still means that
 // Redis answered: no error, or an error reply.
 func answered(err error) bool {
@@ -108,8 +131,8 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 			return cerr
 		}
 		l.failures.Add(1)
-		if permanent(err) {
-			return fmt.Errorf("redisrate: quota %q: %s%w: %w", l.name, passwordHint(err), throttle.ErrBackend, err)
+		if permanent(err) || redirected(l.client, err) {
+			return fmt.Errorf("redisrate: quota %q: %s%w: %w", l.name, hint(l.client, err), throttle.ErrBackend, err)
 		}
 		if failingSince.IsZero() {
 			failingSince = start
@@ -197,6 +220,10 @@ func (c countingScripter) ScriptLoad(ctx context.Context, script string) *redis.
 type health struct {
 	timeout time.Duration
 
+	// final reports the error replies that end a call at once (see
+	// retry): no outage.
+	final func(error) bool
+
 	mu      sync.Mutex
 	report  func(Outage) // nil: say nothing
 	down    bool         // reported that Redis is not answering, or refusing
@@ -235,15 +262,16 @@ func (h *health) stalled(start time.Time) {
 // observe records the outcome of a call begun at start that ended with
 // err.
 func (h *health) observe(start time.Time, err error) {
+	refused := refusal(err) && (h.final == nil || !h.final(err))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case (refusal(err) || !answered(err)) && !h.down:
-		h.down, h.refused, h.since = true, refusal(err), start
+	case (refused || !answered(err)) && !h.down:
+		h.down, h.refused, h.since = true, refused, start
 		if h.report != nil {
 			h.report(Outage{Down: true, Since: start, Err: err, Refused: h.refused})
 		}
-	case answered(err) && !refusal(err):
+	case answered(err) && !refused:
 		h.lastOK = time.Now()
 		if h.down {
 			h.down = false
