@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,7 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 		GlobalJobs: sh.GlobalJobs,
 		Timeout:    sh.Timeout,
 		OnOutage:   out.report,
+		OnLoss:     out.lost(sh.Key),
 	})
 	told := func(m *throttle.MismatchError) error {
 		return &mismatchError{m, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+
@@ -256,6 +258,29 @@ func (o *outageWriter) report(e redisrate.Outage) {
 	default:
 		fmt.Fprintf(o.w, "pace: redis %s is answering again after %s; going on\n", o.url, human.Duration(time.Since(e.Since)))
 	}
+}
+
+// lost returns what says on w that Redis lost the quota key in use
+// (redisrate.Options.OnLoss): the rules may be broken until the calls it
+// forgot would have left the longest window.
+func (o *outageWriter) lost(key string) func(redisrate.Loss) {
+	return func(e redisrate.Loss) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		fmt.Fprintf(o.w, "pace: redis %s lost quota %q, which held a call of this process %s before "+
+			"(Redis restarted without persistence, was flushed, evicted keys or failed over, or pace quota reset): "+
+			"the calls it held are forgotten, and the fleet may go over a rule for the next %s\n",
+			o.url, key, human.Duration(e.At.Sub(e.Last)), short(human.Duration(e.Last.Add(e.Window).Sub(e.At))))
+	}
+}
+
+// short writes d without a trailing "0s" after minutes ("1m", not "1m0s").
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
 }
 
 // QuietRedisLogger discards go-redis's own log lines (redis.SetLogger):

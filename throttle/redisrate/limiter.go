@@ -160,7 +160,29 @@ type Options struct {
 	// time; Err never holds a password.
 	OnOutage func(Outage)
 
+	// OnLoss, if set, is called when an admission finds that Redis keeps
+	// no record of the quota although this process recorded a call in it
+	// less than its longest window before: Redis lost the quota's records
+	// (restarted without persistence, flushed, evicted the keys, failed
+	// over to a replica that had not caught up) or pace quota reset forgot
+	// them. The calls of that window are forgotten, so the fleet may go
+	// over a rule until they would have left it. Only the first process
+	// to admit after the loss can tell. Calls come from the admitting
+	// goroutine, once per loss.
+	OnLoss func(Loss)
+
 	slotPoll time.Duration // tests shorten it
+}
+
+// Loss is Redis found to have lost a quota in use (see Options.OnLoss).
+type Loss struct {
+	// Last is when this process last recorded a call in the quota, and
+	// At when the admission that found it gone was decided, both by
+	// Redis's clock.
+	Last, At time.Time
+	// Window is the quota's longest window: the calls recorded in the
+	// window before At are forgotten.
+	Window time.Duration
 }
 
 // Outage is a change in whether Redis answers.
@@ -211,6 +233,12 @@ type Limiter struct {
 	// calls counts the goroutines of calls to Redis that a caller may
 	// leave behind (see await) and of releases sent in the background.
 	calls goroutines
+
+	// lastAt is Redis's instant (µs) of the latest admission of this
+	// process, and longest the longest window (µs): a quota found without
+	// rules before lastAt+longest was lost (Options.OnLoss).
+	lastAt  atomic.Int64
+	longest int64
 
 	roundTrips  atomic.Int64
 	scriptLoads atomic.Int64
@@ -335,6 +363,10 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		spec = append(spec, "global-jobs="+strconv.Itoa(cf.GlobalJobs))
 	}
 	l.spec = strings.TrimSpace(strings.Join(spec, " "))
+
+	for _, r := range sorted {
+		l.longest = max(l.longest, r.Window.Microseconds())
+	}
 
 	l.keys = make([]string, 0, 1+2*len(sorted))
 	l.keys = append(l.keys, "pace:{"+cf.Key+"}:rules")
@@ -569,6 +601,12 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	if !r.clock {
 		l.clientTime.Add(1)
 	}
+	if last := l.lastAt.Load(); r.fresh && last != 0 && r.now < last+l.longest && l.cf.OnLoss != nil {
+		l.cf.OnLoss(Loss{Last: time.UnixMicro(last), At: time.UnixMicro(r.now), Window: time.Duration(l.longest) * time.Microsecond})
+	}
+	if r.admitted > 0 {
+		l.lastAt.Store(max(l.lastAt.Load(), r.now))
+	}
 	d := gate.Decision{Admitted: r.admitted, At: time.UnixMicro(r.now), ID: id, Wait: r.wait,
 		Used: make([]int, len(l.rules)), Fleet: r.margin,
 		Latency: rtt / 2, Decided: replied} // the reply's way back from Redis's decision, then the hand-over
@@ -692,6 +730,7 @@ type admitReply struct {
 	admitted int           // how many of the calls asked were admitted
 	now      int64         // server time, microseconds
 	clock    bool          // now came from the server's TIME
+	fresh    bool          // Redis kept no rule spec for the quota before the call
 	margin   time.Duration // the fleet's widest margin, which the script applied
 	wait     time.Duration // for the first call refused
 	rule     int           // index (Redis order) of the rule that needs the longest wait
@@ -732,7 +771,8 @@ func parseAdmitReply(v any, rules, calls int) (admitReply, error) {
 	}
 	r.admitted = calls
 	r.now = ints[1]
-	r.clock = ints[2] == 1
+	r.clock = ints[2]&1 == 1
+	r.fresh = ints[2]&2 != 0
 	r.margin = time.Duration(ints[3]) * time.Microsecond
 	if code == 0 {
 		r.wait = time.Duration(ints[4]) * time.Microsecond

@@ -214,10 +214,12 @@ end
 //
 // Every window is widened by the fleet's widest margin.
 //
-// Replies, with times in microseconds:
+// Replies, with times in microseconds, and flags = clock (1 when now
+// came from TIME) + 2 when Redis kept no rule spec for the quota before
+// this call (none in use, or its records lost):
 //
-//	{1, now, clock, margin, used_1, ..., used_k}              every call admitted; used_i counts them
-//	{0, now, clock, margin, wait, i, used_1, ..., used_k, a}  the first a calls admitted (used_i
+//	{1, now, flags, margin, used_1, ..., used_k}              every call admitted; used_i counts them
+//	{0, now, flags, margin, wait, i, used_1, ..., used_k, a}  the first a calls admitted (used_i
 //	                                                          counts them), call a+1 refused: it
 //	                                                          needs wait, rule i the longest
 //	{-1, spec}                                                the quota holds another rule spec
@@ -337,16 +339,18 @@ for j = 1, m do
   admitted = j
 end
 
+local flags = clock
+if not spec then flags = flags + 2 end
 if admitted > 0 or not spec then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 end
 if binding > 0 then
-  local r = {0, now, clock, margin, wait, binding}
+  local r = {0, now, flags, margin, wait, binding}
   for i = 1, k do r[6 + i] = used[i] end
   r[7 + k] = admitted
   return r
 end
-local r = {1, now, clock, margin}
+local r = {1, now, flags, margin}
 for i = 1, k do r[4 + i] = used[i] end
 return r
 `

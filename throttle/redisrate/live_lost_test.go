@@ -1,0 +1,86 @@
+package redisrate_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/redistest"
+	"github.com/pace-cli/pace/throttle/redisrate"
+)
+
+// losses records what OnLoss hears.
+type losses struct {
+	mu   sync.Mutex
+	seen []redisrate.Loss
+}
+
+func (o *losses) report(e redisrate.Loss) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, e)
+}
+
+func (o *losses) get() []redisrate.Loss {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]redisrate.Loss(nil), o.seen...)
+}
+
+// Redis that forgets a quota in use (FLUSHALL here; a restart without
+// persistence, an eviction, a failover to a lagging replica, pace quota
+// reset do the same) forgets the calls of its last window, and the fleet
+// may then go over a rule. That went unsaid: now the first admission that
+// finds the quota gone, less than its longest window after this process
+// recorded a call in it, reports the loss, once. A quota that expired
+// unused (its window passed) is no loss.
+func TestLiveLossReported(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	var heard losses
+	l := liveOpen(t, liveClient(t, srv.Addr()), "lost", "3/m,2/300ms", redisrate.Options{OnLoss: heard.report})
+	first, err := l.Admit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := heard.get(); len(got) != 0 {
+		t.Fatalf("OnLoss heard %+v at the first admission, want nothing (no call recorded before)", got)
+	}
+	do(t, srv, "FLUSHALL")
+	a, err := l.Admit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := heard.get()
+	if len(got) != 1 {
+		t.Fatalf("OnLoss heard %+v after FLUSHALL, want one loss", got)
+	}
+	if e := got[0]; !e.Last.Equal(first.At) || !e.At.Equal(a.At) || e.Window != time.Minute {
+		t.Errorf("Loss = %+v, want Last %v (the call recorded before), At %v (the admission that found it gone), Window 1m",
+			e, first.At, a.At)
+	}
+	// The quota is kept again: nothing more to report.
+	if _, err := l.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard.get(); len(got) != 1 {
+		t.Errorf("OnLoss heard %+v, want the one loss only", got)
+	}
+
+	// A quota that expired unused is no loss: its keys live as long as
+	// its longest window.
+	var quiet losses
+	short := liveOpen(t, liveClient(t, srv.Addr()), "short", "2/200ms", redisrate.Options{OnLoss: quiet.report})
+	if _, err := short.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the quota to expire", 5*time.Second, func() bool { return do(t, srv, "EXISTS", "pace:{short}:rules") == "0" })
+	if _, err := short.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := quiet.get(); len(got) != 0 {
+		t.Errorf("OnLoss heard %+v after the quota expired unused, want nothing", got)
+	}
+}
