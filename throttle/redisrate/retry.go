@@ -74,12 +74,25 @@ func redirected(c Client, err error) bool {
 	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 }
 
+// garbled reports whether err is go-redis failing to parse what the
+// server sent: the server does not speak the Redis protocol (a web
+// server, another service on the port). go-redis's parse errors are
+// plain text, so their words are all there is to go by
+// (TestLiveNotRedis pins them).
+func garbled(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "redis: invalid reply") || strings.Contains(s, "redis: can't parse")
+}
+
 // hint says what to do about err, from a call through c, when Redis
 // refused it for a reason the user can fix in the URL, else "": a
 // password missing (passwordHint), or a cluster named by one node.
 func hint(c Client, err error) string {
 	if redirected(c, err) {
 		return "Redis is a cluster and the URL names one of its nodes (add ?cluster=true to the URL): "
+	}
+	if garbled(err) {
+		return "the server does not speak the Redis protocol (a wrong port?): "
 	}
 	return passwordHint(err)
 }
@@ -131,7 +144,7 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 			return cerr
 		}
 		l.failures.Add(1)
-		if permanent(err) || redirected(l.client, err) {
+		if permanent(err) || redirected(l.client, err) || l.health.notRedis(err) {
 			return fmt.Errorf("redisrate: quota %q: %s%w: %w", l.name, hint(l.client, err), throttle.ErrBackend, err)
 		}
 		if failingSince.IsZero() {
@@ -242,8 +255,25 @@ func (h *health) watch(ctx context.Context, call func() error) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return err // the caller gave up on the call: it says nothing about Redis
 	}
+	if h.notRedis(err) {
+		return err // not Redis at all: no outage (see retry)
+	}
 	h.observe(start, err)
 	return err
+}
+
+// notRedis reports whether err, from a call to a server that has never
+// answered, says that it does not speak the Redis protocol (garbled): the
+// URL names another service, which no wait cures. Once Redis has
+// answered, such an error is taken as a connection gone bad, and
+// retried.
+func (h *health) notRedis(err error) bool {
+	if err == nil || !garbled(err) {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastOK.IsZero()
 }
 
 // stalled records that a call begun at start is still unanswered.

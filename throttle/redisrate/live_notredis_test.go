@@ -1,0 +1,47 @@
+package redisrate_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/redisrate"
+)
+
+// A URL whose port is a web server's (or anything else that answers in
+// another protocol) is the URL's fault, which no wait cures: pace said
+// Redis was "not answering" and waited out the timeout (30s by default).
+// Now Dial fails at once, saying the server does not speak Redis's
+// protocol, and never shows the password.
+func TestLiveNotRedis(t *testing.T) {
+	t.Parallel()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<!DOCTYPE HTML>", http.StatusBadRequest)
+	}))
+	t.Cleanup(web.Close)
+	addr := strings.TrimPrefix(web.URL, "http://")
+	// RESP3 (HELLO, go-redis's default) and RESP2 fail to parse the
+	// answer in different words.
+	for _, url := range []string{"redis://:s3cret@" + addr, "redis://" + addr + "?protocol=2"} {
+		var o outages
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := redisrate.Dial(ctx, url, redisrate.Options{Rules: mustRules(t, "10/s"), Timeout: 10 * time.Second, OnOutage: o.report})
+		cancel()
+		if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), "does not speak the Redis protocol") ||
+			strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Dial(%s, a web server) = %v; want ErrBackend saying it does not speak the Redis protocol, without the password", url, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Dial(%s, a web server) gave up after %v, want at once, not after the 10s timeout", url, d)
+		}
+		if got := o.get(); len(got) != 0 {
+			t.Errorf("%s: OnOutage heard %+v, want nothing: the URL is wrong, Redis is not down", url, got)
+		}
+	}
+}
