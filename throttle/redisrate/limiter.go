@@ -239,6 +239,10 @@ type Limiter struct {
 	// rules before lastAt+longest was lost (Options.OnLoss).
 	lastAt  atomic.Int64
 	longest int64
+	// maxWait is the longest a call that fits by a steady clock can be
+	// told to wait (µs), margin excluded: the longest window, and for a
+	// counter its bucket too.
+	maxWait int64
 
 	roundTrips  atomic.Int64
 	scriptLoads atomic.Int64
@@ -365,7 +369,12 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	l.spec = strings.TrimSpace(strings.Join(spec, " "))
 
 	for _, r := range sorted {
-		l.longest = max(l.longest, r.Window.Microseconds())
+		w := r.Window.Microseconds()
+		l.longest = max(l.longest, w)
+		if l.mode(r) == modeCounter {
+			w += (w + 1023) / 1024
+		}
+		l.maxWait = max(l.maxWait, w)
 	}
 
 	l.keys = make([]string, 0, 1+2*len(sorted))
@@ -607,7 +616,14 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	if r.admitted > 0 {
 		l.lastAt.Store(max(l.lastAt.Load(), r.now))
 	}
-	d := gate.Decision{Admitted: r.admitted, At: time.UnixMicro(r.now), ID: id, Wait: r.wait,
+	// A call that fits by a steady clock never waits longer than the
+	// longest window plus the fleet's margin. Redis asks for more when its
+	// clock stepped back since calls were recorded (a clock set back, a
+	// failover to a server whose clock lags): they lie in its future, and
+	// the call would wait out the step too, however soon the clock is put
+	// right. It asks again by then instead; Redis still decides.
+	wait := min(r.wait, time.Duration(l.maxWait+1000)*time.Microsecond+r.margin)
+	d := gate.Decision{Admitted: r.admitted, At: time.UnixMicro(r.now), ID: id, Wait: wait,
 		Used: make([]int, len(l.rules)), Fleet: r.margin,
 		Latency: rtt / 2, Decided: replied} // the reply's way back from Redis's decision, then the hand-over
 	for j, i := range l.order {

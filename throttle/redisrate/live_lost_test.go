@@ -3,8 +3,11 @@ package redisrate_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/pace-cli/pace/internal/redistest"
 	"github.com/pace-cli/pace/throttle/redisrate"
@@ -82,5 +85,60 @@ func TestLiveLossReported(t *testing.T) {
 	}
 	if got := quiet.get(); len(got) != 0 {
 		t.Errorf("OnLoss heard %+v after the quota expired unused, want nothing", got)
+	}
+}
+
+// movableClock is a client whose clock, the only instant the limiter
+// sends Redis (used only where TIME is refused), can be moved.
+type movableClock struct {
+	redisrate.Client
+	skew atomic.Int64 // ns
+}
+
+func (c *movableClock) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return skewedClient{c.Client, time.Duration(c.skew.Load())}.EvalSha(ctx, sha, keys, args...)
+}
+
+func (c *movableClock) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	return skewedClient{c.Client, time.Duration(c.skew.Load())}.Eval(ctx, src, keys, args...)
+}
+
+// The store's clock decides, and it may step back (a clock set back, a
+// failover to a server whose clock lags): the calls recorded then lie in
+// its future, and Redis asks the next call to wait out the step as well
+// as the window. pace slept the whole step (an hour here) even when the
+// clock was put right a moment later. A wait is now never longer than the
+// longest window plus the margin: pace asks again by then, and Redis,
+// whose clock is right again, admits the call. Nothing is admitted early.
+func TestLiveClockStepsBack(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--rename-command", "TIME", "")
+	c := &movableClock{Client: liveClient(t, srv.Addr())}
+	l := liveOpen(t, c, "clock", "2/500ms", redisrate.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, err := l.Admit(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.skew.Store(int64(-time.Hour))
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Admit(ctx, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Admit with the clock an hour back = %v before it was put right, want a wait", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.skew.Store(0)
+	start := time.Now()
+	if err := <-done; err != nil {
+		t.Fatalf("Admit once the clock was put right = %v, want an admission within the window (500ms)", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("admitted %v after the clock was put right, want within about the window (500ms)", d)
 	}
 }
