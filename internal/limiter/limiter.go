@@ -101,6 +101,13 @@ func Open(ctx context.Context, o Options, w io.Writer) (throttle.Backend, error)
 		Timeout:    sh.Timeout,
 		OnOutage:   out.report,
 		OnLoss:     out.lost(sh.Key),
+		OnClientClock: func() {
+			out.mu.Lock()
+			defer out.mu.Unlock()
+			fmt.Fprintf(w, "pace: redis %s refuses TIME in scripts: quota %q is kept on each process's own clock, "+
+				"so the machines sharing it must keep their clocks in sync (one whose clock runs ahead lets the fleet over a rule); "+
+				"allow TIME to keep it on Redis's clock (docs/redis.md)\n", url, sh.Key)
+		},
 	})
 	told := func(m *throttle.MismatchError) error {
 		return &mismatchError{m, fmt.Sprintf("redis quota %q at %s is kept with rules %q, this process has %q: "+

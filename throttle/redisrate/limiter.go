@@ -171,6 +171,13 @@ type Options struct {
 	// goroutine, once per loss.
 	OnLoss func(Loss)
 
+	// OnClientClock, if set, is called once, at the first admission
+	// decided on this process's clock because Redis refused TIME in
+	// scripts (see Admit): the processes sharing the quota then keep it
+	// on their own clocks, which must agree, or one whose clock runs ahead
+	// lets the fleet over a rule.
+	OnClientClock func()
+
 	slotPoll time.Duration // tests shorten it
 }
 
@@ -607,8 +614,8 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	if r.mismatch {
 		return gate.Decision{}, l.mismatch(r.stored)
 	}
-	if !r.clock {
-		l.clientTime.Add(1)
+	if !r.clock && l.clientTime.Add(1) == 1 && l.cf.OnClientClock != nil {
+		l.cf.OnClientClock()
 	}
 	if last := l.lastAt.Load(); r.fresh && last != 0 && r.now < last+l.longest && l.cf.OnLoss != nil {
 		l.cf.OnLoss(Loss{Last: time.UnixMicro(last), At: time.UnixMicro(r.now), Window: time.Duration(l.longest) * time.Microsecond})

@@ -142,3 +142,34 @@ func TestLiveClockStepsBack(t *testing.T) {
 		t.Errorf("admitted %v after the clock was put right, want within about the window (500ms)", d)
 	}
 }
+
+// A Redis that refuses TIME in scripts (renamed, or an ACL without it, as
+// some managed services and proxies have it) makes every process decide
+// on its own clock: the machines sharing the quota must then keep their
+// clocks in sync, or one whose clock runs ahead lets the fleet over a
+// rule. That went unsaid (Stats only counted it). Now OnClientClock is
+// called once, at the first admission so decided; never where TIME works.
+func TestLiveClientClockReported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		extra []string
+		want  int
+	}{
+		{"time refused", []string{"--rename-command", "TIME", ""}, 1},
+		{"time allowed", nil, 0},
+	} {
+		srv := redistest.Start(t, tt.extra...)
+		var heard atomic.Int64
+		l := liveOpen(t, liveClient(t, srv.Addr()), "clock", "5/s", redisrate.Options{OnClientClock: func() { heard.Add(1) }})
+		for range 3 {
+			if _, err := l.Admit(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := heard.Load(); n != int64(tt.want) {
+			t.Errorf("%s: OnClientClock called %d times in 3 admissions, want %d", tt.name, n, tt.want)
+		}
+	}
+}
