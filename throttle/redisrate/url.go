@@ -47,6 +47,15 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 		// it, "invalid port" what follows a # in a password): none of it.
 		return fail(errors.New("not a URL such as redis://user:password@host:6379/0: percent-encode characters such as # / ? @ % and spaces in the user name and password"))
 	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	default:
+		sentinel := ""
+		if strings.Contains(u.Scheme, "sentinel") {
+			sentinel = "; Redis Sentinel is not supported"
+		}
+		return fail(fmt.Errorf("scheme %q: want redis://, rediss:// (TLS) or unix:// (a socket)%s", u.Scheme, sentinel))
+	}
 	if u.Host == "" && (u.Scheme == "redis" || u.Scheme == "rediss") {
 		// go-redis would take localhost:6379: a quota kept in another
 		// Redis than the user meant, without a word.
@@ -67,7 +76,8 @@ func ParseURL(s string) (*redis.UniversalOptions, error) {
 	u.RawQuery = q.Encode()
 	o, err := redis.ParseURL(u.String())
 	if err != nil {
-		return fail(errors.New(RedactURL(err.Error())))
+		// go-redis's words, without its package prefix.
+		return fail(errors.New(strings.TrimPrefix(RedactURL(err.Error()), "redis: ")))
 	}
 	if len(extra) > 0 {
 		cluster = true

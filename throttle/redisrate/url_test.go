@@ -184,3 +184,21 @@ func TestDialCancelledWhileRedisIsSilent(t *testing.T) {
 		t.Errorf("Dial returned %v after its context was cancelled at 300ms (%v), want at once", d, err)
 	}
 }
+
+// A URL go-redis cannot read is explained in the user's terms: what is
+// expected, without go-redis's "redis:" prefix ("redis: invalid URL
+// scheme: http" said neither which schemes work nor that Sentinel does
+// not).
+func TestParseURLSaysWhatIsExpected(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"http://u:s3cret@h:1", `scheme "http": want redis://, rediss:// (TLS) or unix:// (a socket)`},
+		{"redis-sentinel://h:26379/mymaster", `scheme "redis-sentinel": want redis://, rediss:// (TLS) or unix:// (a socket); Redis Sentinel is not supported`},
+		{"redis://u:s3cret@h:1?bogus=1", `unexpected option: bogus`},
+		{"redis://u:s3cret@h:1/x", `invalid database number: "x"`},
+	} {
+		_, err := redisrate.ParseURL(tt.url)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), ": redis: ") {
+			t.Errorf("ParseURL(%q) = %v; want it to say %q, without go-redis's prefix", tt.url, err, tt.want)
+		}
+	}
+}
