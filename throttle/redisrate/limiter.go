@@ -162,7 +162,9 @@ type Options struct {
 
 	// OnLoss, if set, is called when an admission finds that Redis keeps
 	// no record of the quota although this process recorded a call in it
-	// less than its longest window before: Redis lost the quota's records
+	// less than its longest window before, or that a count rule no longer
+	// counts this process's latest call although it is still in the rule's
+	// window: Redis lost the quota's records
 	// (restarted without persistence, flushed, evicted the keys, failed
 	// over to a replica that had not caught up) or pace quota reset forgot
 	// them. The calls of that window are forgotten, so the fleet may go
@@ -617,7 +619,7 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	if !r.clock && l.clientTime.Add(1) == 1 && l.cf.OnClientClock != nil {
 		l.cf.OnClientClock()
 	}
-	if last := l.lastAt.Load(); r.fresh && last != 0 && r.now < last+l.longest && l.cf.OnLoss != nil {
+	if last := l.lastAt.Load(); l.cf.OnLoss != nil && l.lost(r, last) {
 		l.cf.OnLoss(Loss{Last: time.UnixMicro(last), At: time.UnixMicro(r.now), Window: time.Duration(l.longest) * time.Microsecond})
 	}
 	if r.admitted > 0 {
@@ -640,6 +642,28 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 		d.Rule = l.order[r.rule]
 	}
 	return d, nil
+}
+
+// lost reports whether r, an admission's reply, shows that Redis lost
+// records of the quota that this process made, its latest admission
+// at last (0: none yet): the rule set gone less than the longest window
+// after it, or a count rule whose window still holds that call counting
+// fewer calls than it and the calls r admitted (its log dropped, as an
+// eviction does, the rule set kept). Cost rules are not checked.
+func (l *Limiter) lost(r admitReply, last int64) bool {
+	if last == 0 {
+		return false
+	}
+	if r.fresh {
+		return r.now < last+l.longest
+	}
+	for j, i := range l.order {
+		rule := l.rules[i]
+		if !rule.Cost && r.now-last < rule.Window.Microseconds() && r.used[j] < 1+r.admitted {
+			return true
+		}
+	}
+	return false
 }
 
 // weightOf returns what a call of the given cost weighs in r.

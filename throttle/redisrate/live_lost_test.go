@@ -2,6 +2,7 @@ package redisrate_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +44,7 @@ func TestLiveLossReported(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	var heard losses
-	l := liveOpen(t, liveClient(t, srv.Addr()), "lost", "3/m,2/300ms", redisrate.Options{OnLoss: heard.report})
+	l := liveOpen(t, liveClient(t, srv.Addr()), "lost", "30/m,2/300ms", redisrate.Options{OnLoss: heard.report})
 	first, err := l.Admit(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +71,29 @@ func TestLiveLossReported(t *testing.T) {
 	}
 	if got := heard.get(); len(got) != 1 {
 		t.Errorf("OnLoss heard %+v, want the one loss only", got)
+	}
+
+	// Redis that drops a rule's log but keeps the rule set (an eviction
+	// takes the keys with the shortest time to live first): the log no
+	// longer holds this process's call of a moment ago. That is a loss too.
+	if _, err := l.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var log string
+	for _, k := range l.Keys() {
+		if strings.HasSuffix(k, ":2/300ms") {
+			log = k
+		}
+	}
+	if log == "" {
+		t.Fatalf("no key of rule 2/300ms in %q", l.Keys())
+	}
+	do(t, srv, "DEL", log)
+	if _, err := l.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard.get(); len(got) != 2 {
+		t.Errorf("OnLoss heard %+v after the log of 2/300ms was dropped, want a second loss", got)
 	}
 
 	// A quota that expired unused is no loss: its keys live as long as

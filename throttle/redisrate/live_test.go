@@ -233,10 +233,15 @@ func TestLiveConcurrentClients(t *testing.T) {
 	srv := redistest.Start(t)
 	const rules = "10/100ms,25/500ms"
 	var ls []*redisrate.Limiter
+	var lost atomic.Int64 // no loss is ever reported where Redis keeps everything
 	for range 8 {
-		ls = append(ls, liveOpen(t, liveClient(t, srv.Addr()), "atomic", rules, redisrate.Options{}))
+		ls = append(ls, liveOpen(t, liveClient(t, srv.Addr()), "atomic", rules,
+			redisrate.Options{OnLoss: func(redisrate.Loss) { lost.Add(1) }}))
 	}
 	calls := hammer(t, ls, 1, 60, nil)
+	if n := lost.Load(); n != 0 {
+		t.Errorf("OnLoss called %d times, want never: Redis lost nothing", n)
+	}
 	if len(calls) != 60 {
 		t.Fatalf("%d admissions, want 60", len(calls))
 	}

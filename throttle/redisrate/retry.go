@@ -84,9 +84,10 @@ func garbled(err error) bool {
 	return strings.Contains(s, "redis: invalid reply") || strings.Contains(s, "redis: can't parse")
 }
 
-// hint says what to do about err, from a call through c, when Redis
-// refused it for a reason the user can fix in the URL, else "": a
-// password missing (passwordHint), or a cluster named by one node.
+// hint says what to do about err, from a call through c, when it failed
+// for a reason the user can fix in the URL, else "": a cluster named by
+// one node, a server that is not Redis (garbled), or a password missing
+// (passwordHint).
 func hint(c Client, err error) string {
 	if redirected(c, err) {
 		return "Redis is a cluster and the URL names one of its nodes (add ?cluster=true to the URL): "
