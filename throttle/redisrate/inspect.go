@@ -205,7 +205,7 @@ func storedLayout(ctx context.Context, client Client, key string) (*Limiter, str
 	if err != nil {
 		return nil, "", fmt.Errorf("redisrate: quota %q: stored rules %q: %w", key, spec, err)
 	}
-	opts.Key = key
+	opts.Key, opts.anyName = key, true
 	l, err := newLimiter(client, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("redisrate: quota %q: stored rules %q: %w", key, spec, err)

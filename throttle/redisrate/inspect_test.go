@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +166,31 @@ func TestInspectLiveNameAsGiven(t *testing.T) {
 	}
 	if n, err := c.Exists(ctx, spaced.Keys()...).Result(); err != nil || n != 0 {
 		t.Errorf(`after Reset(" api ") %d of its keys exist (%v), want none`, n, err)
+	}
+}
+
+// A name Open no longer takes (longer than MaxKeyLen, or with control
+// characters) may be an older pace's quota, still kept in Redis: Inspect
+// and Reset still reach it. They failed with "stored rules \"\": key ...:
+// want a name of at most 256 bytes", so that it could not be forgotten.
+func TestInspectLiveOlderNames(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := liveClient(t, srv.Addr())
+	ctx := context.Background()
+	for _, name := range []string{strings.Repeat("k", redisrate.MaxKeyLen+44), "tab\there"} {
+		// As an older pace kept it: the rule set and one call in 5/m.
+		do(t, srv, "SET", "pace:{"+name+"}:rules", "5/m")
+		do(t, srv, "ZADD", "pace:{"+name+"}:r0:5/m", strconv.FormatInt(time.Now().UnixMicro(), 10), "old.1")
+		q, err := redisrate.Inspect(ctx, c, name)
+		if err != nil || q.Spec != "5/m" || len(q.Rules) != 1 || q.Rules[0].Used != 1 {
+			t.Errorf("Inspect(%.20q...) = %+v, %v; want the quota kept with 5/m, 1 used", name, q, err)
+		}
+		if err := redisrate.Reset(ctx, c, name); err != nil {
+			t.Errorf("Reset(%.20q...) = %v", name, err)
+		}
+		if n := do(t, srv, "EXISTS", "pace:{"+name+"}:rules", "pace:{"+name+"}:r0:5/m"); n != "0" {
+			t.Errorf("after Reset(%.20q...) %s of its keys exist, want none", name, n)
+		}
 	}
 }
