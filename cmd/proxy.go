@@ -163,7 +163,8 @@ Interrupts:
 ` + redisHelp + `
 
 Exit codes:
-  N    with -- CMD: CMD's exit status (128+S if signal S killed it)
+  N    with -- CMD: CMD's exit status (128+S if signal S killed it);
+       1 if CMD exited 0 but a request's job log row could not be written
   2    usage or rule error, cannot listen, or the quota is kept with other
        rules; nothing ran
   3    the quota's store failed before the proxy started

@@ -215,7 +215,8 @@ func (s *session) finish(ctx context.Context, res *runFacts, mode string, sigs *
 	}
 	sum.Brief = briefSummary(sum, mode)
 	// -q: no summary unless something failed (pace proxy -- CMD exits
-	// with CMD's status, whatever the requests did).
+	// with CMD's status, whatever the requests did, unless their rows
+	// could not be written).
 	if !o.Quiet || code != ExitOK || sum.Failed > 0 {
 		if err := writeSummary(ios.ErrOut, o.Summary, sum); err != nil && code == ExitOK {
 			code = ExitFailed

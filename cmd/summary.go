@@ -37,6 +37,14 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 		if f.signal != "" {
 			s.Interrupted = f.signal
 		}
+		if f.jobLogErr != nil {
+			// The proxy stopped while CMD ran, and requests it sent
+			// have no row: CMD's 0 does not make that a success.
+			s.Stopped = "the job log could not be written"
+			if code == ExitOK {
+				code = ExitFailed
+			}
+		}
 	case errors.As(f.limitErr, new(*learn.PolicyWaitTooLong)):
 		// Not the store's failure: every item left would wait as long.
 		code = ExitFailed

@@ -17,6 +17,9 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
+// intPtr returns a pointer to n.
+func intPtr(n int) *int { return &n }
+
 // rule parses one rule for a test.
 func rule(t *testing.T, spec string) throttle.Rule {
 	t.Helper()
@@ -68,6 +71,15 @@ func TestSummarizeExitCode(t *testing.T) {
 			code: ExitUsage, stopped: "the limiter failed"},
 		{name: "limiter failure of another kind", f: runFacts{limitErr: errors.New("admit: cost too large")},
 			code: ExitBackend, stopped: "the limiter failed"},
+		{name: "proxy's command", f: runFacts{tally: ran, command: intPtr(0)}, code: ExitOK},
+		{name: "proxy's command failed", f: runFacts{tally: ran, command: intPtr(3)}, code: 3},
+		{name: "proxy's command killed", f: runFacts{tally: ran, command: intPtr(ExitTerminated), signal: "SIGTERM"},
+			code: ExitTerminated, interrupted: "SIGTERM"},
+		// The command did well, but requests it made have no row: never 0.
+		{name: "proxy's command ok, job log failure", f: runFacts{tally: ran, command: intPtr(0), jobLogErr: errRead},
+			code: ExitFailed, stopped: "the job log could not be written"},
+		{name: "proxy's command failed, job log failure", f: runFacts{tally: ran, command: intPtr(3), jobLogErr: errRead},
+			code: 3, stopped: "the job log could not be written"},
 	} {
 		f := tt.f
 		f.opts, f.total, f.read = &CommonOptions{}, -1, -1
