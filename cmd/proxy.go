@@ -414,8 +414,10 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	start := time.Now()
 	go func() { served <- srv.Serve(ln) }()
 	if opts.PortFile != "" {
-		pf, err := outfile.WriteOwned(ctx, opts.PortFile, []byte(proxyURL+"\n"))
-		if err != nil {
+		// A FIFO waits for its reader, and a signal ends the wait: the
+		// proxy then stops as it would once serving (below).
+		pf, err := outfile.WriteOwned(setupCtx, opts.PortFile, []byte(proxyURL+"\n"))
+		if err != nil && sigs.Signal() == nil {
 			srv.Close()
 			jl.Close()
 			return reportf(ios, ExitUsage, "--port-file %v", err)
@@ -440,9 +442,15 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
 		watching = false
-		code, killedBy := runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
-		facts.command = &code
-		facts.commandSignal = killedBy
+		// A signal during the setup (it cancelled setupCtx) stops the
+		// proxy before CMD runs.
+		code := ExitOK
+		if sigs.Signal() == nil {
+			var killedBy os.Signal
+			code, killedBy = runForeground(opts.Factory, path, opts.Command, append(os.Environ(), proxyURLEnv+"="+proxyURL), nil, false)
+			facts.command = &code
+			facts.commandSignal = killedBy
+		}
 		stop()
 		grace := time.NewTimer(o.Grace)
 		// CMD has ended: a signal now is for pace, and closes what is
@@ -471,7 +479,11 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		grace.Stop()
 	} else {
 		sigs.Arm(func() int { return int(px.Stats().InFlight) }, stop, func(error) { kill() })
-		if _, err := fmt.Fprintln(ios.Out, proxyURL); err != nil {
+		if setupCtx.Err() != nil {
+			// A signal came during the setup (while --port-file
+			// waited for its FIFO's reader): it was the first.
+			stop()
+		} else if _, err := fmt.Fprintln(ios.Out, proxyURL); err != nil {
 			fmt.Fprintf(errOut, "pace: stdout: %v\n", err)
 			code := ExitFailed
 			facts.command = &code
@@ -487,6 +499,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 				stop()
 				kill()
 			}
+			stop() // closed (kill) without a stop, stopped would never come
 			<-stopped
 		}
 	}

@@ -191,3 +191,34 @@ func TestDryRunDiesOfSIGINT(t *testing.T) {
 		t.Errorf("a dry run stopped by SIGINT: pace %s, want killed by interrupt", got)
 	}
 }
+
+// TestProxyStopsWhileItsPortFileWaits: --port-file naming a FIFO waits
+// for a reader; a signal then stops the proxy, which never served
+// anyone, and never runs its -- CMD. The signal used to be swallowed (it cancelled a setup nobody
+// watched any more): pace went on waiting.
+func TestProxyStopsWhileItsPortFileWaits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "port")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	ran := filepath.Join(dir, "ran")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, command := range [][]string{nil, {"--", "touch", ran}} {
+			args := append([]string{"proxy", "--progress", "never", "--upstream", "http://127.0.0.1:9",
+				"--metrics-addr", "127.0.0.1:0", "--port-file", fifo}, command...)
+			got, stderr := paceEnds(t, dir, sig.String(), signalOnce(t, "metrics at", sig), args...)
+			want := "killed by interrupt"
+			if sig == syscall.SIGTERM {
+				want = "exit 143"
+			}
+			if got != want {
+				t.Errorf("%v while --port-file waits for a reader (%q): pace %s, want %s; stderr:\n%s", sig, command, got, want, stderr)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Errorf("%v while --port-file waits for a reader: the command ran", sig)
+			}
+		}
+	}
+}
