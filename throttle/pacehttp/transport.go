@@ -9,7 +9,7 @@
 // Most callers want New with the backend of their rules, then an
 // http.Client whose Transport is the result:
 //
-//	lim, _ := throttle.New(rules)
+//	lim, _ := throttle.New(throttle.Options{Rules: rules})
 //	client := &http.Client{Transport: pacehttp.New(lim, pacehttp.Options{Learn: true})}
 //
 // A request holds its admission, and the backend's in-flight slot, until
