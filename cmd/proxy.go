@@ -128,7 +128,8 @@ Clients come and go:
 Listening:
   --listen defaults to 127.0.0.1:0, a free port on loopback. An address
   that is not loopback needs --allow-remote: anyone who can reach it can
-  send requests to the upstream and spend the quota. --port-file F holds
+  send requests to the upstream and spend the quota. An --upstream that
+  is the proxy's own address is refused. --port-file F holds
   the URL only while the proxy listens: F is written whole once it
   listens (a new file renamed over F: a reader never sees part of a URL),
   and removed as it stops, whatever stops it, unless someone else has
@@ -382,6 +383,12 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if err != nil {
 		jl.Close()
 		return reportf(ios, ExitUsage, "cannot listen on %s: %v", opts.Listen, unwrapOp(err))
+	}
+	if proxy.LoopsBack(opts.upstream, ln.Addr()) {
+		ln.Close()
+		jl.Close()
+		return reportf(ios, ExitUsage, "--upstream %s is this proxy itself (--listen %s): each request would come back to it, "+
+			"admitted again, without end; give the API's URL", red.URL(opts.upstream), ln.Addr())
 	}
 	proxyURL := "http://" + ln.Addr().String()
 	if host, _, _ := net.SplitHostPort(opts.Listen); !proxy.IsLoopback(host) {

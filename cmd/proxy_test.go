@@ -655,3 +655,32 @@ func TestProxyReportsAsARunDoes(t *testing.T) {
 		t.Errorf("summary file: %+v", sum)
 	}
 }
+
+// An upstream that is the proxy itself (--listen's address) is refused
+// before anything is served: each request would come back to the proxy,
+// admitted again, without end (one client request made 100 calls in 8s
+// under 20/s, each spending the quota, until pace was stopped).
+func TestProxyUpstreamItselfIsRefused(t *testing.T) {
+	t.Setenv(redisURLEnv, "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	ln.Close()
+	ios, _, _, errOut := Test()
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(&Factory{IOStreams: ios}, []string{"proxy", "--listen", addr, "--upstream", "http://localhost:" + port + "/v1"})
+	}()
+	select {
+	case code := <-done:
+		want := "--upstream http://localhost:" + port + "/v1 is this proxy itself"
+		if code != ExitUsage || !strings.Contains(errOut.String(), want) {
+			t.Errorf("pace proxy --listen %s --upstream http://localhost:%s/v1: exit %d, stderr %q; want exit 2 and %q", addr, port, code, errOut, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pace proxy --listen %s --upstream http://localhost:%s/v1 serves: it should refuse to send requests to itself", addr, port)
+	}
+}
