@@ -122,8 +122,9 @@ Clients come and go:
   answers 429, with a Retry-After computed from the rules, to a request
   that would wait longer than D, so that clients' own retry logic works;
   without it, requests wait. The proxy answers 502 when the upstream
-  cannot be reached, 504 when it does not answer within --timeout, 503
-  when the shared quota's store is down or the proxy is stopping.
+  cannot be reached, 504 when it does not answer within --timeout (or
+  takes no byte of a request's body for that long), 503 when the shared
+  quota's store is down or the proxy is stopping.
 
 Listening:
   --listen defaults to 127.0.0.1:0, a free port on loopback. An address
@@ -225,7 +226,7 @@ func NewCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
 	fl.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
 	fl.Var(pathValue{&opts.PortFile, "want a file name; leave --port-file out for none"}, "port-file", "write the proxy's URL to `FILE` once it listens, and remove it when the proxy stops")
 	fl.Var(durationValue{&opts.MaxWait}, "max-wait", "answer 429 with Retry-After to a request that would wait longer than `DURATION` (default: wait)")
-	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION` (default 0: no limit)")
+	fl.Var(durationValue{&opts.Timeout}, "timeout", "answer 504 when the upstream has not answered within `DURATION`,\nor has taken no byte of a request's body for that long (default 0: no limit)")
 	fl.Var(durationValue{&opts.ClientTimeout}, "client-timeout",
 		"end a request whose client sends no byte of its body, or takes no byte of its answer,\nfor `DURATION`, and free its slot (default 1m; 0: never)")
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let requests in flight finish for up to `DURATION`")
@@ -372,7 +373,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	rec := newRecorder(s, tr.Backend(), jl, disp, errOut, func() { stop() })
 	rec.kill = func() { kill() }
 	px, err := proxy.New(proxy.Options{Upstream: opts.upstream, Transport: tr, Jobs: o.Jobs, MaxWait: opts.MaxWait,
-		ClientTimeout: opts.ClientTimeout, Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
+		ClientTimeout: opts.ClientTimeout, Timeout: opts.Timeout, Rules: o.allRules(), Redactor: red, OnEvent: rec.onEvent})
 	if err != nil { // the options were checked: unreachable
 		jl.Close()
 		return reportf(ios, ExitUsage, "%v", err)

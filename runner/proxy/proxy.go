@@ -34,6 +34,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -77,6 +78,12 @@ type Options struct {
 	// of its answer: past it the request is abandoned, its slot given
 	// back (see stall.go). DefaultClientTimeout is pace proxy's.
 	ClientTimeout time.Duration
+	// Timeout, if positive, is how long the upstream may take no byte of
+	// a request's body (upload.go): past it the request is cancelled and
+	// answered 504, as one whose answer's headers do not come in time
+	// (the --timeout of NewUpstreamTransport's transport, which counts
+	// only once the body is written).
+	Timeout time.Duration
 	// OnEvent, if set, is told of each request that is admitted, as a
 	// pool tells of a job (see report.go): JobStarted once it goes
 	// upstream, JobFinished then JobDone once its answer has been copied
@@ -340,6 +347,9 @@ type request struct {
 	// body is the request's body as the client sends it, nil if it has
 	// none (stall.go).
 	body *clientBody
+	// send watches the body as it goes upstream, with Options.Timeout
+	// (upload.go); nil if not.
+	send *sendWatch
 }
 
 // bodyStalled reports whether rq's client stopped sending its body.
@@ -469,6 +479,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 			}
 		}
+	}
+	if p.opts.Timeout > 0 && r.Body != nil && r.Body != http.NoBody {
+		rq.send = watchSend(r.Body, p.opts.Timeout, cancel, expectsContinue(r))
+		r.Body = rq.send
 	}
 	p.waitingN.Add(1)
 	rq.ctx = requestCtx{Context: ctx, rq: rq}
@@ -636,6 +650,10 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p.unsent.Add(1)
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; this request was not sent upstream")
 		return
+	case admitted && errors.Is(context.Cause(ctx), errUpstreamSlow):
+		// Cancelled as the upstream took none of the body (upload.go),
+		// not as the client went: answered 504 below.
+		err = errUpstreamSlow
 	case rq.bodyStalled() && !admitted:
 		p.stalled.Add(1)
 		p.stalledBody(w, r, false)
@@ -760,12 +778,18 @@ func (p *Proxy) release(rq *request) {
 type admittedTransport struct{ rt http.RoundTripper }
 
 func (t admittedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rq := requestOf(req.Context()); rq != nil && !rq.p.admitted(rq, req) && !rq.p.resendAdmitted(rq, req) {
+	rq := requestOf(req.Context())
+	if rq != nil && !rq.p.admitted(rq, req) && !rq.p.resendAdmitted(rq, req) {
 		// MaxWait's deadline, or Stop, came as the admission returned.
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, errTooLong
+	}
+	if rq != nil && rq.send != nil {
+		rq.send.start()
+		defer rq.send.end()
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &rq.send.trace))
 	}
 	return t.rt.RoundTrip(req)
 }

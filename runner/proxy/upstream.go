@@ -34,11 +34,15 @@ func NewUpstreamTransport(jobs int, timeout time.Duration) *Upstream {
 		MaxIdleConnsPerHost:   max(jobs, 64),
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		ExpectContinueTimeout: expectContinueTimeout,
 		ResponseHeaderTimeout: timeout,
 		DisableCompression:    true,
 	}}
 }
+
+// expectContinueTimeout is how long the upstream transport waits for 100
+// Continue before it sends a body anyway.
+const expectContinueTimeout = time.Second
 
 // Limits of the server NewServer returns, against clients that
 // misbehave: a request's headers may take at most MaxHeaderBytes (a
