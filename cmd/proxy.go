@@ -130,14 +130,15 @@ Listening:
   --listen defaults to 127.0.0.1:0, a free port on loopback. An address
   that is not loopback needs --allow-remote: anyone who can reach it can
   send requests to the upstream and spend the quota. An --upstream that
-  is the proxy's own address is refused. --port-file F holds
-  the URL only while the proxy listens: F is written whole once it
-  listens (a new file renamed over F: a reader never sees part of a URL),
-  and removed as it stops, whatever stops it, unless someone else has
-  replaced or rewritten F since (another proxy's URL is left alone). A
-  proxy killed outright (SIGKILL, a crash) cannot remove F, which names a
-  dead proxy until the next proxy replaces it: a script that waits for F
-  to appear removes it first (rm -f F).
+  is the proxy's own address is refused. --port-file F holds the URL only
+  while the proxy listens: F is written whole once it listens (a new file
+  renamed over F: a reader never sees part of a URL), and removed as it
+  stops, whatever stops it, unless someone else has replaced or rewritten
+  F since (another proxy's URL is left alone). A proxy killed outright
+  (SIGKILL, a crash) cannot remove F, which names a dead proxy until the
+  next proxy replaces it: a script that waits for F to appear removes it
+  first (rm -f F). A FIFO as F waits for its reader; a signal stops the
+  proxy meanwhile.
 
 What it did:
   As pace run and fetch: progress on stderr (requests done, waiting, the
