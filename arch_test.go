@@ -28,11 +28,12 @@ func TestImportBoundaries(t *testing.T) {
 	// isThrottle: package throttle, with what it compiles of its own, and
 	// throttle/backend, the plumbing between a backend and its callers
 	// (admissions a backend hands out, the signal that a caller holds its
-	// place in a backend's queue, or an in-flight slot): standard library
-	// and throttle only.
+	// place in a backend's queue, or an in-flight slot), and the FIFO lock
+	// that backends and the learner queue their callers with: standard
+	// library and throttle only.
 	isThrottle := func(dep string) bool {
 		return dep == mod+"/throttle" || dep == mod+"/throttle/internal/link" || dep == mod+"/throttle/internal/tally" ||
-			dep == mod+"/throttle/internal/held" || dep == mod+"/throttle/backend"
+			dep == mod+"/throttle/internal/held" || dep == mod+"/throttle/backend" || dep == mod+"/throttle/internal/fifo"
 	}
 	// isEngine: throttle and the library around it, what pace knows about
 	// servers (standard library only, as the rules below check).

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/internal/fifo"
 )
 
 // Windows are the windows an inferred rule may have besides the caller's:
@@ -114,12 +115,15 @@ func (e *PolicyWaitTooLong) Error() string {
 
 // Backend is a throttle.Backend that keeps, in front of another, the
 // rules learned from the server. It is safe for concurrent use: callers
-// may admit concurrently (as with a backend that lets calls overtake).
+// may admit concurrently (as with a backend that lets calls overtake);
+// those that wait on the learned rules are let through in the order they
+// came.
 type Backend struct {
 	throttle.Backend
 	user []throttle.Rule // the caller's count rules
 	opts Options
 
+	turn         fifo.Lock // held by the one caller that waits on the learned rules
 	mu           sync.Mutex
 	changed      chan struct{} // closed and replaced when a reservation ends
 	rules        []throttle.Rule
@@ -179,9 +183,17 @@ func (l *Backend) Close() error {
 func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
 	start := time.Now()
 	reserved := false
+	// One call at a time waits on the learned rules, in the order they
+	// came (the backend behind admits first come, first served too):
+	// callers that all woke when the rules had room raced for it, and
+	// one could lose again and again while later ones went.
+	if err := l.turn.Lock(ctx, l.closed); err != nil {
+		return throttle.Admission{}, err
+	}
 	for {
 		select {
 		case <-l.closed:
+			l.turn.Unlock()
 			return throttle.Admission{}, throttle.ErrClosed
 		default:
 		}
@@ -192,6 +204,7 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 			if r, w := delayUnder(l.adopted, l.recent, l.reserved, l.margin, now); w > l.opts.MaxWait {
 				err := &PolicyWaitTooLong{Rule: r, Header: l.policyHeader, Wait: w, Max: l.opts.MaxWait}
 				l.mu.Unlock()
+				l.turn.Unlock()
 				return throttle.Admission{}, err
 			}
 		}
@@ -213,9 +226,11 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
+			l.turn.Unlock()
 			return throttle.Admission{}, ctx.Err()
 		}
 	}
+	l.turn.Unlock() // the reservation keeps the next caller from the same room
 	waited := time.Since(start)
 	a, err := l.Backend.Admit(ctx, cost)
 	now := time.Now()

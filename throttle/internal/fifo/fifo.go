@@ -1,5 +1,6 @@
-// Package fifo is the first-in, first-out lock the shared backends queue
-// their callers with: callers get it in the order they asked for it.
+// Package fifo is the first-in, first-out lock the shared backends (and
+// the learner, throttle/learn) queue their callers with: callers get it
+// in the order they asked for it.
 package fifo
 
 import (
