@@ -68,3 +68,55 @@ func TestTransportCorrectionEndsWithRequest(t *testing.T) {
 		})
 	}
 }
+
+// The bodies a Transport keeps to read their costs from (CostFrom json)
+// are bounded all together, not only each (16 MiB): 64 responses of
+// 4 MiB read at once kept 256 MiB. Past the bound a body is not kept, and its cost not
+// read (CostErr says why); what was kept is given back as each ends.
+func TestTransportCostBodiesBoundedTogether(t *testing.T) {
+	defer func(v int64) { maxCostBodies = v }(maxCostBodies)
+	maxCostBodies = 1 << 20
+	src, _ := ParseCostSource("json:usage.total")
+	lim := newLimiter(t, []throttle.Rule{{N: 1 << 30, Window: time.Second, Cost: true}}, 0)
+	body := `{"usage":{"total":5},"pad":"` + strings.Repeat("x", int(maxCostBodies/3)) + `"}`
+	c, tr := client(lim, Options{CostFrom: src, Hint: func(string) {}}, func(req *http.Request) *http.Response {
+		resp := response(req, 200)
+		resp.Body = io.NopCloser(strings.NewReader(body))
+		return resp
+	})
+	var infos [4]Info
+	var resps []*http.Response
+	for i := range infos {
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), &infos[i]), "GET", "http://api.example/", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resps = append(resps, resp)
+	}
+	for _, resp := range resps { // each read most of the way before any ends
+		io.CopyN(io.Discard, resp.Body, int64(len(body)-10))
+	}
+	if held := tr.costKept.Load(); held > maxCostBodies {
+		t.Errorf("bodies kept for their costs: %d bytes, past the bound of %d", held, maxCostBodies)
+	}
+	for _, resp := range resps {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	read := 0
+	for i, info := range infos {
+		switch {
+		case info.Cost == 5:
+			read++
+		case info.CostErr == nil || !strings.Contains(info.CostErr.Error(), "MiB"):
+			t.Errorf("response %d: cost %d, CostErr %v; want 5, or an error saying the bodies held are too large", i, info.Cost, info.CostErr)
+		}
+	}
+	if read < 2 || read == len(infos) {
+		t.Errorf("%d of %d costs read, want those that fit: 2 or 3", read, len(infos))
+	}
+	if held := tr.costKept.Load(); held != 0 {
+		t.Errorf("%d bytes still counted as kept once every body ended, want 0", held)
+	}
+}

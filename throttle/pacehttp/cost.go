@@ -34,6 +34,10 @@ func ParseCostSource(s string) (CostSource, error) {
 // maxCostBody bounds how much of a body is kept to read its cost.
 const maxCostBody = 16 << 20
 
+// maxCostBodies bounds how much of their bodies the responses of one
+// Transport keep at once to read their costs; a variable, for tests.
+var maxCostBodies int64 = 256 << 20
+
 // errNoCost is wrapped by the errors of a response that does not say its
 // cost.
 var errNoCost = errors.New("no cost in the response")

@@ -32,6 +32,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pace-cli/pace/throttle"
@@ -72,7 +73,10 @@ type Options struct {
 	Cost func(*http.Request) (int, error)
 	// CostFrom reads each call's true cost from its 2xx response and
 	// corrects the cost the rules counted. A response that does not say
-	// keeps the estimate (Info.CostErr says why).
+	// keeps the estimate (Info.CostErr says why). A JSON body is kept
+	// until it ends to be read: at most 16 MiB of each, and 256 MiB of
+	// all the bodies a Transport reads at once; past either, its cost is
+	// not read.
 	CostFrom CostSource
 	// Learn infers the server's rule from its refusals and keeps it in
 	// front of the backend; Adopt also keeps the rules the server
@@ -132,6 +136,7 @@ type Transport struct {
 	boLast     time.Duration // the last backoff pause; 0 after a success
 	boUntil    time.Time     // when it ends
 	costHinted bool          // Options.Hint was told that a response did not tell its cost
+	costKept   atomic.Int64  // bytes of the bodies kept to read their costs (maxCostBodies)
 }
 
 // New returns a Transport admitting through b. A nil b is a limiter
@@ -722,19 +727,25 @@ type body struct {
 	info      *Info
 	own, json bool
 	mu        sync.Mutex // guards kept and over: Close may come from another goroutine than Read
-	kept      []byte
-	over      bool // the body grew past maxCostBody
+	kept      []byte     // counted in t.costKept
+	over      error      // why the body is not kept: past maxCostBody, or past maxCostBodies with the others
 	once      sync.Once
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if b.json {
+	if b.json && n > 0 {
 		b.mu.Lock()
-		if !b.over {
-			if len(b.kept)+n > maxCostBody {
-				b.over, b.kept = true, nil
-			} else {
+		if b.over == nil {
+			switch {
+			case len(b.kept)+n > maxCostBody:
+				b.dropLocked(fmt.Errorf("%w: the body is larger than %d MiB", errNoCost, maxCostBody>>20))
+			case b.t.costKept.Add(int64(n)) > maxCostBodies:
+				// The responses read at once would hold too much
+				// together (a proxy's, or many large ones).
+				b.t.costKept.Add(-int64(n))
+				b.dropLocked(fmt.Errorf("%w: the bodies being read for their costs hold more than %d MiB together", errNoCost, maxCostBodies>>20))
+			default:
 				b.kept = append(b.kept, p[:n]...)
 			}
 		}
@@ -752,6 +763,13 @@ func (b *body) Close() error {
 	return err
 }
 
+// dropLocked gives back what b kept, and keeps nothing more for why (nil:
+// the body has ended). Requires b.mu held.
+func (b *body) dropLocked(why error) {
+	b.t.costKept.Add(-int64(len(b.kept)))
+	b.kept, b.over = nil, why
+}
+
 // end reads the cost, if the whole body came, and releases the admission.
 func (b *body) end(whole bool) {
 	b.once.Do(func() {
@@ -759,16 +777,14 @@ func (b *body) end(whole bool) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			switch {
-			case b.over:
-				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) {
-					return 0, fmt.Errorf("%w: the body is larger than %d MiB", errNoCost, maxCostBody>>20)
-				})
+			case b.over != nil:
+				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) { return 0, b.over })
 			case whole:
 				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
 			default:
 				b.info.CostErr = fmt.Errorf("%w: the body was not read to its end", errNoCost)
 			}
-			b.kept = nil
+			b.dropLocked(nil)
 		}
 		if b.own {
 			b.a.Release()
