@@ -48,7 +48,8 @@ const runLong = `Run one command per input item, at most -j at a time, starting 
 when every rate rule allows it.
 
 Items are lines read from stdin or from -a FILE (NUL-separated with -0);
-empty items are skipped. Jobs start as items arrive, so endless input
+empty and blank lines are skipped, but a value after ::: is an item even
+when empty (::: '' a runs twice). Jobs start as items arrive, so endless input
 works, and memory stays bounded. Each job's stdout and stderr are printed
 whole when it ends, never mixed with other jobs' output; past 4 MB a
 job's output waits in a temporary file. With -k, output follows input

@@ -37,7 +37,8 @@ type ReadOptions struct {
 	// Item with an error wrapping ErrItemTooLong. 0 means DefaultMaxItem.
 	MaxLen int
 	// Skip, if set, drops the items for which it returns true. Empty items
-	// and items of only spaces and tabs are always dropped.
+	// and items of only spaces and tabs are always dropped, but for
+	// Sources: a value given after ::: is an item, whatever it holds.
 	Skip func(item string) bool
 	// ColSep, if set, splits each item into columns (runner.Item.Cols) at
 	// every match, as GNU parallel's --colsep does.
@@ -136,12 +137,15 @@ func Scan(r io.Reader, opts ReadOptions, yield func(runner.Item) error) error {
 		if sep == '\n' && len(text) > 0 && text[len(text)-1] == '\r' {
 			text = text[:len(text)-1]
 		}
+		if eof && text == "" && !tooLong {
+			return nil // the input ended with its last separator
+		}
 		var it runner.Item
 		switch {
 		case tooLong:
 			it.Err = fmt.Errorf("%w: longer than %d bytes", ErrItemTooLong, maxLen)
 			tooLong = false
-		case strings.Trim(text, " \t") == "" || opts.Skip != nil && opts.Skip(text):
+		case !opts.Sources && strings.Trim(text, " \t") == "" || opts.Skip != nil && opts.Skip(text):
 			if eof {
 				return nil
 			}

@@ -108,3 +108,41 @@ func TestSplitSourcesStdinTwice(t *testing.T) {
 		t.Errorf("SplitSources(:::: - ::: -) = %v, want no error (the second - is an item)", err)
 	}
 }
+
+// TestProductEmptyValuesKept: a value given after ::: is an item even
+// when it is empty or blank. With one source such an item was dropped as
+// a blank line would be, without a word (an empty value, a space and a:
+// only a ran, and the count said 3), while with two sources they ran.
+func TestProductEmptyValuesKept(t *testing.T) {
+	for _, values := range [][][]string{
+		{{"", " ", "\t", "a"}},
+		{{"", " "}, {"", "b"}},
+	} {
+		in := Product(values)
+		n := in.Count(context.Background(), ReadOptions{NUL: true, Sources: true})
+		var got [][]string
+		err := Scan(Product(values).R, ReadOptions{NUL: true, Sources: true}, func(it runner.Item) error {
+			if it.Err != nil {
+				return it.Err
+			}
+			got = append(got, it.Cols)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]string{{}}
+		for _, vs := range values {
+			var next [][]string
+			for _, w := range want {
+				for _, v := range vs {
+					next = append(next, append(append([]string{}, w...), v))
+				}
+			}
+			want = next
+		}
+		if !reflect.DeepEqual(got, want) || n != int64(len(want)) {
+			t.Errorf("Product(%q) read back as %q, counted %d; want %q, %d", values, got, n, want, len(want))
+		}
+	}
+}
