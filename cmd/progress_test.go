@@ -149,7 +149,8 @@ func TestDisplayUnknownTotal(t *testing.T) {
 
 // TestDisplayFitsTheWidth: at any width the bar's line leaves the last
 // three columns free; parts are dropped, rate first, before the bar gets under
-// ten cells, and the count is cut last.
+// ten cells; where the bar's decoration leaves no room for a cell and the
+// whole count, the text is drawn alone (the count was cut: "120/100…").
 func TestDisplayFitsTheWidth(t *testing.T) {
 	parts := []progress.Part{{Text: "3 failed", Drop: 1}, {Text: "4.90/s", Drop: 4}, {Text: "waiting on 5/s", Drop: 3}, {Text: "ETA 3m20s", Drop: 2}}
 	for _, tt := range []struct {
@@ -161,11 +162,14 @@ func TestDisplayFitsTheWidth(t *testing.T) {
 		{80, 1000, "  12% [█···············]  120/1000 done, 3 failed, waiting on 5/s, ETA 3m20s"},
 		{60, 1000, "  12% [█···········]  120/1000 done, 3 failed, ETA 3m20s"},
 		{40, 1000, "  12% [█············]  120/1000 done"},
-		{27, 1000, "  12% []  120/1000 done"},
-		{26, 1000, "  12% []  120/1000 do…"},
-		{22, 1000, "  12% []  120/100…"},
+		{28, 1000, "  12% [·]  120/1000 done"},
+		{27, 1000, "120/1000 done, 3 failed"},
+		{26, 1000, "120/1000 done, 3 failed"},
+		{22, 1000, "120/1000 done"},
+		{16, 1000, "120/1000 done"},
 		{40, -1, "⠋  120 done, 3 failed, ETA 3m20s"},
-		{12, -1, "⠋  120 …"},
+		{15, -1, "⠋  120 done"},
+		{12, -1, "120 done"},
 	} {
 		d, scr := testDisplay(tt.cols)
 		d.setStatus(120, tt.total, parts...)
@@ -215,7 +219,7 @@ func TestDisplayNarrowed(t *testing.T) {
 			d.width = func() int { return to }
 			d.write(func() { out.Write([]byte("line 3\n")) })
 			got := scr.text()
-			if len(got) != 4 || !slices.Equal(got[:3], []string{"line 1", "line 2", "line 3"}) || !strings.HasPrefix(got[3], "  12% [") {
+			if len(got) != 4 || !slices.Equal(got[:3], []string{"line 1", "line 2", "line 3"}) || !strings.HasPrefix(got[3], "  12% [") && got[3] != "120/1000 done" {
 				t.Errorf("reflow %v, 120 columns narrowed to %d: screen\n%s\nwant the 3 lines of output and the bar", reflow, to, strings.Join(got, "\n"))
 			}
 			d.close()

@@ -6,6 +6,7 @@ package termbar
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
@@ -97,7 +98,9 @@ func (b *Bar) reset(total int64) {
 
 // Draw draws the bar in place of the one on screen, if any: done of
 // total items (total < 1: unknown) and the status parts that fit in cols
-// columns, never the last free columns. The cursor is at the start of a
+// columns, never the last free columns. The first part, the count, is
+// shown whole or not at all: where the bar's decoration leaves no room
+// for it, the text is drawn alone. The cursor is at the start of a
 // line the bar may have for itself.
 func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 	if total < 1 {
@@ -114,9 +117,15 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 		overhead = spinnerOverhead
 	}
 	text, cells, ok := progress.Fit(parts, cols-freeCols, overhead, total > 0)
-	if !ok {
-		b.Clear(cols)
-		return
+	// Too narrow for the bar's decoration beside the whole count (a
+	// percentage and brackets take 11 columns): the text alone, so that
+	// the count is never cut ("1234/…" beside a bar of no cells).
+	plain := !ok || total > 0 && cells == 0 || !wholeCount(text, parts)
+	if plain {
+		if text, _, ok = progress.Fit(parts, cols-freeCols, 0, false); !ok || !wholeCount(text, parts) {
+			b.Clear(cols)
+			return
+		}
 	}
 	if total > 0 {
 		b.pb.Set64(min(done, total)) // renders, into the closed gate
@@ -127,12 +136,25 @@ func (b *Bar) Draw(done, total int64, parts []progress.Part, cols int) {
 			return
 		}
 	}
+	if plain {
+		b.w.open = true
+		fmt.Fprintf(b.w, "\r%s\x1b[0K", text)
+		b.w.open = false
+		b.drawn, b.width = true, utf8.RuneCountInString(text)
+		return
+	}
 	progressbar.OptionSetWidth(cells)(b.pb)
 	progressbar.OptionSetDescription(text)(b.pb)
 	b.w.open = true
 	b.pb.RenderBlank()
 	b.w.open = false
 	b.drawn, b.width = true, overhead+cells+utf8.RuneCountInString(text)
+}
+
+// wholeCount reports whether text, fitted from parts, shows the first
+// part (the count) whole.
+func wholeCount(text string, parts []progress.Part) bool {
+	return len(parts) == 0 || strings.HasPrefix(text, parts[0].Text)
 }
 
 // Clear erases the bar from a terminal cols wide now, leaving the cursor
@@ -146,7 +168,10 @@ func (b *Bar) Clear(cols int) {
 		// Erasing the cursor's row would leave the rest above it.
 		fmt.Fprintf(b.w, "\r\x1b[%dA\x1b[J", up)
 	} else {
-		b.pb.Clear()
+		// What the library's Clear writes with ANSI codes, but also
+		// after a draw of the text alone, which the library knows
+		// nothing of.
+		io.WriteString(b.w, "\x1b[2K\r")
 	}
 	b.w.open = false
 	b.drawn = false
