@@ -158,12 +158,16 @@ func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetArgs(bareProgress(args))
 	root.SetIn(f.IOStreams.In)
-	root.SetOut(f.IOStreams.Out)
+	out := &printed{w: f.IOStreams.Out}
+	root.SetOut(out)
 	root.SetErr(f.IOStreams.ErrOut)
 	f.IOStreams.secrets = redact.ForArgs(args)
 	started := false // past flag and argument checks
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	cmd, err := root.ExecuteContextC(context.Background())
+	if out.err != nil {
+		return printFailed(f.IOStreams, out.err), nil
+	}
 	if err == nil {
 		return ExitOK, nil
 	}

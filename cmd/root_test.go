@@ -3,6 +3,7 @@ package cmd
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -214,5 +215,28 @@ func TestVersion(t *testing.T) {
 	version = ""
 	if v := fullVersion(); v == "" || strings.ContainsAny(v, " \n") {
 		t.Errorf("fullVersion() without a stamp = %q, want dev, a module version or a revision", v)
+	}
+}
+
+// TestPrintFails: help and the version that cannot be written (stdout
+// on a full disk, or its reader gone) are a failure, never exit 0: cobra's
+// help ignored the error (pace --help > /dev/full exited 0), and
+// --version's was taken for a usage error (exit 2, "Run 'pace --help'").
+func TestPrintFails(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"help", "fetch"}, {"--version"}, {"version"}} {
+		for _, tt := range []struct {
+			err    error
+			code   int
+			stderr string
+		}{
+			{syscall.ENOSPC, ExitFailed, "pace: cannot write to stdout: no space left on device\n"},
+			{syscall.EPIPE, ExitBrokenPipe, ""}, // pace --help | head -1: as a program SIGPIPE kills
+		} {
+			ios, _, errOut := testIO("")
+			ios.Out = failingWriter{tt.err}
+			if code := Execute(&Factory{IOStreams: ios}, args); code != tt.code || errOut.String() != tt.stderr {
+				t.Errorf("pace %q, stdout failing with %v = exit %d, stderr %q; want exit %d, stderr %q", args, tt.err, code, errOut, tt.code, tt.stderr)
+			}
+		}
 	}
 }

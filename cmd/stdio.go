@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
 	"github.com/pace-cli/pace/internal/osfiles"
 )
@@ -20,4 +23,35 @@ func checkStdio() (code int, ok bool) {
 		return ExitUsage, false
 	}
 	return 0, true
+}
+
+// printed is what cobra prints on stdout (help, --version, completion
+// scripts), keeping the first error of writing it: cobra's help ignores
+// it, and pace --help > /dev/full exited 0 with nothing written.
+type printed struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printed) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.w.Write(b)
+	if err != nil {
+		p.err = err
+	}
+	return n, err
+}
+
+// printFailed reports err, an error writing what cobra prints on stdout,
+// and returns the exit code: ExitBrokenPipe, without a word, when its
+// reader is gone (pace --help | head -1), as for a program that SIGPIPE
+// kills; else ExitFailed.
+func printFailed(ios *IOStreams, err error) int {
+	if errors.Is(err, syscall.EPIPE) {
+		return ExitBrokenPipe
+	}
+	ios.sayf("cannot write to stdout: %v", err)
+	return ExitFailed
 }
