@@ -173,7 +173,7 @@ func addReportFlags(cmd *cobra.Command, o *CommonOptions) {
 	fl := cmd.Flags()
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress, and no summary unless something failed")
 	fl.Var(enumValue{&o.Progress, progressModes}, "progress",
-		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal (TERM not dumb), status lines otherwise; --progress alone: always")
+		"progress on stderr: a bar (always), status lines (lines), none (never);\nauto: a bar on a terminal (TERM not dumb) unless stdout is a pipe, status lines otherwise; --progress alone: always")
 	fl.Var(durationValue{&o.ProgressInterval}, "progress-interval", "print a status line every `DURATION` (--progress lines), at least 1s")
 	fl.Var(enumValue{&o.Summary, []string{summaryText, summaryJSON, summaryNone}}, "summary",
 		"final summary on stderr")

@@ -22,6 +22,9 @@ type IOStreams struct {
 	ErrOut io.Writer
 
 	stdinTTY, stdoutTTY, stderrTTY bool
+	// stdoutPipe: stdout is a pipe or a socket, whose reader may write
+	// what it reads to stderr's terminal (| jq, | tee log, | less).
+	stdoutPipe bool
 	// dumb: TERM is dumb or unset, a terminal that knows no escape
 	// sequences (Emacs' shell, a bare console).
 	dumb bool
@@ -42,13 +45,14 @@ type IOStreams struct {
 // System returns the process's standard streams.
 func System() *IOStreams {
 	return &IOStreams{
-		In:        os.Stdin,
-		Out:       os.Stdout,
-		ErrOut:    os.Stderr,
-		stdinTTY:  isTerminal(os.Stdin),
-		stdoutTTY: isTerminal(os.Stdout),
-		stderrTTY: isTerminal(os.Stderr),
-		dumb:      os.Getenv("TERM") == "dumb" || os.Getenv("TERM") == "",
+		In:         os.Stdin,
+		Out:        os.Stdout,
+		ErrOut:     os.Stderr,
+		stdinTTY:   isTerminal(os.Stdin),
+		stdoutTTY:  isTerminal(os.Stdout),
+		stderrTTY:  isTerminal(os.Stderr),
+		stdoutPipe: isPipe(os.Stdout),
+		dumb:       os.Getenv("TERM") == "dumb" || os.Getenv("TERM") == "",
 		width: func() int {
 			w, _, err := term.GetSize(int(os.Stderr.Fd()))
 			if err != nil {
@@ -120,6 +124,13 @@ func (s *IOStreams) SetForeground(fg func() bool) { s.foreground = fg }
 // tell its own.
 const defaultTerminalWidth = 80
 
+// IsStdoutPipe reports whether stdout is a pipe or a socket: its reader
+// may write job output to the terminal behind pace's back.
+func (s *IOStreams) IsStdoutPipe() bool { return s.stdoutPipe }
+
+// SetStdoutPipe overrides IsStdoutPipe.
+func (s *IOStreams) SetStdoutPipe(pipe bool) { s.stdoutPipe = pipe }
+
 // IsStderrTTY reports whether stderr is a terminal: `--progress auto`
 // draws a bar only then.
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
@@ -128,6 +139,11 @@ func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 func (s *IOStreams) SetStderrTTY(tty bool) { s.stderrTTY = tty }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+func isPipe(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+}
 
 // sameFile reports whether writes to a and b reach the same file (pace
 // run > log 2>&1, a pipe both go into, one terminal): either is the

@@ -73,11 +73,14 @@ type barStatus struct {
 
 // newDisplay returns the display for --progress mode on ios's stderr:
 // auto draws a bar on a terminal that knows escape sequences (TERM not
-// dumb), status lines elsewhere.
+// dumb), status lines elsewhere, and where stdout is a pipe: its reader
+// (| jq, | tee log) may write job output to the same terminal, which pace
+// never sees, and a bar drawn there left copies of itself in front of
+// that output.
 func newDisplay(ios *IOStreams, mode string, interval time.Duration) *display {
 	if mode == progressAuto {
 		mode = progressLines
-		if ios.IsStderrTTY() && !ios.dumb {
+		if ios.IsStderrTTY() && !ios.dumb && !ios.IsStdoutPipe() {
 			mode = progressAlways
 		}
 	}

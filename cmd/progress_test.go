@@ -44,23 +44,27 @@ func (w *writeLog) take() []string {
 
 func TestNewDisplayMode(t *testing.T) {
 	for _, tt := range []struct {
-		mode      string
-		tty, dumb bool
-		want      string
+		mode            string
+		tty, dumb, pipe bool
+		want            string
 	}{
-		{progressAuto, true, false, progressAlways},
-		{progressAuto, false, false, progressLines},
-		{progressAuto, true, true, progressLines}, // TERM=dumb: no escape sequences
-		{progressAlways, false, false, progressAlways},
-		{progressAlways, true, true, progressAlways},
-		{progressLines, true, false, progressLines},
-		{progressNever, true, false, progressNever},
+		{progressAuto, true, false, false, progressAlways},
+		{progressAuto, false, false, false, progressLines},
+		{progressAuto, true, true, false, progressLines},  // TERM=dumb: no escape sequences
+		{progressAuto, true, false, true, progressLines},  // | jq: its output may reach the terminal
+		{progressAuto, false, false, true, progressLines}, // 2>&1 | tee log
+		{progressAlways, false, false, false, progressAlways},
+		{progressAlways, true, true, false, progressAlways},
+		{progressAlways, true, false, true, progressAlways},
+		{progressLines, true, false, false, progressLines},
+		{progressNever, true, false, false, progressNever},
 	} {
 		ios, _, _, _ := Test()
 		ios.SetStderrTTY(tt.tty)
+		ios.SetStdoutPipe(tt.pipe)
 		ios.dumb = tt.dumb
 		if got := newDisplay(ios, tt.mode, time.Second).mode; got != tt.want {
-			t.Errorf("newDisplay(--progress %s, stderr tty %v, dumb %v).mode = %s, want %s", tt.mode, tt.tty, tt.dumb, got, tt.want)
+			t.Errorf("newDisplay(--progress %s, stderr tty %v, dumb %v, stdout a pipe %v).mode = %s, want %s", tt.mode, tt.tty, tt.dumb, tt.pipe, got, tt.want)
 		}
 	}
 	ios, _, _, _ := Test()

@@ -265,3 +265,32 @@ func TestTerminalServerPause(t *testing.T) {
 		t.Errorf("screen\n%s\nwant the line about the pause, the 2 bodies and the summary", shown)
 	}
 }
+
+// TestTerminalStdoutPiped: job output that reaches the terminal through
+// a pipe's reader (pace run ... | cat, | jq, | tee log) is never behind a
+// copy of the bar: pace cannot see it, so it draws no bar there
+// (--progress auto). The bar was drawn, the reader's lines written after
+// it on its row, and the bar drawn again below: "  40% [████······]
+// 2/5 done, ... line 3".
+func TestTerminalStdoutPiped(t *testing.T) {
+	t.Parallel()
+	raw := ptyRun(t, 80, t.TempDir(), `pace run -r 1/100ms -j 1 -- echo line {} ::: 1 2 3 4 5 | cat`, nil)
+	s := newScreen(80)
+	s.Write(raw)
+	lines := s.text()
+	shown := strings.Join(lines, "\n")
+	for _, e := range s.errs {
+		t.Errorf("terminal: %s", e)
+	}
+	if barLine.Match(raw) {
+		t.Errorf("a bar was drawn: %q", raw)
+	}
+	for i := 1; i <= 5; i++ {
+		if !slices.Contains(lines, fmt.Sprintf("line %d", i)) {
+			t.Errorf("output line %d is not on screen whole, on a line of its own:\n%s", i, shown)
+		}
+	}
+	if !slices.ContainsFunc(lines[slices.Index(lines, "line 5")+1:], summaryLine.MatchString) {
+		t.Errorf("screen\n%s\nwant the summary after the output", shown)
+	}
+}
