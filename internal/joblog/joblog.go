@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/internal/regfile"
 	"github.com/pace-cli/pace/throttle"
@@ -73,14 +74,18 @@ func HeaderFor(rules []throttle.Rule) string {
 // newline, formatted as GNU parallel does: Starttime as epoch seconds with
 // 6 decimals, JobRuntime as %10.3f seconds. Newlines in Host or Command
 // and tabs in Host become spaces, and trailing carriage returns are
-// dropped from Command, so the row reads back as one row.
+// dropped from Command, so the row reads back as one row; a Command
+// longer than a row can hold is cut (FitCommand), so that Read takes it.
 func AppendEntry(dst []byte, e Entry) []byte {
 	host := e.Host
 	if host == "" {
 		host = ":"
 	}
 	host = strings.NewReplacer("\t", " ", "\n", " ").Replace(host)
-	cmd := strings.TrimRight(strings.ReplaceAll(e.Command, "\n", " "), "\r")
+	if len(host) > maxHost {
+		host = host[:maxHost]
+	}
+	cmd := FitCommand(strings.TrimRight(strings.ReplaceAll(e.Command, "\n", " "), "\r"))
 
 	dst = strconv.AppendInt(dst, int64(e.Seq), 10)
 	dst = append(dst, '\t')
@@ -95,6 +100,30 @@ func AppendEntry(dst []byte, e Entry) []byte {
 	dst = fmt.Appendf(dst, "%10s\t%d\t%d\t%d\t%d\t", rt, e.Send, e.Receive, e.Exit, e.Signal)
 	dst = append(dst, cmd...)
 	return append(dst, '\n')
+}
+
+// The longest Host and Command columns a row is written with: with the
+// numeric columns (at most some 150 bytes), a row stays within MaxLine.
+const (
+	maxHost    = 1 << 10
+	maxCommand = MaxLine - 2<<10
+)
+
+// FitCommand returns command as a job log row holds it: whole, or, past
+// the longest Command a row can hold (nearly MaxLine: a command that
+// repeats a long item, {} {} {} {} {} of a 1 MiB one, which exec refuses
+// anyway), cut there and ended with a note of its length, so that Read
+// takes the row. Compare a command with a row's through FitCommand.
+func FitCommand(command string) string {
+	if len(command) <= maxCommand {
+		return command
+	}
+	note := fmt.Sprintf(" …(cut: %d bytes)", len(command))
+	cut := maxCommand - len(note)
+	for cut > 0 && !utf8.RuneStart(command[cut]) {
+		cut--
+	}
+	return command[:cut] + note
 }
 
 // appendFixed appends v / 10^decimals with exactly that many decimals,
@@ -689,8 +718,8 @@ func ReadTimestamps(r io.Reader) ([]time.Time, error) {
 	return times, err
 }
 
-// MaxLine is the longest line Read and ReadTimestamps accept: a job log
-// row holds one item (at most 1 MiB) and its command.
+// MaxLine is the longest line Read and ReadTimestamps accept: no row
+// pace writes is longer (FitCommand).
 const MaxLine = 4 << 20
 
 // eachLine calls fn with each line of r and its 1-based number, without
@@ -705,7 +734,7 @@ func eachLine(r io.Reader, fn func(n int, line string, ended bool) error) error 
 		chunk, err := br.ReadSlice('\n')
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if len(long)+len(chunk) > MaxLine {
-				return &LineError{Kind: "file", Line: n, Text: string(chunk[:200]),
+				return &LineError{Kind: "file", Line: n, Text: string(append(long, chunk...)[:200]),
 					Msg: fmt.Sprintf("line longer than %d MiB: not a job log or timestamp file", MaxLine>>20)}
 			}
 			long = append(long, chunk...)

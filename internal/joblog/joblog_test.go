@@ -712,3 +712,44 @@ func textOf(p *Partial) string {
 
 // tail returns the end of s, for messages.
 func tail(s string) string { return s[max(0, len(s)-120):] }
+
+// TestWriteLongCommandReadsBack: a row is never longer than Read takes. A
+// command that holds its item several times ({} {} {} {} {} of a 1 MiB
+// item, which exec refuses: argument list too long) got a row longer than
+// MaxLine, and every later --resume, pace audit and run seeding its rules
+// from the log refused the whole log.
+func TestWriteLongCommandReadsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.log")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := strings.Repeat("x", 1<<20)
+	long := "echo" + strings.Repeat(" "+item, 5)
+	for i, c := range []string{"echo a", long, strings.Repeat("'", MaxLine), "echo b"} {
+		if err := w.Write(Entry{Seq: i + 1, Start: time.Unix(1700000000, 0), Command: c}); err != nil {
+			t.Fatalf("Write(row %d) = %v", i+1, err)
+		}
+	}
+	w.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Read(f)
+	if err != nil {
+		t.Fatalf("Read(a log with a %d-byte command) = %v, want its rows", len(long), err)
+	}
+	if len(l.Entries) != 4 || l.Entries[0].Command != "echo a" || l.Entries[3].Command != "echo b" {
+		t.Fatalf("Read = %d rows, want 4 with the short commands whole", len(l.Entries))
+	}
+	for _, e := range l.Entries[1:3] {
+		if len(e.Command) > MaxLine-100 || !strings.HasSuffix(e.Command, " bytes)") {
+			t.Errorf("row %d: Command of %d bytes ending %q, want one cut to fit a row, saying so", e.Seq, len(e.Command), e.Command[max(0, len(e.Command)-40):])
+		}
+	}
+	if got := l.Entries[1].Command; got != FitCommand(long) || !strings.HasPrefix(got, "echo xxx") {
+		t.Errorf("row 2's Command is not FitCommand of the command written")
+	}
+}

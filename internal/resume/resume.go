@@ -198,7 +198,8 @@ func (r *State) Verify(job runner.Job) error {
 		return r.opts.Command(&j)
 	}
 	first, err := command(1)
-	if err != nil || first == e.command {
+	// A command too long for a row is compared as the row holds it: cut.
+	if err != nil || joblog.FitCommand(first) == e.command {
 		return nil
 	}
 	for slot := 2; slot <= r.opts.MaxSlot; slot++ {
@@ -206,7 +207,7 @@ func (r *State) Verify(job runner.Job) error {
 		if err != nil || c == first {
 			break // the slot plays no part
 		}
-		if c == e.command {
+		if joblog.FitCommand(c) == e.command {
 			return nil
 		}
 	}

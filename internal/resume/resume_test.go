@@ -389,3 +389,20 @@ func TestPoolSkipsResumedItemsKeepingSeq(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeVerifyCutCommand: a command too long for a job log row is
+// written cut (joblog.FitCommand), and resuming compares it as the row
+// holds it: the same command matches, another does not.
+func TestResumeVerifyCutCommand(t *testing.T) {
+	long := func(item string) string { return "echo" + strings.Repeat(" "+item, 5) }
+	big := strings.Repeat("x", 1<<20)
+	rows := []joblog.Entry{{Seq: 1, Command: joblog.FitCommand(long(big))}}
+	command := func(j *runner.Job) (string, error) { return long(j.Item), nil }
+	r := New(rows, Options{Command: command})
+	if err := r.Verify(runner.Job{Seq: 1, Item: big}); err != nil {
+		t.Errorf("Verify(the command cut in the row) = %.200v, want nil", err)
+	}
+	if err := r.Verify(runner.Job{Seq: 1, Item: big + "y"}); !errors.Is(err, ErrInputChanged) {
+		t.Errorf("Verify(another long command) = %.200v, want ErrInputChanged", err)
+	}
+}
