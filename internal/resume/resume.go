@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/pace-cli/pace/internal/human"
@@ -48,10 +49,46 @@ type InputChangedError struct {
 	Logged  string // what the job log says ran
 }
 
-// Error says which item differs, and how.
+// Error says which item differs, and how: long commands are quoted
+// around where they first differ.
 func (e *InputChangedError) Error() string {
+	now, logged := around(e.Command, e.Logged)
 	return fmt.Sprintf("resume: item %d would run %q but the job log's row %d ran %q; "+
-		"resuming needs the same input and command as the run that wrote the log", e.Seq, e.Command, e.Seq, e.Logged)
+		"resuming needs the same input and command as the run that wrote the log", e.Seq, now, e.Seq, logged)
+}
+
+// around returns a and b as a message quotes them: whole when short,
+// else each cut to some 120 bytes from a little before where they first
+// differ, with "…" where cut. A command of megabytes was quoted whole.
+func around(a, b string) (string, string) {
+	const keep, before = 120, 40
+	if len(a) <= keep && len(b) <= keep {
+		return a, b
+	}
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-before)
+	cut := func(s string) string {
+		start := min(from, len(s))
+		for start > 0 && start < len(s) && !utf8.RuneStart(s[start]) {
+			start--
+		}
+		end := min(len(s), start+keep)
+		for end < len(s) && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		out := s[start:end]
+		if start > 0 {
+			out = "…" + out
+		}
+		if end < len(s) {
+			out += "…"
+		}
+		return out
+	}
+	return cut(a), cut(b)
 }
 
 // Unwrap returns ErrInputChanged.

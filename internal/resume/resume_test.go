@@ -402,7 +402,12 @@ func TestResumeVerifyCutCommand(t *testing.T) {
 	if err := r.Verify(runner.Job{Seq: 1, Item: big}); err != nil {
 		t.Errorf("Verify(the command cut in the row) = %.200v, want nil", err)
 	}
-	if err := r.Verify(runner.Job{Seq: 1, Item: big + "y"}); !errors.Is(err, ErrInputChanged) {
-		t.Errorf("Verify(another long command) = %.200v, want ErrInputChanged", err)
+	err := r.Verify(runner.Job{Seq: 1, Item: big + "y"})
+	if !errors.Is(err, ErrInputChanged) {
+		t.Fatalf("Verify(another long command) = %.200v, want ErrInputChanged", err)
+	}
+	// The message quotes where they differ, not 5 MiB twice.
+	if msg := err.Error(); len(msg) > 600 || !strings.Contains(msg, `"…xxx`) {
+		t.Errorf("Verify(another long command): error of %d bytes %.400q, want a short one quoting around the difference", len(msg), msg)
 	}
 }
