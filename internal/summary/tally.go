@@ -1,8 +1,10 @@
 package summary
 
 import (
+	"fmt"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -11,6 +13,25 @@ import (
 // MaxFailedItems is how many failed items the summary names; past that it
 // only counts them.
 const MaxFailedItems = 100
+
+// MaxItemShown is the most bytes of a failed item's text, and of its
+// status, that the summary names it with: items of up to 1 MiB, kept
+// whole, made a summary of megabytes per failed item.
+const MaxItemShown = 4 << 10
+
+// cutShown returns s, or past MaxItemShown bytes its start and a note of
+// its length.
+func cutShown(s string) string {
+	if len(s) <= MaxItemShown {
+		return s
+	}
+	note := fmt.Sprintf("…(cut: %d bytes)", len(s))
+	cut := MaxItemShown - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
 
 // Tally counts what the pool reports, for the progress display and the
 // summary: Observe each event, Done each item's final result, and
@@ -96,7 +117,9 @@ func (t *Tally) Done(r *runner.Result, show func(*runner.Result) FailedItem) {
 	}
 	t.failed++
 	if len(t.failedItems) < MaxFailedItems {
-		t.failedItems = append(t.failedItems, show(r))
+		fi := show(r)
+		fi.Item, fi.Status = cutShown(fi.Item), cutShown(fi.Status)
+		t.failedItems = append(t.failedItems, fi)
 	}
 }
 

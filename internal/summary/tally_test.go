@@ -3,8 +3,10 @@ package summary
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
@@ -93,5 +95,26 @@ func TestTallyFailedItemsBounded(t *testing.T) {
 	}
 	if s := tl.Snapshot(); s.Failed != MaxFailedItems+10 || len(s.FailedItems) != MaxFailedItems {
 		t.Errorf("Failed = %d, %d named; want %d, %d named", s.Failed, len(s.FailedItems), MaxFailedItems+10, MaxFailedItems)
+	}
+}
+
+// TestTallyFailedItemTextBounded: a failed item is named in at most
+// MaxItemShown bytes. Items of up to 1 MiB (which exec refuses past 128
+// KiB, so they fail) were kept whole: 100 of them made a summary file of
+// 90 MB, and as much memory held through the run.
+func TestTallyFailedItemTextBounded(t *testing.T) {
+	tl := NewTally(nil)
+	long := strings.Repeat("é", 1<<19) // 1 MiB
+	tl.Done(result(1, 1, 1, 0), func(r *runner.Result) FailedItem { return FailedItem{Seq: 1, Item: long, Status: long} })
+	tl.Done(result(2, 1, 1, 0), func(r *runner.Result) FailedItem { return FailedItem{Seq: 2, Item: "short", Status: "exit status 1"} })
+	s := tl.Snapshot()
+	got := s.FailedItems[0]
+	for _, v := range []string{got.Item, got.Status} {
+		if len(v) > MaxItemShown || !utf8.ValidString(v) || !strings.HasPrefix(v, "éé") || !strings.HasSuffix(v, "…(cut: 1048576 bytes)") {
+			t.Errorf("failed item of 1 MiB named in %d bytes, ending %q; want at most %d, valid UTF-8, saying it was cut", len(v), v[max(0, len(v)-30):], MaxItemShown)
+		}
+	}
+	if s.FailedItems[1].Item != "short" || s.FailedItems[1].Status != "exit status 1" {
+		t.Errorf("short failed item = %+v, want it whole", s.FailedItems[1])
 	}
 }
