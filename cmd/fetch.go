@@ -329,7 +329,11 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	if opts.URL == "" {
 		readOpts.Skip = isCommentOrBlank
 	}
-	in, err := opts.openInput(ios.In, outFile != "", readOpts)
+	in, err := openUntilInterrupt(opts.Factory, func() (*items.Input, error) { return opts.openInput(ios.In, outFile != "", readOpts) })
+	var exitErr *ExitError
+	if errors.As(err, &exitErr) {
+		return err // interrupted
+	}
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}

@@ -204,7 +204,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		readOpts.Skip = isCommentOrBlank
 	}
 
-	in, err := opts.openInput(ios.In)
+	in, err := openUntilInterrupt(opts.Factory, func() (*items.Input, error) { return opts.openInput(ios.In) })
+	var exitErr *ExitError
+	if errors.As(err, &exitErr) {
+		return err // interrupted
+	}
 	if err != nil {
 		return reportf(ios, ExitUsage, "%v", err)
 	}
