@@ -14,6 +14,7 @@ import (
 	"github.com/pace-cli/pace/internal/limiter"
 	"github.com/pace-cli/pace/internal/quota"
 	"github.com/pace-cli/pace/internal/spec"
+	"github.com/pace-cli/pace/runner/command"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -53,8 +54,11 @@ fetch naming the same quota keeps its rules together:
 
 The call costs 1, or --cost N under --cost-rate rules. With
 --global-jobs N at most N commands run at once across the quota: the
-slot is held until the command ends, and comes back at once if pace is
-killed (on Linux the command is killed with it). The command runs
+slot is held until the command ends. If pace is killed, even outright
+(SIGKILL), the command dies with it on Linux, and so does what the
+command started (a script's background jobs, what left for a group of
+its own): a reaper pace starts finds them by the $PACE_JOB value pace
+sets in the command's environment. The command runs
 directly (no shell unless you write one), with pace's stdin, stdout and
 stderr. pace sends it the signals that pace receives while it runs:
 SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH, so its
@@ -262,9 +266,13 @@ const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
 // meanwhile, and returns its exit status as a shell gives it (package
 // foreground), and the signal that killed it (nil if it exited). Unless
 // last, the signals caught for the command go back to their default
-// action when it returns.
+// action when it returns. The command is tied to pace's reaper
+// (command.Tether, Linux), so that what it started dies with a pace
+// killed outright, as the command itself does.
 func runForeground(f *Factory, path string, argv, env []string, extra []*os.File, last bool) (int, os.Signal) {
 	ios := f.IOStreams
-	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: env, ExtraFiles: extra,
+	tether := command.NewTether(f.reaperPath, f.reaper)
+	defer tether.Close()
+	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: tether.Environ(env), ExtraFiles: extra,
 		Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut, Signals: f.Signals, Last: last})
 }
