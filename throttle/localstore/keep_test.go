@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -292,4 +294,48 @@ func TestKeptOpenTornCommit(t *testing.T) {
 	_ = s.Close()
 	_ = other.Close()
 	checkStore(t, dir, "torn")
+}
+
+// TestLockedStoreWaitsOnce: a store file that another program holds
+// locked (bbolt's flock: a bbolt writer, or a process stopped in its
+// commit) makes Open give up after Options.Timeout, once. Open's check of
+// the stored rules tried the file kept open, waited the timeout for the
+// lock, then tried it again without keeping it open and waited it again:
+// pace said "stayed locked by another process for 10s" after 20s.
+func TestLockedStoreWaitsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		s := open(t, dir, "held", "1000/s", localstore.Options{})
+		a, err := s.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		path := s.Path()
+		s.Close()
+
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		const timeout = 2 * time.Second
+		start := time.Now()
+		s2, err := localstore.Open(context.Background(), localstore.Options{Dir: dir, Key: "held",
+			Rules: mustRules(t, "1000/s"), Timeout: timeout})
+		waited := time.Since(start)
+		if err == nil {
+			s2.Close()
+		}
+		if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Open of a store locked by another program = %v, want an error wrapping throttle.ErrBackend naming %s", err, path)
+		}
+		// bbolt polls its lock every 50ms.
+		if waited > timeout+100*time.Millisecond {
+			t.Errorf("Open of a store locked by another program gave up after %v, want the timeout, %v", waited, timeout)
+		}
+	})
 }

@@ -226,7 +226,10 @@ func (s *Store) txKept(ctx context.Context, o txOptions, fn func(*bbolt.Tx) erro
 		}
 		k, err := openKept(s.paths.db, bo, o.perm)
 		if err != nil {
-			if o.readOnly {
+			// A file that cannot be opened for writing is read as
+			// withDB reads it; one that stayed locked for the timeout
+			// would be waited for again there.
+			if o.readOnly && !errors.Is(err, bolterrors.ErrTimeout) {
 				return errNotKept
 			}
 			return s.paths.openError(err)
