@@ -276,21 +276,22 @@ func (b *failingBackend) Admit(ctx context.Context, cost int) (throttle.Admissio
 
 var _ = time.Second
 
-// cmdTmpfs mounts a small tmpfs, to fill a disk, or read-only:
+// cmdTmpfs mounts a small tmpfs, to fill a disk, read-only, or with room
+// for N files and directories only (its root one of them):
 //
-//	tmpfs DIR SIZE [ro]
+//	tmpfs DIR SIZE [ro | inodes=N]
 //
 // Scripts use it under the [root] condition (root on Linux); it unmounts
 // when the script ends.
 func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "ro" {
-		ts.Fatalf("usage: tmpfs dir size [ro]")
+	if neg || len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "ro" && !strings.HasPrefix(args[2], "inodes=") {
+		ts.Fatalf("usage: tmpfs dir size [ro | inodes=N]")
 	}
 	dir := ts.MkAbs(args[0])
 	ts.Check(os.MkdirAll(dir, 0o755))
 	opts := "size=" + args[1]
 	if len(args) == 3 {
-		opts += ",ro"
+		opts += "," + strings.Replace(args[2], "inodes=", "nr_inodes=", 1)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
 		ts.Fatalf("mount a tmpfs: %v: %s", err, out)

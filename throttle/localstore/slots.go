@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,6 +109,11 @@ func (ss *slotSet) open(i int) (*os.File, error) {
 	if err != nil {
 		if fi, lerr := ss.root.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
 			return nil, notAFile(slotPath(ss.dir, i), fi.Mode())
+		}
+		// The root's error names the file in the directory ("openat 0"):
+		// the user is told its path.
+		if pe, ok := err.(*fs.PathError); ok {
+			err = &fs.PathError{Op: "open", Path: slotPath(ss.dir, i), Err: pe.Err}
 		}
 		return nil, err
 	}
