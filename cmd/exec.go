@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,8 @@ Exit codes:
        nothing ran
   126  the command cannot run (not executable, a directory)
   127  the command was not found
-  130  SIGINT before the command started (143: SIGTERM)
+  130  SIGINT before the command started (143: SIGTERM, 129: SIGHUP,
+       131: SIGQUIT)
 
 SIGINT that stops pace, or kills the command, kills pace too (a shell's
 status is 130 all the same), so that Ctrl-C stops a shell loop of pace
@@ -191,7 +193,11 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 		path = p
 	}
 
-	// Until the command starts, an interrupt stops pace.
+	// Until the command starts, an interrupt stops pace: SIGHUP and
+	// SIGQUIT too (else a hang-up's death, and for SIGQUIT Go's dump of
+	// every goroutine and exit 2); the command is sent them once it runs.
+	uncatch := sync.OnceFunc(opts.Factory.catchStopSignals())
+	defer uncatch()
 	admitCtx, cancel, endWatch := interrupt.Context(ctx, opts.Factory.Signals)
 	defer cancel()
 	var sig os.Signal
@@ -217,6 +223,7 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	adm, err := backend.Admit(admitCtx, opts.Cost)
 	stopNote()
 	sig = endWatch()
+	uncatch()
 	switch {
 	case sig != nil:
 		adm.Release() // the zero Admission, if none, holds nothing

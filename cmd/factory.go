@@ -29,17 +29,19 @@ type Factory struct {
 	reaper     []string
 	reaperPath string
 	// catchStops, if set, makes SIGHUP and SIGQUIT arrive on Signals too,
-	// for the commands that stop on them (run, fetch, proxy); pace exec
-	// sends them on to its command instead.
-	catchStops func()
+	// for the commands that stop on them (run, fetch, proxy, and pace
+	// exec until its command starts), and returns what gives them back
+	// to their default action (pace exec's command is sent them then).
+	catchStops func() (uncatch func())
 }
 
 // catchStopSignals makes SIGHUP and SIGQUIT arrive on Signals, if the
-// factory catches them.
-func (f *Factory) catchStopSignals() {
+// factory catches them, until uncatch is called, if ever.
+func (f *Factory) catchStopSignals() (uncatch func()) {
 	if f.catchStops != nil {
-		f.catchStops()
+		return f.catchStops()
 	}
+	return func() {}
 }
 
 // openBackend makes the limiter of a run with o.

@@ -341,10 +341,9 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	errOut := displayWriter{disp, ios.ErrOut}
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
-	if len(opts.Command) == 0 {
-		// With CMD, pace exec's forwarding sends them to CMD instead.
-		opts.Factory.catchStopSignals()
-	}
+	// SIGHUP and SIGQUIT stop the proxy; with CMD only until CMD starts,
+	// and then pace exec's forwarding sends them to CMD instead.
+	uncatch := opts.Factory.catchStopSignals()
 	sigs := &interrupt.Handler{Signals: opts.Factory.Signals, Grace: o.Grace, Out: errOut,
 		Noun: "request", Stopping: "accepting no more requests"}
 	sigs.Watch(cancelSetup)
@@ -450,6 +449,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	facts := &runFacts{opts: o, jobs: o.Jobs, total: -1, read: -1}
 	if len(opts.Command) > 0 {
 		sigs.Close() // the signals go to CMD
+		uncatch()
 		watching = false
 		// A signal during the setup (it cancelled setupCtx) stops the
 		// proxy before CMD runs.

@@ -126,10 +126,17 @@ func Main() (code int, die os.Signal) {
 	// signals do, so that its jobs, each in a process group of its own
 	// that the terminal's signal never reaches, die with it. Not when the
 	// signal is ignored (nohup): catching it would undo that.
-	f.catchStops = func() {
+	f.catchStops = func() func() {
+		var caught []os.Signal
 		for _, s := range stopSignals {
 			if !signal.Ignored(s) {
 				signal.Notify(sigs, s)
+				caught = append(caught, s)
+			}
+		}
+		return func() {
+			if len(caught) > 0 {
+				signal.Reset(caught...)
 			}
 		}
 	}

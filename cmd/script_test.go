@@ -204,17 +204,25 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(syscall.Kill(pid, syscall.SIGTERM))
 }
 
-// signal SIG PIDFILE sends SIGSIG (HUP, QUIT, TERM, TSTP, CONT) to the process whose
-// pid is in PIDFILE.
+// signal SIG [PIDFILE] sends SIGSIG (HUP, QUIT, TERM, TSTP, CONT) to the process whose
+// pid is in PIDFILE, or to the last background command.
 func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "TERM": syscall.SIGTERM,
 		"TSTP": syscall.SIGTSTP, "CONT": syscall.SIGCONT}
 	sig, ok := syscall.Signal(0), false
-	if len(args) == 2 {
+	if len(args) == 1 || len(args) == 2 {
 		sig, ok = sigs[args[0]]
 	}
 	if neg || !ok {
-		ts.Fatalf("usage: signal HUP|QUIT|TERM|TSTP|CONT pidfile")
+		ts.Fatalf("usage: signal HUP|QUIT|TERM|TSTP|CONT [pidfile]")
+	}
+	if len(args) == 1 { // the last background command
+		bg := ts.BackgroundCmds()
+		if len(bg) == 0 || bg[len(bg)-1].Process == nil {
+			ts.Fatalf("signal: no background command")
+		}
+		ts.Check(bg[len(bg)-1].Process.Signal(sig))
+		return
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[1])))
 	ts.Check(err)
