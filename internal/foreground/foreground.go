@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 )
 
@@ -43,6 +44,9 @@ func StartError(name string, err error) error {
 	case errors.Is(err, exec.ErrDot):
 		return fmt.Errorf("%s: found only in the current directory through $PATH; run it as ./%s", name, name)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		if why := missingPart(err); why != "" {
+			return fmt.Errorf("%s: cannot execute: %s", name, why)
+		}
 		return fmt.Errorf("%s: command not found", name)
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%s: is a directory", name)
@@ -63,6 +67,31 @@ func StartError(name string, err error) error {
 		err = u
 	}
 	return fmt.Errorf("%s: cannot execute: %v", name, err)
+}
+
+// missingPart says what was not found when the program of a start
+// that failed with err (not found) exists: the interpreter its #! line
+// names, or (a program) its loader. It returns "" if the program itself
+// is missing.
+func missingPart(err error) string {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path == "" {
+		return ""
+	}
+	f, oerr := os.Open(pe.Path)
+	if oerr != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := f.Read(b)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	if rest, ok := strings.CutPrefix(line, "#!"); ok {
+		if interp := strings.Fields(rest); len(interp) > 0 {
+			return fmt.Sprintf("its interpreter %s (its #! line) was not found", interp[0])
+		}
+	}
+	return "a file it needs was not found (its interpreter, or the loader a program names)"
 }
 
 // Command is a command to run in the foreground.
