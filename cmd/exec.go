@@ -186,6 +186,12 @@ func execRun(ctx context.Context, opts *ExecOptions) error {
 	// Find the command before anything is spent: a typo costs no quota.
 	var path string
 	if !opts.WaitOnly {
+		// Its output would vanish (checkStdio).
+		if f := opts.Factory; f.checkStdio != nil {
+			if code, ok := f.checkStdio(); !ok {
+				return &ExitError{Code: code}
+			}
+		}
 		p, code, err := foreground.Look(opts.Command[0])
 		if err != nil {
 			return reportf(ios, code, "%v", shownCommandError(opts.Command, err))

@@ -28,6 +28,10 @@ type Factory struct {
 	// running pace in their own process start none.
 	reaper     []string
 	reaperPath string
+	// checkStdio, if set (Main, for pace exec), refuses a stdout closed
+	// when pace started, and says so: pace exec calls it unless it runs
+	// nothing (--wait-only), when it writes nothing on stdout.
+	checkStdio func() (code int, ok bool)
 	// catchStops, if set, makes SIGHUP and SIGQUIT arrive on Signals too,
 	// for the commands that stop on them (run, fetch, proxy, and pace
 	// exec until its command starts), and returns what gives them back

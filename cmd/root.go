@@ -100,8 +100,13 @@ func newCmdRootFor(f *Factory, args []string) *cobra.Command {
 // where it can (ExitError.Signal; nil for none): main passes it to
 // foreground.Die before it exits with the code.
 func Main() (code int, die os.Signal) {
-	if code, ok := checkStdio(); !ok {
-		return code, nil
+	// pace exec --wait-only writes nothing on stdout: pace exec checks
+	// it once its flags are read.
+	isExec := len(os.Args) > 1 && os.Args[1] == "exec"
+	if !isExec {
+		if code, ok := checkStdio(); !ok {
+			return code, nil
+		}
 	}
 	osfiles.RaiseLimit()
 	// SIGINT ignored from the start (a script's command run with &) is
@@ -122,6 +127,9 @@ func Main() (code int, die os.Signal) {
 	f := NewFactory(sigs)
 	f.exits = true
 	f.reaperPath, f.reaper = command.Self("reaper") // newCmdReaper
+	if isExec {
+		f.checkStdio = checkStdio
+	}
 	// A hangup (the terminal closed) and Ctrl-\ stop a run as the other
 	// signals do, so that its jobs, each in a process group of its own
 	// that the terminal's signal never reaches, die with it. Not when the
