@@ -3,6 +3,7 @@ package redisrate_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,5 +44,39 @@ func TestLiveNotRedis(t *testing.T) {
 		if got := o.get(); len(got) != 0 {
 			t.Errorf("%s: OnOutage heard %+v, want nothing: the URL is wrong, Redis is not down", url, got)
 		}
+	}
+}
+
+// A server that closes every connection before answering (a Redis that
+// takes only TLS, given redis://; a service that is not Redis) is waited
+// for, as a proxy whose Redis is down would be, but the words say what to
+// look at: they were only "is not answering (EOF)" and "no answer for
+// 30s: ...: EOF".
+func TestLiveClosesAtOnce(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	var o outages
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = redisrate.Dial(ctx, "redis://:s3cret@"+ln.Addr().String(), redisrate.Options{Rules: mustRules(t, "10/s"), Timeout: 2 * time.Second, OnOutage: o.report})
+	const want = "the server closes the connection before answering (a TLS port wants rediss://)"
+	if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Dial(a server that closes at once) = %v; want ErrBackend saying %q", err, want)
+	}
+	if got := o.get(); len(got) == 0 || got[0].Err == nil || !strings.Contains(got[0].Err.Error(), want) {
+		t.Errorf("OnOutage heard %+v; want Down with an error saying %q", got, want)
 	}
 }

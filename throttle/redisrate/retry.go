@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -132,6 +134,7 @@ func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args 
 // change. Each call is bounded by the timeout even if the client has none.
 func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) error {
 	var failingSince time.Time
+	var cause error // the latest failure that said more than a timeout
 	backoff := minBackoff
 	for {
 		start := time.Now()
@@ -151,6 +154,9 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 		if failingSince.IsZero() {
 			failingSince = start
 		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			cause = err
+		}
 		left := l.cf.Timeout - time.Since(failingSince)
 		if left <= 0 {
 			if refusal(err) {
@@ -159,7 +165,12 @@ func (l *Limiter) retry(ctx context.Context, call func(context.Context) error) e
 					l.name, l.cf.Timeout, throttle.ErrBackend, err)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				// The tries timed out: that is what "no answer" says.
+				// The last try timed out: that is what "no answer" says,
+				// with what an earlier try learnt, if anything.
+				if cause != nil {
+					return fmt.Errorf("redisrate: quota %q: no answer for %s: %w: %w",
+						l.name, l.cf.Timeout, throttle.ErrBackend, cause)
+				}
 				return fmt.Errorf("redisrate: quota %q: no answer for %s: %w",
 					l.name, l.cf.Timeout, throttle.ErrBackend)
 			}
@@ -259,8 +270,25 @@ func (h *health) watch(ctx context.Context, call func() error) error {
 	if h.notRedis(err) {
 		return err // not Redis at all: no outage (see retry)
 	}
+	if h.closesEarly(err) {
+		err = fmt.Errorf("%w: the server closes the connection before answering (a TLS port wants rediss://)", err)
+	}
 	h.observe(start, err)
 	return err
+}
+
+// closesEarly reports whether err, from a call to a server that has never
+// answered, is the connection closed or reset by the server (a Redis that
+// takes only TLS, given redis://; a service that is not Redis; a proxy
+// whose Redis is down). A retry may cure the last, so it is retried; the
+// words point at the others.
+func (h *health) closesEarly(err error) bool {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastOK.IsZero()
 }
 
 // notRedis reports whether err, from a call to a server that has never
