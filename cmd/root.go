@@ -84,14 +84,19 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 // other commands and their flags (pace run's forty on the root too) cost
 // it about 3 ms of CPU and 75 page faults, a sixth of its start-up
 // (perf stat on a 2-CPU VM). What pace exec does, prints and exits with is
-// the same either way (TestExecRootSame).
+// the same either way (TestExecRootSame). So for pace reaper, which each
+// pace exec starts too (command.Tether), and which nobody runs by hand.
 func newCmdRootFor(f *Factory, args []string) *cobra.Command {
-	if len(args) == 0 || args[0] != "exec" {
+	if len(args) == 0 || args[0] != "exec" && (args[0] != "reaper" || len(args) != 1) {
 		return NewCmdRoot(f)
 	}
 	root := &cobra.Command{Use: "pace", SilenceErrors: true, SilenceUsage: true}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
-	root.AddCommand(NewCmdExec(f, nil))
+	if args[0] == "reaper" {
+		root.AddCommand(newCmdReaper(f))
+	} else {
+		root.AddCommand(NewCmdExec(f, nil))
+	}
 	return root
 }
 
