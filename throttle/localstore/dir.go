@@ -102,7 +102,7 @@ func Reset(dir, key string) error {
 	}
 	lf, err := lockWait(context.Background(), p.lock, true, DefaultTimeout, nil)
 	if err != nil {
-		return resetFailed(key, fmt.Errorf("%s: %w", p.lock, err))
+		return resetFailed(key, err) // it names p.lock
 	}
 	defer release(lf)
 	if err := os.Remove(p.db); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -82,7 +82,7 @@ func Inspect(dir, key string) (*Quota, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("localstore: no quota %q in %s: %w", key, dir, err)
 	case errors.Is(err, errLockTimeout):
-		return nil, fmt.Errorf("localstore: quota %q: store %s stayed %v for %s: %w", key, p.db, err, DefaultTimeout, throttle.ErrBackend)
+		return nil, fmt.Errorf("localstore: quota %q: %v for %s: %w", key, err, DefaultTimeout, throttle.ErrBackend)
 	case err != nil:
 		var se *storeError
 		if !errors.As(err, &se) && !errors.Is(err, throttle.ErrBackend) {

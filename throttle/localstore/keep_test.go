@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -338,4 +339,35 @@ func TestLockedStoreWaitsOnce(t *testing.T) {
 			t.Errorf("Open of a store locked by another program gave up after %v, want the timeout, %v", waited, timeout)
 		}
 	})
+}
+
+// TestLockedTxLockNamed: a quota whose transaction lock (NAME.lock) another
+// process holds, as a pace stopped in a transaction does (SIGSTOP), makes
+// an admission give up after the timeout with an error naming that file.
+// It named the store file, NAME.db, which nothing held: a user looking
+// for the holder with fuser or lsof looked at the wrong file.
+func TestLockedTxLockNamed(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, "txheld", "1000/s", localstore.Options{Timeout: 200 * time.Millisecond})
+	a, err := s.Admit(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	lock := filepath.Join(dir, "txheld.lock")
+	f, err := os.OpenFile(lock, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	a, err = s.Admit(context.Background(), 1)
+	if err == nil {
+		a.Release()
+	}
+	if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), lock+" stayed locked") {
+		t.Errorf("Admit while another process holds %s = %v, want an error wrapping throttle.ErrBackend saying it stayed locked", lock, err)
+	}
 }

@@ -10,8 +10,19 @@ import (
 )
 
 // errLockTimeout reports a lock that another process held for longer than
-// the timeout.
+// the timeout. The error returned is a *lockTimeoutError, which names the
+// file.
 var errLockTimeout = errors.New("locked by another process")
+
+// lockTimeoutError is errLockTimeout for the file at path: the quota's
+// transaction lock (NAME.lock), its open lock (NAME.open), or the store
+// file (bbolt's own lock), whichever another process held.
+type lockTimeoutError struct{ path string }
+
+func (e *lockTimeoutError) Error() string { return e.path + " stayed locked by another process" }
+
+// Is makes errors.Is(err, errLockTimeout) true.
+func (e *lockTimeoutError) Is(target error) bool { return target == errLockTimeout }
 
 // openLockFile opens (creating if need be) the lock file at path.
 func openLockFile(path string) (*os.File, error) {
@@ -66,7 +77,7 @@ func lockOn(ctx context.Context, f *os.File, exclusive bool, timeout time.Durati
 	case <-closed:
 		err = throttle.ErrClosed
 	case <-t.C:
-		err = errLockTimeout
+		err = &lockTimeoutError{path: f.Name()}
 	}
 	go func() {
 		<-got // closing f releases the lock if it was taken

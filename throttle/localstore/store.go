@@ -191,7 +191,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		case errors.As(err, &se):
 			// Something at the name that is not a file: said as is.
 		case errors.Is(err, errLockTimeout):
-			err = fmt.Errorf("localstore: quota %q: %s stayed %v for %s: %w", s.key, s.paths.open, err, cf.Timeout, throttle.ErrBackend)
+			err = fmt.Errorf("localstore: quota %q: %v for %s: %w", s.key, err, cf.Timeout, throttle.ErrBackend)
 		case ctx.Err() == nil:
 			err = unusableDir(cf.Dir, err)
 		}

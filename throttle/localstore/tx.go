@@ -135,7 +135,7 @@ func (p paths) openError(err error) error {
 	var se *storeError
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return errLockTimeout
+		return &lockTimeoutError{path: p.db}
 	case errors.As(err, &se):
 		return err
 	case !ioError(err):
@@ -335,8 +335,7 @@ func (s *Store) transact(ctx context.Context, write bool, fn func(*bbolt.Tx) err
 		case errors.As(err, &se):
 			return err
 		case errors.Is(err, errLockTimeout):
-			return fmt.Errorf("localstore: quota %q: store %s stayed %v for %s: %w",
-				s.key, s.paths.db, err, s.cf.Timeout, throttle.ErrBackend)
+			return fmt.Errorf("localstore: quota %q: %v for %s: %w", s.key, err, s.cf.Timeout, throttle.ErrBackend)
 		case !transient(err):
 			return fmt.Errorf("localstore: quota %q: %w: %w", s.key, throttle.ErrBackend, err)
 		}
