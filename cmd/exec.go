@@ -58,8 +58,9 @@ The call costs 1, or --cost N under --cost-rate rules. With
 slot is held until the command ends. If pace is killed, even outright
 (SIGKILL), the command dies with it on Linux, and so does what the
 command started (a script's background jobs, what left for a group of
-its own): a reaper pace starts finds them by the $PACE_JOB value pace
-sets in the command's environment. The command runs
+its own): a reaper pace starts once the command has run for 50ms finds
+them by the $PACE_JOB value pace sets in the command's environment. The
+command runs
 directly (no shell unless you write one), with pace's stdin, stdout and
 stderr. pace sends it the signals that pace receives while it runs:
 SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH, so its
@@ -284,7 +285,7 @@ const admittedFormat = "2006-01-02T15:04:05.000000Z07:00"
 // killed outright, as the command itself does.
 func runForeground(f *Factory, path string, argv, env []string, extra []*os.File, last bool) (int, os.Signal) {
 	ios := f.IOStreams
-	tether := command.NewTether(f.reaperPath, f.reaper)
+	tether := command.NewTether(f.reaperPath, f.reaper, command.TetherDelay)
 	defer tether.Close()
 	return foreground.Run(foreground.Command{Path: path, Argv: argv, Env: tether.Environ(env), ExtraFiles: extra,
 		Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut, Signals: f.Signals, Last: last})

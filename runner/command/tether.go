@@ -1,6 +1,18 @@
 package command
 
-import "os"
+import (
+	"os"
+	"sync"
+	"time"
+)
+
+// TetherDelay is how long a tied command runs before its reaper starts
+// (NewTether). A reaper is a process: its start and its own start-up cost
+// about what a short command's whole call does, and most commands that
+// pace exec runs end sooner than this. What a command starts and leaves
+// behind within its first TetherDelay is killed by the reaper as well,
+// once that runs; only a pace killed outright within that time leaves it.
+const TetherDelay = 50 * time.Millisecond
 
 // Tether ties to a reaper one command that its caller runs itself, as a
 // shell runs it, in the caller's own process group (pace exec's command,
@@ -10,42 +22,67 @@ import "os"
 // members, what left for a group of its own), which ran on after a caller
 // killed outright (SIGKILL), holding the slot the command inherited. The
 // command has no group of its own to kill, so only its JobEnv entry finds
-// what it started: a Tether starts a reaper only where that works
-// (Linux, with pidfds), and is a no-op elsewhere.
+// what it started: a Tether ties only where that works (Linux, with
+// pidfds), and is a no-op elsewhere.
 //
 // Use: NewTether before the command starts, its Environ as the command's
 // environment, Close once the command has ended. What the command left
-// in the background when it ended runs on, as a shell leaves it. A Tether
-// is for one command, from one goroutine.
+// in the background when it ended runs on, as a shell leaves it. Environ
+// and Close are for the goroutine that runs the command.
 type Tether struct {
-	r    reaper
-	mark string // the command's JobEnv entry; "" without a reaper
+	path  string
+	argv  []string
+	token string
+	mark  string // the command's JobEnv entry; "" if nothing can find it
+
+	mu      sync.Mutex
+	timer   *time.Timer // starts the reaper; nil once it ran, or for after 0
+	closed  bool
+	started bool // the reaper runs and was told of the command
+	r       reaper
 }
 
-// NewTether starts the reaper, argv run from path (as Executor.Reaper and
-// ReaperPath; none if argv is empty), and tells it that the command is
-// about to start.
-func NewTether(path string, argv []string) *Tether {
-	t := &Tether{}
+// NewTether returns the tie of a command about to start, whose reaper
+// (argv run from path, as Executor.Reaper and ReaperPath; none if argv is
+// empty) starts once the command has run for after (TetherDelay for
+// pace's commands), or at once if after is 0, and is told that the
+// command runs.
+func NewTether(path string, argv []string, after time.Duration) *Tether {
+	t := &Tether{path: path, argv: argv}
 	if len(argv) == 0 || sysProcs() == nil {
 		return t
 	}
-	token := newToken()
-	t.r.start(path, argv, token)
-	t.r.mu.Lock()
-	started := t.r.w != nil
-	t.r.mu.Unlock()
-	if !started {
-		return t
+	t.token = newToken()
+	t.mark = jobMark(t.token, 1)
+	if after <= 0 {
+		t.start()
+	} else {
+		t.timer = time.AfterFunc(after, t.start)
 	}
-	t.mark = jobMark(token, 1)
-	t.r.tell('+', 1, 0)
 	return t
+}
+
+// start starts the reaper and tells it of the command, unless the
+// command has ended.
+func (t *Tether) start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.r.start(t.path, t.argv, t.token)
+	t.r.mu.Lock()
+	ok := t.r.w != nil
+	t.r.mu.Unlock()
+	if ok {
+		t.r.tell('+', 1, 0)
+		t.started = true
+	}
 }
 
 // Environ returns the command's environment: env (nil: this process's)
 // with the command's JobEnv entry in place of any it held, in a new
-// slice; env itself if no reaper runs.
+// slice; env itself where nothing can find the command by it.
 func (t *Tether) Environ(env []string) []string {
 	if t.mark == "" {
 		return env
@@ -56,14 +93,22 @@ func (t *Tether) Environ(env []string) []string {
 	return jobEnviron(withoutJobEnv(env), t.mark)
 }
 
-// Close tells the reaper that the command ended, and ends its pipe: the
-// reaper exits, killing nothing. It does not wait for the reaper to
-// exit: the few lines it was told fit in the pipe, and it reads them
-// whenever it runs. If they did not (the reaper stopped and its pipe
-// full, which three lines never fill), it is killed instead, lest it take
-// the command for a running one and kill what the command left.
+// Close tells the reaper, if it started, that the command ended, and ends
+// its pipe: the reaper exits, killing nothing; if it has not started, it
+// never does. Close does not wait for the reaper to exit: the few lines it
+// was told fit in the pipe, and it reads them whenever it runs. If they
+// did not (the reaper stopped and its pipe full, which three lines never
+// fill), it is killed instead, lest it take the command for a running one
+// and kill what the command left.
 func (t *Tether) Close() {
-	if t.mark == "" {
+	t.mu.Lock()
+	t.closed = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	started := t.started
+	t.mu.Unlock()
+	if !started {
 		return
 	}
 	t.r.tell('-', 1, 0)

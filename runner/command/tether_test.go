@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTetherEnviron: the command tied to a reaper gets a JobEnv entry of
@@ -13,7 +14,7 @@ import (
 func TestTetherEnviron(t *testing.T) {
 	env := []string{"A=1", JobEnv + "=OUTER.3", "B=2"}
 
-	none := NewTether("", nil)
+	none := NewTether("", nil, 0)
 	if got := none.Environ(env); !slices.Equal(got, env) {
 		t.Errorf("Environ without a reaper = %q, want %q", got, env)
 	}
@@ -23,7 +24,7 @@ func TestTetherEnviron(t *testing.T) {
 	if err != nil {
 		t.Skip("no cat to stand in for the reaper")
 	}
-	tt := NewTether(cat, []string{"cat"})
+	tt := NewTether(cat, []string{"cat"}, 0)
 	defer tt.Close()
 	if tt.mark == "" {
 		t.Skip("no reaper here (not Linux, or no pidfds)")
@@ -40,5 +41,40 @@ func TestTetherEnviron(t *testing.T) {
 	}
 	if env[1] != JobEnv+"=OUTER.3" {
 		t.Errorf("Environ changed its argument: %q", env)
+	}
+}
+
+// TestTetherLazy: a reaper starts only once the command has run for the
+// delay given, so a command that ends sooner costs no process; the
+// command's environment holds its JobEnv entry from the start, so that
+// what it started meanwhile is found once the reaper runs; and a start
+// that comes after Close (a timer that fired as the command ended) starts
+// nothing. With no delay it starts at once.
+func TestTetherLazy(t *testing.T) {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat to stand in for the reaper")
+	}
+	now := NewTether(cat, []string{"cat"}, 0)
+	if now.mark == "" {
+		now.Close()
+		t.Skip("no reaper here (not Linux, or no pidfds)")
+	}
+	if now.r.p == nil || !now.started {
+		t.Errorf("NewTether(after 0) started no reaper")
+	}
+	now.Close()
+
+	lazy := NewTether(cat, []string{"cat"}, time.Hour)
+	if lazy.r.p != nil || lazy.started {
+		t.Errorf("NewTether(after an hour) started its reaper at once")
+	}
+	if got := lazy.Environ([]string{"A=1"}); !slices.Contains(got, lazy.mark) {
+		t.Errorf("Environ before the reaper starts = %q, want %s in it", got, lazy.mark)
+	}
+	lazy.Close()
+	lazy.start() // the timer, late
+	if lazy.r.p != nil || lazy.started {
+		t.Errorf("a start after Close started a reaper")
 	}
 }
