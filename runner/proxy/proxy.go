@@ -37,6 +37,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -533,26 +534,37 @@ func (p *Proxy) admitted(rq *request, req *http.Request) bool {
 	return true
 }
 
-// remember keeps a, an admission, for MaxWait's estimates.
+// remember keeps a, an admission, for MaxWait's estimates, in the order
+// of the instants the rules recorded (admissions return in about that
+// order: a is put in its place from the end).
 func (p *Proxy) remember(a throttle.Admission) {
 	if p.opts.MaxWait <= 0 {
 		return
 	}
+	c := throttle.Call{At: a.At, Cost: max(a.Cost, 1)}
 	p.mu.Lock()
-	p.past = append(p.past, throttle.Call{At: a.At, Cost: max(a.Cost, 1)})
+	i := len(p.past)
+	for i > 0 && p.past[i-1].At.After(c.At) {
+		i--
+	}
+	p.past = slices.Insert(p.past, i, c)
 	p.trim(time.Now())
 	p.mu.Unlock()
 }
 
-// trim forgets the admissions that no rule holds any more. p.mu is held.
+// trim forgets the admissions that no rule holds any more, a quarter of
+// them at a time (so that the history is not shifted at every call; the
+// few older ones left count for nothing). p.mu is held.
 func (p *Proxy) trim(now time.Time) {
 	keep := now.Add(-p.longest - time.Minute) // the margin, and rules learned since
-	i := 0
-	for i < len(p.past) && p.past[i].At.Before(keep) {
-		i++
-	}
-	if i > 0 {
-		p.past = append(p.past[:0], p.past[i:]...)
+	i, _ := slices.BinarySearchFunc(p.past, keep, func(c throttle.Call, t time.Time) int {
+		if c.At.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	if i > 0 && i >= len(p.past)/4 {
+		p.past = slices.Delete(p.past, 0, i)
 	}
 }
 
@@ -567,37 +579,58 @@ func (p *Proxy) estimate() time.Duration {
 	rules := append([]throttle.Rule(nil), p.opts.Rules...)
 	learned, _ := p.opts.Transport.Learned()
 	rules = append(rules, learned...)
-	for i := range rules {
-		rules[i].Window += st.Margin
+	valid := rules[:0]
+	for _, r := range rules {
+		r.Window += st.Margin
+		if r.Valid() && !r.Cost { // cost rules: the costs of waiting requests are not known
+			valid = append(valid, r)
+		}
 	}
 	start := now
 	if st.PausedUntil.After(start) {
 		start = st.PausedUntil
 	}
-	costs := make([]int, p.waitingN.Load()+1)
-	for i := range costs {
-		costs[i] = 1
-	}
+	k := int(p.waitingN.Load()) + 1
+	scratch := make([]time.Time, k)
 	p.mu.Lock()
 	p.trim(now)
-	past := append([]throttle.Call(nil), p.past...)
+	last := lastAdmission(valid, p.past, k, start, now, scratch)
 	p.mu.Unlock()
-	for i := range past {
-		if past[i].At.After(now) {
-			past[i].At = now
+	return last.Sub(now)
+}
+
+// lastAdmission returns when the last of k calls of cost 1 would be
+// admitted in the fastest legal FIFO schedule under count rules, after
+// past (in order; any after now counted as made now), none before start:
+// throttle.Plan's last instant, without copying, sorting or weighing the
+// past. Under a rule of N per W, a call goes once the Nth call before it
+// has left the window. at holds k instants, the schedule.
+func lastAdmission(rules []throttle.Rule, past []throttle.Call, k int, start, now time.Time, at []time.Time) time.Time {
+	for j := range k {
+		t := start
+		if j > 0 && at[j-1].After(t) {
+			t = at[j-1]
 		}
-	}
-	valid := rules[:0]
-	for _, r := range rules {
-		if r.Valid() && !r.Cost { // cost rules: the costs of waiting requests are not known
-			valid = append(valid, r)
+		for _, r := range rules {
+			i := len(past) + j - r.N // the Nth call before this one
+			if i < 0 {
+				continue
+			}
+			var before time.Time
+			if i < len(past) {
+				if before = past[i].At; before.After(now) {
+					before = now
+				}
+			} else {
+				before = at[i-len(past)]
+			}
+			if free := before.Add(r.Window); free.After(t) {
+				t = free
+			}
 		}
+		at[j] = t
 	}
-	plan := throttle.Plan(valid, past, costs, start, 0, 0)
-	if len(plan) == 0 {
-		return 0
-	}
-	return plan[len(plan)-1].Sub(now)
+	return at[k-1]
 }
 
 // refuse answers 429 with the Retry-After of a wait of d.
