@@ -29,37 +29,34 @@ func openFileArg(name string, stdin io.Reader) (io.Reader, string, func() error,
 	return f, name, f.Close, nil
 }
 
+// unread makes sig the next signal f.Signals delivers, before later ones.
+// Not safe for concurrent use with readers of f.Signals.
+func (f *Factory) unread(sig os.Signal) {
+	rest, ch := f.Signals, make(chan os.Signal, cap(f.Signals)+1)
+	ch <- sig
+	go func() {
+		for s := range rest {
+			ch <- s
+		}
+	}()
+	f.Signals = ch
+}
+
 // openUntilInterrupt runs open, which prepares a run's input before the
-// run's own handling of interrupts has begun, and may block there: opening
-// a FIFO waits for its writer (-a FIFO, :::: FIFO), several ::: and ::::
-// sources are read whole, and pace fetch -o FILE reads its input to find
-// its one item. It runs open on a goroutine of its own and gives up at the
-// first interrupt (SIGINT, SIGTERM), returning stoppedBeforeRun: nothing
-// has run yet. Ctrl-C was held until the input ended: for ever with a
-// FIFO no process opened. The goroutine is left blocked then, as pace
-// exits; and what open returns later, an input opened, is closed.
+// run handles interrupts and may block there (items.OpenUntil), and gives
+// up at the first SIGINT or SIGTERM: nothing has run. The signal waited
+// until the input ended: for ever with a FIFO no process opened. A signal
+// that comes as the input opens is the run's.
 func openUntilInterrupt(f *Factory, open func() (*items.Input, error)) (*items.Input, error) {
 	if f == nil || f.Signals == nil {
 		return open()
 	}
-	type opened struct {
-		in  *items.Input
-		err error
-	}
-	done := make(chan opened, 1)
-	go func() {
-		in, err := open()
-		done <- opened{in, err}
-	}()
-	select {
-	case o := <-done:
-		return o.in, o.err
-	case sig := <-f.Signals:
-		go func() {
-			if o := <-done; o.in != nil {
-				o.in.Close()
-			}
-		}()
+	in, sig, stopped, err := items.OpenUntil(f.Signals, open)
+	if stopped {
 		return nil, stoppedBeforeRun(f.IOStreams, sig)
 	}
+	if sig != nil {
+		f.unread(sig)
+	}
+	return in, err
 }

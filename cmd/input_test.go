@@ -83,3 +83,25 @@ func TestInterruptWhileInputBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestUnread: a signal openUntilInterrupt took as the input opened is the
+// run's to handle ("SIGINT: dry run stopped", the summary): unread gives
+// it back first, then the signals that come after it. Taken for good, the
+// run went on without it (faults_signals.txtar, once in a loaded run, where
+// the signal and the opened input were ready at once).
+func TestUnread(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	f := &Factory{Signals: sigs}
+	f.unread(os.Interrupt)
+	sigs <- syscall.SIGTERM
+	for _, want := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		select {
+		case got := <-f.Signals:
+			if got != want {
+				t.Errorf("after unread(SIGINT) and a SIGTERM, Signals gives %v, want %v", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("after unread(SIGINT) and a SIGTERM, Signals gives nothing, want %v", want)
+		}
+	}
+}
