@@ -265,9 +265,9 @@ func checkColumns(what string, maxColumn, columns int, product bool) error {
 func (o *CommonOptions) readOptions() (items.ReadOptions, error) {
 	ro := items.ReadOptions{NUL: o.Null}
 	if o.ColSep != "" || o.colSepSet {
-		re, err := compileColSep(o.ColSep)
+		re, err := items.CompileColSep(o.ColSep)
 		if err != nil {
-			return ro, err
+			return ro, flagErrorf("invalid argument %q for \"--colsep\": %v", o.ColSep, err)
 		}
 		ro.ColSep = re
 	}

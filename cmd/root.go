@@ -178,15 +178,15 @@ func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetArgs(bareProgress(args))
 	root.SetIn(f.IOStreams.In)
-	out := &printed{w: f.IOStreams.Out}
+	out := &osfiles.KeptErr{W: f.IOStreams.Out} // cobra ignores its write errors
 	root.SetOut(out)
 	root.SetErr(f.IOStreams.ErrOut)
 	f.IOStreams.secrets = redact.ForArgs(args)
 	started := false // past flag and argument checks
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	cmd, err := root.ExecuteContextC(context.Background())
-	if out.err != nil {
-		return printFailed(f.IOStreams, out.err), nil
+	if out.Err != nil {
+		return printFailed(f.IOStreams, out.Err), nil
 	}
 	if err == nil {
 		return ExitOK, nil

@@ -1,11 +1,7 @@
 package cmd
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -13,64 +9,9 @@ import (
 	"github.com/pace-cli/pace/throttle"
 )
 
-// openInput opens the run's items: its ::: and :::: sources, else -a FILE
-// or stdin. With several sources the items are every combination of one
-// value from each, in order, as GNU parallel makes them: {1} is the value
-// from the first source, {2} from the second, and {} all of them joined by
-// spaces.
+// openInput opens the run's items (items.OpenSources).
 func (opts *RunOptions) openInput(stdin io.Reader) (*items.Input, error) {
-	if len(opts.Sources) == 0 {
-		return items.Open(opts.Common.Input, stdin)
-	}
-	if opts.Common.Input != "-" && opts.Common.Input != "" {
-		return nil, fmt.Errorf("-a %s and ::: or :::: both give items: use one", opts.Common.Input)
-	}
-	if len(opts.Sources) == 1 && len(opts.Sources[0].Files) == 1 {
-		return items.Open(opts.Sources[0].Files[0], stdin) // streamed, like -a
-	}
-	var values [][]string
-	for _, s := range opts.Sources {
-		vs := slices.Clone(s.Args)
-		for _, name := range s.Files {
-			more, err := items.ReadSourceFile(name, opts.Common.Null, stdin)
-			if err != nil {
-				return nil, err
-			}
-			vs = append(vs, more...)
-		}
-		values = append(values, vs)
-	}
-	return items.Product(values), nil
-}
-
-// compileColSep compiles --colsep's regular expression, with an error
-// that says what is expected: a separator that matches the empty string
-// or every character would make empty columns, and a lone metacharacter
-// (| . + ...) gets a hint at its literal.
-func compileColSep(s string) (*regexp.Regexp, error) {
-	if s == "" {
-		return nil, flagErrorf("invalid argument \"\" for \"--colsep\": want a regular expression such as '\\t' or ','")
-	}
-	hint := ""
-	if len(s) == 1 && regexp.QuoteMeta(s) != s {
-		hint = fmt.Sprintf("; for a literal %s give --colsep '\\%s'", s, s)
-	}
-	re, err := regexp.Compile(s)
-	if err != nil {
-		var se *syntax.Error
-		msg := err.Error()
-		if errors.As(err, &se) {
-			msg = se.Code.String()
-		}
-		return nil, flagErrorf("invalid argument %q for \"--colsep\": want a regular expression such as '\\t' or ',' (%s)%s", s, msg, hint)
-	}
-	if re.MatchString("") {
-		return nil, flagErrorf("invalid argument %q for \"--colsep\": it matches the empty string, so it would split everywhere%s", s, hint)
-	}
-	if !strings.ContainsFunc("aZ0 ,\t|.", func(c rune) bool { return !re.MatchString(string(c)) }) {
-		return nil, flagErrorf("invalid argument %q for \"--colsep\": it matches every character, so every column would be empty%s", s, hint)
-	}
-	return re, nil
+	return items.OpenSources(opts.Sources, opts.Common.Input, opts.Common.Null, stdin)
 }
 
 // trapFlags are pace's own flags that, written after the command, are

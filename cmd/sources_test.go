@@ -111,8 +111,8 @@ func TestSourcesRun(t *testing.T) {
 }
 
 func TestCompileColSep(t *testing.T) {
-	if re, err := compileColSep(`\t`); err != nil || !re.MatchString("a\tb") {
-		t.Errorf(`compileColSep(\t) = %v, %v`, re, err)
+	if ro, err := (&CommonOptions{ColSep: `\t`}).readOptions(); err != nil || !ro.ColSep.MatchString("a\tb") {
+		t.Errorf(`readOptions(--colsep \t) = %v, %v`, ro.ColSep, err)
 	}
 	for _, tt := range []struct{ in, want string }{
 		{"(", `invalid argument "(" for "--colsep": want a regular expression such as '\t' or ',' (missing closing )); for a literal ( give --colsep '\('`},
@@ -120,8 +120,8 @@ func TestCompileColSep(t *testing.T) {
 		{"x*", `invalid argument "x*" for "--colsep": it matches the empty string, so it would split everywhere`},
 	} {
 		var fe *FlagError
-		if _, err := compileColSep(tt.in); !errors.As(err, &fe) || err.Error() != tt.want {
-			t.Errorf("compileColSep(%q) = %v, want a FlagError %q", tt.in, err, tt.want)
+		if _, err := (&CommonOptions{ColSep: tt.in}).readOptions(); !errors.As(err, &fe) || err.Error() != tt.want {
+			t.Errorf("readOptions(--colsep %q) = %v, want a FlagError %q", tt.in, err, tt.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 
@@ -23,25 +22,6 @@ func checkStdio() (code int, ok bool) {
 		return ExitUsage, false
 	}
 	return 0, true
-}
-
-// printed is what cobra prints on stdout (help, --version, completion
-// scripts), keeping the first error of writing it: cobra's help ignores
-// it, and pace --help > /dev/full exited 0 with nothing written.
-type printed struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printed) Write(b []byte) (int, error) {
-	if p.err != nil {
-		return 0, p.err
-	}
-	n, err := p.w.Write(b)
-	if err != nil {
-		p.err = err
-	}
-	return n, err
 }
 
 // printFailed reports err, an error writing what cobra prints on stdout,

@@ -187,3 +187,34 @@ func (p *productReader) Read(b []byte) (int, error) {
 	}
 	return p.buf.Read(b)
 }
+
+// OpenSources opens a run's items: its ::: and :::: sources, else input
+// (-a FILE, or "-" or "" for stdin). With several sources the items are
+// every combination of one value from each, in order, as GNU parallel
+// makes them: {1} is the value from the first source, {2} from the
+// second, and {} all of them joined by spaces. A single :::: file is
+// streamed, as -a is; null says its files' items end with NULs.
+func OpenSources(sources []Source, input string, null bool, stdin io.Reader) (*Input, error) {
+	if len(sources) == 0 {
+		return Open(input, stdin)
+	}
+	if input != "-" && input != "" {
+		return nil, fmt.Errorf("-a %s and ::: or :::: both give items: use one", input)
+	}
+	if len(sources) == 1 && len(sources[0].Files) == 1 {
+		return Open(sources[0].Files[0], stdin) // streamed, like -a
+	}
+	var values [][]string
+	for _, s := range sources {
+		vs := slices.Clone(s.Args)
+		for _, name := range s.Files {
+			more, err := ReadSourceFile(name, null, stdin)
+			if err != nil {
+				return nil, err
+			}
+			vs = append(vs, more...)
+		}
+		values = append(values, vs)
+	}
+	return Product(values), nil
+}
