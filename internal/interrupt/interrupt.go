@@ -51,7 +51,11 @@ type Handler struct {
 	kill    func(error) // cancel the jobs with a cause
 	done    chan struct{}
 	exited  chan struct{}
-	armed   bool          // the run has started: signals stop and kill it
+	armed   bool // the run has started: signals stop and kill it
+	// pending is the first signal, if it came before Arm and Arm has not
+	// passed it on to the run yet (replay).
+	pending os.Signal
+	replay  chan os.Signal
 	said    []string      // messages not yet written to Out
 	wake    chan struct{} // a message waits
 	printed chan struct{} // the printer has returned
@@ -62,6 +66,7 @@ type Handler struct {
 func (h *Handler) Watch(setup func()) {
 	h.done, h.exited = make(chan struct{}), make(chan struct{})
 	h.wake, h.printed = make(chan struct{}, 1), make(chan struct{})
+	h.replay = make(chan os.Signal, 1)
 	h.stop, h.kill, h.running = setup, func(error) {}, func() int { return 0 }
 	go h.loop()
 	go h.print()
@@ -70,12 +75,20 @@ func (h *Handler) Watch(setup func()) {
 // Arm switches from the setup to the run: the first signal calls stop,
 // the second (or the end of the grace period) kill, with
 // runner.ErrKillNow or ErrGraceOver; running counts what runs, for the
-// messages.
+// messages. A first signal that came before, during the setup, is the
+// run's first too: a setup that finished all the same (it had nothing
+// left to cancel) is followed by a run that stops at once. Before, that
+// signal was lost, and the run went on until a second one.
 func (h *Handler) Arm(running func() int, stop func(), kill func(error)) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.running, h.stop, h.kill = running, stop, kill
 	h.armed = true
+	pending := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	if pending != nil {
+		h.replay <- pending // the only one: pending is set once
+	}
 }
 
 // Close stops handling signals and waits for the handler to return and
@@ -138,40 +151,28 @@ func (h *Handler) loop() {
 			if first == nil {
 				h.first = sig
 			}
-			h.mu.Unlock()
 			if !armed {
 				// The setup: cancel it and say nothing here; the
-				// caller says that nothing ran.
+				// caller says that nothing ran. Under the lock, so
+				// that an Arm that comes meanwhile finds it pending
+				// and passes it on to the run.
 				if first == nil {
+					h.pending = sig
 					stop()
 				}
+				h.mu.Unlock()
 				continue
 			}
-			if first != nil || sig == syscall.SIGQUIT {
-				// Again, or Ctrl-\ (quit now): kill what runs.
-				again := " again"
-				if first == nil {
-					stop()
-					again = ""
-				}
-				n := running()
-				h.say("pace: %s%s: killing %d running %s\n", Name(sig), again, n, human.Plural(n, h.what()))
-				kill(runner.ErrKillNow)
-				continue
+			h.mu.Unlock()
+			if g := h.armedSignal(sig, first != nil, stop, kill, running); g != nil {
+				grace = g
 			}
-			stop()
-			timer := time.NewTimer(h.Grace)
-			defer timer.Stop()
-			grace = timer.C
-			stopping := h.Stopping
-			if stopping == "" {
-				stopping = "starting no more jobs"
-			}
-			if n := running(); n > 0 {
-				h.say("pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
-					Name(sig), stopping, h.Grace, n)
-			} else {
-				h.say("pace: %s: %s\n", Name(sig), stopping)
+		case sig := <-h.replay:
+			h.mu.Lock()
+			stop, kill, running := h.stop, h.kill, h.running
+			h.mu.Unlock()
+			if g := h.armedSignal(sig, false, stop, kill, running); g != nil {
+				grace = g
 			}
 		case <-grace:
 			grace = nil
@@ -186,6 +187,37 @@ func (h *Handler) loop() {
 			return
 		}
 	}
+}
+
+// armedSignal acts on sig once the run has started: again (a signal came
+// before) or SIGQUIT kills what runs, the first stops admissions and
+// returns the grace period's timer.
+func (h *Handler) armedSignal(sig os.Signal, again bool, stop func(), kill func(error), running func() int) <-chan time.Time {
+	if again || sig == syscall.SIGQUIT {
+		// Again, or Ctrl-\ (quit now): kill what runs.
+		word := " again"
+		if !again {
+			stop()
+			word = ""
+		}
+		n := running()
+		h.say("pace: %s%s: killing %d running %s\n", Name(sig), word, n, human.Plural(n, h.what()))
+		kill(runner.ErrKillNow)
+		return nil
+	}
+	stop()
+	stopping := h.Stopping
+	if stopping == "" {
+		stopping = "starting no more jobs"
+	}
+	if n := running(); n > 0 {
+		h.say("pace: %s: %s; waiting up to %v for %d running (interrupt again to kill them)\n",
+			Name(sig), stopping, h.Grace, n)
+	} else {
+		h.say("pace: %s: %s\n", Name(sig), stopping)
+	}
+	// A timer not stopped is collected once unreachable (Go 1.23).
+	return time.NewTimer(h.Grace).C
 }
 
 // what is the noun for what runs.

@@ -76,6 +76,45 @@ func TestBeforeArmCancelsSetup(t *testing.T) {
 	})
 }
 
+// TestSignalBeforeArmStopsTheRun: a first signal that came during the
+// setup, which finished all the same (its cancel came too late to stop
+// anything), is the run's first once it is armed: the run stops, with the
+// message, and the next signal kills. Before, Arm left it behind: the
+// setup's cancel went to a context nothing watched any more, and the run
+// (a proxy serving, a pace run's jobs) went on until a second signal
+// (proxy_port_file.txtar's wait hung once, under load).
+func TestSignalBeforeArmStopsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sigs := make(chan os.Signal)
+		var out syncBuffer
+		var c calls
+		h := &Handler{Signals: sigs, Grace: time.Hour, Out: &out, Noun: "request", Stopping: "accepting no more requests"}
+		h.Watch(c.setup)
+		defer h.Close()
+		sigs <- os.Interrupt
+		synctest.Wait()
+		h.Arm(func() int { return 0 }, c.stop, c.kill)
+		synctest.Wait()
+		if setups, stops, kills := c.got(); setups != 1 || stops != 1 || len(kills) != 0 {
+			t.Fatalf("a signal in the setup, then Arm: %d setups, %d stops, kills %v; want 1, 1, none", setups, stops, kills)
+		}
+		if want := "pace: SIGINT: accepting no more requests\n"; out.String() != want {
+			t.Errorf("messages %q, want %q", out.String(), want)
+		}
+		sigs <- os.Interrupt
+		synctest.Wait()
+		if _, _, kills := c.got(); len(kills) != 1 || !errors.Is(kills[0], runner.ErrKillNow) {
+			t.Errorf("the next signal: kills %v, want one runner.ErrKillNow", kills)
+		}
+		// Armed again (pace run's summary file): nothing is replayed twice.
+		h.Arm(func() int { return 0 }, c.stop, c.kill)
+		synctest.Wait()
+		if _, stops, kills := c.got(); stops != 1 || len(kills) != 1 {
+			t.Errorf("armed again: %d stops, kills %v; want the same 1 and one", stops, kills)
+		}
+	})
+}
+
 // TestSecondSignalKills: once armed, the first signal stops admissions,
 // the second kills with runner.ErrKillNow, and the messages count what
 // runs with the handler's noun.
