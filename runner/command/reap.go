@@ -116,6 +116,15 @@ type procs interface {
 	// environ returns the environment process pid was started with, as
 	// entries each ended by a NUL byte, or nil if it cannot be read.
 	environ(pid int) []byte
+	// execing reports whether process pid, whose environment read as
+	// empty, may be in the middle of an execve: Linux shows a process's
+	// environment, and its command line, as empty from the moment its new
+	// program's memory is in place until the kernel has written the
+	// program's arguments and environment to it, a moment that lasts as
+	// long as the process waits for a CPU. A zombie, a kernel thread, or
+	// a process whose command line reads (one started with an empty
+	// environment) is not execing.
+	execing(pid int) bool
 	// kill sends SIGKILL to process pid if marked(its environment) holds,
 	// and reports whether it did. It never kills another process that
 	// took pid after the one marked ended.
@@ -123,15 +132,25 @@ type procs interface {
 	// wait waits a moment for the processes killed to end, so that the
 	// next list does not show them.
 	wait()
+	// pause waits before the processes caught execing are read again:
+	// longer for each round already waited (0, 1, ...), as a process in
+	// its execve on a loaded machine may wait a while for a CPU.
+	pause(round int)
 }
 
 // sweepRounds bounds how many times the reaper looks through the
 // processes: each look kills those it finds, and the next finds what they
-// started meanwhile, if any.
+// started meanwhile, if any; or it reads again the processes it caught
+// in an execve.
 const sweepRounds = 10
 
 // sweep kills the processes of ps whose environment holds one of marks,
-// looking again while a look finds any, up to sweepRounds times.
+// looking again while a look finds any, up to sweepRounds times. A
+// process caught in an execve (its environment reads as empty for that
+// moment: a job's child that left its group with setsid, as setsid execs
+// the command) is read again after a pause, and only it, if a look found
+// nothing else: a look that took it for unmarked let it run on after
+// pace.
 func sweep(marks map[string]bool, ps procs) {
 	marked := func(environ []byte) bool {
 		for len(environ) > 0 {
@@ -147,17 +166,41 @@ func sweep(marks map[string]bool, ps procs) {
 		}
 		return false
 	}
+	var pids []int
+	list, pauses := true, 0
 	for range sweepRounds {
+		if list {
+			pids = ps.list()
+		}
 		found := false
-		for _, pid := range ps.list() {
-			if marked(ps.environ(pid)) && ps.kill(pid, marked) {
-				found = true
+		var again []int // caught in an execve, or marked but not killed
+		for _, pid := range pids {
+			env := ps.environ(pid)
+			switch {
+			case marked(env):
+				if ps.kill(pid, marked) {
+					found = true
+				} else {
+					// Read again: its second reading may have come
+					// during an execve; if it ended or its pid was
+					// taken, the next reading says so.
+					again = append(again, pid)
+				}
+			case len(env) == 0 && ps.execing(pid):
+				again = append(again, pid)
 			}
 		}
-		if !found {
+		switch {
+		case found:
+			ps.wait()
+			list = true
+		case len(again) > 0:
+			ps.pause(pauses)
+			pauses++
+			list, pids = false, again
+		default:
 			return
 		}
-		ps.wait()
 	}
 }
 

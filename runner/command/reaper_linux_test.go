@@ -315,3 +315,40 @@ func TestSweepProcfs(t *testing.T) {
 		t.Errorf("the process of another JobEnv value: %v, want it left running", err)
 	}
 }
+
+// TestProcfsExecing: what procfs takes for a process in its execve is
+// neither a running process (even one started with an empty environment:
+// its command line reads), nor a zombie, nor a process that is gone.
+func TestProcfsExecing(t *testing.T) {
+	ps := sysProcs()
+	if ps == nil {
+		t.Skip("no pidfds on this kernel")
+	}
+	running := exec.Command("sleep", "3600")
+	running.Env = []string{} // reads as an empty environment
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { running.Process.Kill(); running.Wait() }()
+	if env := ps.environ(running.Process.Pid); len(env) != 0 {
+		t.Fatalf("environ of a process started with none = %q", env)
+	}
+	if ps.execing(running.Process.Pid) {
+		t.Errorf("execing(a sleep started with no environment) = true, want false")
+	}
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo // wait for its exit without reaping it
+	if err := unix.Waitid(unix.P_PID, zombie.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ps.execing(zombie.Process.Pid) {
+		t.Errorf("execing(a zombie) = true, want false")
+	}
+	zombie.Wait()
+	if ps.execing(zombie.Process.Pid) {
+		t.Errorf("execing(a process gone) = true, want false")
+	}
+}

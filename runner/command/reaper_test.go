@@ -30,9 +30,12 @@ func TestReapKillsOnlyGroups(t *testing.T) {
 type fakeProcs struct {
 	env    map[int]string // by pid, the environ; a process without one cannot be read
 	forks  map[int]int    // by pid, the pid of a child it starts just before it is killed
+	execs  map[int][]int  // by pid, the readings of its environ (1, 2, ...) that come during an execve
+	reads  map[int]int    // by pid, how many times its environ was read
 	log    *[]string      // what was killed, in order
 	looks  int            // how many times the processes were listed
 	waited int            // how many times it waited for those killed
+	paused []int          // the rounds of each pause, in order
 }
 
 func (f *fakeProcs) list() []int {
@@ -41,6 +44,13 @@ func (f *fakeProcs) list() []int {
 }
 
 func (f *fakeProcs) environ(pid int) []byte {
+	if f.reads == nil {
+		f.reads = map[int]int{}
+	}
+	f.reads[pid]++
+	if slices.Contains(f.execs[pid], f.reads[pid]) {
+		return nil // between its new program's memory and its environment
+	}
 	if env, ok := f.env[pid]; ok && env != "" {
 		return []byte(env)
 	}
@@ -59,7 +69,14 @@ func (f *fakeProcs) kill(pid int, marked func([]byte) bool) bool {
 	return true
 }
 
+func (f *fakeProcs) execing(pid int) bool {
+	_, ok := f.env[pid]
+	return ok && slices.Contains(f.execs[pid], f.reads[pid])
+}
+
 func (f *fakeProcs) wait() { f.waited++ }
+
+func (f *fakeProcs) pause(round int) { f.paused = append(f.paused, round) }
 
 // TestReapStartsNotTold: when its input ends, the reaper kills the groups
 // of the jobs that have not ended, then each process whose environment
@@ -132,6 +149,56 @@ func TestReapSweepBounded(t *testing.T) {
 	}
 	if ps.looks != sweepRounds || len(log) != sweepRounds {
 		t.Errorf("reap looked %d times and killed %d processes, want %d and %d", ps.looks, len(log), sweepRounds, sweepRounds)
+	}
+}
+
+// TestSweepReadsExecsAgain: a process read during an execve shows an
+// empty environment (Linux: a job's setsid child as setsid execs the
+// command, on a loaded machine for a while); the sweep reads it again,
+// after a pause, instead of taking it for unmarked and ending with it
+// alive. It used to: the look found nothing else and returned, and
+// run_killed_setsid.txtar's setsid sleep outlived pace under load. So
+// does a marked process whose second reading, the kill's, came during
+// its execve. A process that reads empty and is not execing (a kernel
+// thread, a zombie) is not read again.
+func TestSweepReadsExecsAgain(t *testing.T) {
+	var log []string
+	ps := &fakeProcs{
+		env: map[int]string{
+			10: "PACE_JOB=tok.1\x00", // execing for its first three readings
+			11: "PACE_JOB=tok.1\x00", // execing for its second: the kill's
+			20: "",                   // a kernel thread
+		},
+		execs: map[int][]int{10: {1, 2, 3}, 11: {2}},
+		log:   &log,
+	}
+	sweep(map[string]bool{"PACE_JOB=tok.1": true}, ps)
+	slices.Sort(log)
+	if want := []string{"pid 10", "pid 11"}; !slices.Equal(log, want) {
+		t.Fatalf("sweep killed %q, want %q", log, want)
+	}
+	// Look 1 finds 10 and 11 execing: pause; 11 is killed; look 2 finds
+	// 10 execing: pause; 10 is killed; look 3 finds nothing.
+	if want := []int{0, 1}; ps.looks != 3 || ps.waited != 2 || !slices.Equal(ps.paused, want) {
+		t.Errorf("sweep listed the processes %d times, waited %d, paused in rounds %v; want 3, 2 and %v",
+			ps.looks, ps.waited, ps.paused, want)
+	}
+	if ps.reads[20] != ps.looks {
+		t.Errorf("the kernel thread was read %d times in %d looks, want once a look: never again after a pause", ps.reads[20], ps.looks)
+	}
+}
+
+// TestSweepExecingBounded: a process that reads as execing for ever is
+// read again sweepRounds times, each after a longer pause, not for ever.
+func TestSweepExecingBounded(t *testing.T) {
+	var log []string
+	ps := &fakeProcs{env: map[int]string{30: "PACE_JOB=tok.1\x00"}, execs: map[int][]int{}, log: &log}
+	for i := range 2 * sweepRounds {
+		ps.execs[30] = append(ps.execs[30], i+1)
+	}
+	sweep(map[string]bool{"PACE_JOB=tok.1": true}, ps)
+	if ps.looks != 1 || len(log) != 0 || len(ps.paused) != sweepRounds || ps.paused[sweepRounds-1] != sweepRounds-1 {
+		t.Errorf("sweep listed %d times, killed %v, paused in rounds %v; want once, none, 0 to %d", ps.looks, log, ps.paused, sweepRounds-1)
 	}
 }
 

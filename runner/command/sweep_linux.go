@@ -1,8 +1,10 @@
 package command
 
 import (
+	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,6 +56,46 @@ func (*procfs) environ(pid int) []byte {
 		return nil
 	}
 	return b
+}
+
+// pfKthread is the flag of a kernel thread in /proc/PID/stat's flags
+// (PF_KTHREAD).
+const pfKthread = 0x00200000
+
+// execing reads /proc/PID/stat and /proc/PID/cmdline: a process that is
+// neither a zombie nor a kernel thread, and whose command line reads as
+// empty, is between its new program's memory and its arguments
+// (create_elf_tables), or leaving (its memory released, not yet a
+// zombie). Only a process whose environment read as empty is asked
+// about: a few, as kernel threads and zombies are, and they are told
+// apart here with one more read each.
+func (*procfs) execing(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" || f[0] == "x" {
+		return false
+	}
+	if flags, err := strconv.ParseUint(f[6], 10, 64); err != nil || flags&pfKthread != 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile(dir + "/cmdline")
+	return err == nil && len(cmdline) == 0
+}
+
+// execPause is pause's first wait; each round doubles it, so that
+// sweepRounds of them come to about a second.
+const execPause = time.Millisecond
+
+func (*procfs) pause(round int) {
+	time.Sleep(execPause << min(round, sweepRounds))
 }
 
 // kill opens a pidfd for pid, reads its environment again, and sends
