@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -330,6 +331,18 @@ func TestProcfsExecing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { running.Process.Kill(); running.Wait() }()
+	// Start returns once the exec has passed its point of no return,
+	// which may be before the kernel has written the arguments: wait for
+	// them, lest the sleep be caught in its execve, as execing says.
+	cmdline := fmt.Sprintf("/proc/%d/cmdline", running.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(cmdline); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still empty after 10s", cmdline)
+		}
+	}
 	if env := ps.environ(running.Process.Pid); len(env) != 0 {
 		t.Fatalf("environ of a process started with none = %q", env)
 	}
