@@ -9,7 +9,8 @@ import (
 )
 
 // BodyLen returns the length of job's request body: the expanded -d
-// string, or the size of the file -d @FILE names; 0 without one.
+// string, or the size of the file -d @FILE names; 0 without one. A
+// pipe or a device has no size to give: an error.
 func (e *Executor) BodyLen(job *runner.Job) (int64, error) {
 	if !e.opts.HasData {
 		return 0, nil
@@ -22,6 +23,10 @@ func (e *Executor) BodyLen(job *runner.Job) (int64, error) {
 		fi, err := os.Stat(name)
 		if err != nil {
 			return 0, fmt.Errorf("data file: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			// Its size is unknown until a request reads it (streamBody).
+			return 0, fmt.Errorf("data file %s is not a regular file (a pipe or a device): {body-len} needs a file whose size is known", name)
 		}
 		return fi.Size(), nil
 	}

@@ -195,6 +195,10 @@ type Executor struct {
 	// key): the first write there removes the temporary files that an
 	// earlier pace, killed, left behind (outfile.Sweep).
 	swept sync.Map
+
+	// streams holds each -d @FILE that is a pipe or a device, read
+	// whole by the first request that sends it (*streamBody by name).
+	streams sync.Map
 }
 
 // headerTemplate is one -H line, split.
@@ -777,39 +781,11 @@ func (e *Executor) request(ctx context.Context, s *spec) (*http.Request, error) 
 		req.Host = s.host
 	}
 	if s.dataFile != "" {
-		if err := setFileBody(req, s.dataFile); err != nil {
+		if err := e.setFileBody(ctx, req, s.dataFile); err != nil {
 			return nil, err
 		}
 	}
 	return req, nil
-}
-
-// setFileBody makes the content of the file called name req's body,
-// reopened for redirects that resend it.
-func setFileBody(req *http.Request, name string) error {
-	open := func() (io.ReadCloser, error) {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, runner.Permanent(fmt.Errorf("data file: %w", err))
-		}
-		return f, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return runner.Permanent(fmt.Errorf("data file: %w", err))
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("data file: %w", err)
-	}
-	req.Body, req.GetBody = f, open
-	req.ContentLength = fi.Size()
-	if fi.Size() == 0 {
-		req.Body = http.NoBody
-		f.Close()
-	}
-	return nil
 }
 
 // copy copies src to dst through a pooled buffer.
