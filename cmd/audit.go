@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -65,11 +67,13 @@ that found it) is taken as that row was.
 Exit codes:
   0    every rule was kept
   1    some rule was broken
-  2    bad flags, or input that cannot be read (the bad line is quoted)
+  2    bad flags, input that cannot be read (the bad line is quoted), or
+       a report that cannot be written (a full disk): no verdict
   4    no call was seen to break a rule, but the last row, cut short, may
        have (its Starttime or its cost is cut off): no verdict
   130  stopped by SIGINT, which pace dies of (a shell sees 130): no
-       verdict (143: SIGTERM)`
+       verdict (143: SIGTERM)
+  141  stdout closed by its reader (| head): no verdict`
 
 const auditExample = `  # did yesterday's run keep the API's limits?
   pace audit -r 10/s,500/min,10000/day run.joblog
@@ -170,7 +174,12 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		err = rep.WriteText(ios.Out)
 	}
 	if err != nil {
-		return reportf(ios, ExitFailed, "audit: write report: %v", err)
+		// Not 1: that says a rule was broken, and the calls may have
+		// kept every one.
+		if errors.Is(err, syscall.EPIPE) {
+			return &ExitError{Code: ExitBrokenPipe}
+		}
+		return reportf(ios, ExitUsage, "audit: write report: %v", err)
 	}
 	switch {
 	case rep.Broken():

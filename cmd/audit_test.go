@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,12 +194,25 @@ func TestAuditRulesFromHeader(t *testing.T) {
 	}
 }
 
+// TestAuditWriteFails: a report that cannot be written (a full disk)
+// exits 2, never 1: 1 says a rule was broken, and these calls kept it. A
+// reader gone (| head) is 141, as for every command of pace.
 func TestAuditWriteFails(t *testing.T) {
-	ios, _, errOut := testIO("1700000000\n")
-	ios.Out = failingWriter{os.ErrClosed}
-	if code := Execute(&Factory{IOStreams: ios}, []string{"audit", "-r", "1/s"}); code != ExitFailed ||
-		!strings.HasPrefix(errOut.String(), "pace: audit: write report: ") {
-		t.Errorf("pace audit with stdout failing = exit %d, stderr %q; want 1 and the write error", code, errOut)
+	for _, tc := range []struct {
+		err  error
+		code int
+		say  bool
+	}{
+		{syscall.ENOSPC, ExitUsage, true},
+		{syscall.EPIPE, ExitBrokenPipe, false},
+	} {
+		ios, _, errOut := testIO("1700000000\n1700000002\n")
+		ios.Out = failingWriter{&os.PathError{Op: "write", Path: "/dev/stdout", Err: tc.err}}
+		code := Execute(&Factory{IOStreams: ios}, []string{"audit", "-r", "1/s"})
+		said := strings.HasPrefix(errOut.String(), "pace: audit: write report: ")
+		if code != tc.code || said != tc.say {
+			t.Errorf("pace audit with stdout failing with %v = exit %d, stderr %q; want exit %d (error shown: %v)", tc.err, code, errOut, tc.code, tc.say)
+		}
 	}
 }
 
