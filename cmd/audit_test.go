@@ -244,3 +244,15 @@ func TestAuditRulesNeverBound(t *testing.T) {
 		t.Errorf("pace audit of one call:\n%s", out)
 	}
 }
+
+// TestPlotStdoutClosed: pace plot -o - whose reader is gone (| head -c1)
+// exits 141 without a word, as every command of pace does; it said
+// "write: broken pipe" and exited 1.
+func TestPlotStdoutClosed(t *testing.T) {
+	ios, _, errOut := testIO("Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n" +
+		"1\t:\t1700000000.000\t0.1\t0\t0\t0\t0\tGET x\n")
+	ios.Out = failingWriter{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}}
+	if code := Execute(&Factory{IOStreams: ios}, []string{"plot", "-r", "1/s", "-o", "-"}); code != ExitBrokenPipe || errOut.String() != "" {
+		t.Errorf("pace plot -o - with its reader gone = exit %d, stderr %q; want 141 and nothing said", code, errOut)
+	}
+}

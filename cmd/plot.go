@@ -3,10 +3,12 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -171,6 +173,9 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	}
 	if opts.Output == "-" {
 		if _, err := ios.Out.Write(b.Bytes()); err != nil {
+			if errors.Is(err, syscall.EPIPE) { // its reader is gone (| head)
+				return &ExitError{Code: ExitBrokenPipe}
+			}
 			return reportf(ios, ExitFailed, "plot: write: %v", err)
 		}
 		return nil
@@ -189,6 +194,9 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 		if <-done != nil {
 			return stoppedf(ios, sig, "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 		}
+	}
+	if errors.Is(werr, syscall.EPIPE) { // a FIFO's reader is gone
+		return &ExitError{Code: ExitBrokenPipe}
 	}
 	if werr != nil {
 		return reportf(ios, ExitFailed, "plot: -o %v", werr)
