@@ -457,6 +457,13 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 		if !filepath.IsLocal(name) || filepath.Clean(name) == "." || strings.HasSuffix(name, "/") {
 			return fail(fmt.Errorf("output file name %q is not a file name inside the output directory", s.red.String(name)))
 		}
+		// A part longer than a file name can be would fail only once the
+		// call is spent, as a local write error, which stops the run.
+		for part := range strings.SplitSeq(filepath.ToSlash(name), "/") {
+			if len(part) > maxNameLen {
+				return fail(fmt.Errorf("output file name %q has a part of %d bytes: a file name has at most %d", s.red.String(name), len(part), maxNameLen))
+			}
+		}
 		s.out = filepath.Join(e.opts.OutputDir, name)
 		if fi, err := os.Stat(s.out); err == nil && fi.IsDir() {
 			return fail(fmt.Errorf("output file %s is a directory", s.red.String(s.out)))
@@ -468,6 +475,11 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 	}
 	return s, nil
 }
+
+// maxNameLen is the longest file name (one part of a path) that file
+// systems take: NAME_MAX on Linux and the BSDs, 255 UTF-16 units on
+// Windows and macOS.
+const maxNameLen = 255
 
 // claim records path as job seq's output file, unless another job of the
 // run has it: then it returns that job and false. A job may claim its

@@ -344,3 +344,27 @@ func TestFetchOutputDirInterrupted(t *testing.T) {
 		t.Errorf("output directory holds %q, want nothing", files)
 	}
 }
+
+// TestFetchOutputNameTooLong: an item whose --output-name has a part
+// longer than a file name can be (255 bytes) fails alone, before it is
+// sent; the items after it are fetched. It used to spend its call, then
+// fail as a local write error, which stops the run as a full disk does.
+func TestFetchOutputNameTooLong(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	out := t.TempDir()
+	long := strings.Repeat("a", 256)
+	e := newFetch(t, Options{URL: srv.URL + "/{}", OutputDir: out, OutputName: "{}"})
+	done := runPool(t, runner.Options{Jobs: 1, Executor: e}, "b", long, "sub/"+long, "c")
+	for _, r := range done {
+		if wantOK := len(r.Job.Item) < 255; r.OK() != wantOK || !wantOK && !r.Start.IsZero() {
+			t.Errorf("item %.10q: %s, admitted %v; want ok %v, and a failure before admission", r.Job.Item, r.Status(), !r.Start.IsZero(), wantOK)
+		}
+	}
+	if n := len(rec.all()); n != 2 {
+		t.Errorf("server saw %d requests, want 2 (b and c)", n)
+	}
+	if got, want := listTree(t, out), []string{"b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("output dir holds %q, want %q", got, want)
+	}
+}
