@@ -31,6 +31,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // maxLinks is how many symbolic links are followed before giving up, as
@@ -92,7 +93,7 @@ func resolve(name string) (target, error) {
 		case m.IsRegular():
 			return target{path: p, kind: kindRegular, perm: m.Perm()}, nil
 		case m.IsDir():
-			return target{}, fmt.Errorf("%s is a directory, not a file", name)
+			return target{}, &dirError{name}
 		case isStream(m):
 			return target{path: p, kind: kindStream}, nil
 		default:
@@ -266,3 +267,10 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// dirError says that the path to write is a directory. It is
+// syscall.EISDIR, so that a caller can tell it apart from a full disk.
+type dirError struct{ name string }
+
+func (e *dirError) Error() string { return e.name + " is a directory, not a file" }
+func (e *dirError) Unwrap() error { return syscall.EISDIR }

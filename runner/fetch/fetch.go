@@ -468,6 +468,14 @@ func (e *Executor) build(job *runner.Job) (*spec, error) {
 		if fi, err := os.Stat(s.out); err == nil && fi.IsDir() {
 			return fail(fmt.Errorf("output file %s is a directory", s.red.String(s.out)))
 		}
+		// A part of the name that another item's file holds (b, then
+		// b/x) cannot be made a directory: fail before the call is spent.
+		for p := filepath.Dir(name); p != "."; p = filepath.Dir(p) {
+			at := filepath.Join(e.opts.OutputDir, p)
+			if fi, err := os.Stat(at); err == nil && !fi.IsDir() {
+				return fail(fmt.Errorf("output file %s: %s is a file, not a directory", s.red.String(s.out), s.red.String(at)))
+			}
+		}
 		if other, ok := e.claim(s.out, job.Seq); !ok {
 			return fail(fmt.Errorf("output file %s is job %d's too: --output-name must give each item a name of its own (with {#}, say)",
 				s.red.String(s.out), other))

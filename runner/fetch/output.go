@@ -2,10 +2,12 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/runner"
@@ -28,14 +30,14 @@ func localError(err error) error {
 func (e *Executor) writeFile(ctx context.Context, path string, body io.Reader) (int64, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return 0, localError(err)
+		return 0, e.writeError(err)
 	}
 	if _, seen := e.swept.LoadOrStore(dir, struct{}{}); !seen {
 		outfile.Sweep(dir)
 	}
 	f, err := outfile.Create(ctx, path)
 	if err != nil {
-		return 0, localError(err)
+		return 0, e.writeError(err)
 	}
 	defer f.Abort()
 	n, err := e.copy(&localWriter{f}, body)
@@ -43,9 +45,25 @@ func (e *Executor) writeFile(ctx context.Context, path string, body io.Reader) (
 		return n, err
 	}
 	if err := f.Commit(); err != nil {
-		return n, localError(err)
+		return n, e.writeError(err)
 	}
 	return n, nil
+}
+
+// writeError marks err, a failure to make the path of a body's file, as
+// local (localError), unless it is this item's name only that cannot be
+// made while the output directory is there: a part of the name is another
+// item's file (b, then b/x), or the name another item's directory (b/x,
+// then b). Then the item fails, for good, and the run goes on: other
+// names are not at fault.
+func (e *Executor) writeError(err error) error {
+	if e.opts.OutputDir != "" &&
+		(errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)) {
+		if fi, serr := os.Stat(e.opts.OutputDir); serr == nil && fi.IsDir() {
+			return runner.Permanent(fmt.Errorf("output file: %w", err))
+		}
+	}
+	return localError(err)
 }
 
 // localWriter marks its write errors as local.

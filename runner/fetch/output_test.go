@@ -368,3 +368,40 @@ func TestFetchOutputNameTooLong(t *testing.T) {
 		t.Errorf("output dir holds %q, want %q", got, want)
 	}
 }
+
+// TestFetchOutputNameFileAndDir: items whose names make one a file and
+// the other a directory (b, then b/x; a site's /docs and /docs/intro)
+// fail the later one alone, before it is sent when its clash is there
+// to see, at its write when the other's file came meanwhile; the run
+// goes on. It used to fail as a full disk does, which stops the run.
+func TestFetchOutputNameFileAndDir(t *testing.T) {
+	rec := &reqRecorder{}
+	srv := serve(t, rec)
+	out := t.TempDir()
+	e := newFetch(t, Options{URL: srv.URL + "/{}", OutputDir: out, OutputName: "{}"})
+	done := runPool(t, runner.Options{Jobs: 1, Executor: e}, "b", "b/x", "c")
+	for _, r := range done {
+		if wantOK := r.Job.Item != "b/x"; r.OK() != wantOK || !wantOK && !r.Start.IsZero() {
+			t.Errorf("item %q: %s, admitted %v; want ok %v, and a failure before admission", r.Job.Item, r.Status(), !r.Start.IsZero(), wantOK)
+		}
+	}
+	if n := len(rec.all()); n != 2 {
+		t.Errorf("server saw %d requests, want 2 (b and c)", n)
+	}
+
+	// The clash found at the write: a failure of the item, not a local
+	// write error that stops the run.
+	for _, tc := range []struct{ make, write string }{{"d", "d/x"}, {"e/x", "e"}} {
+		at := filepath.Join(out, tc.make)
+		if err := os.MkdirAll(filepath.Dir(at), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(at, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.writeFile(t.Context(), filepath.Join(out, tc.write), strings.NewReader("body"))
+		if err == nil || errors.Is(err, runner.ErrOutput) || !errors.Is(err, runner.ErrPermanent) {
+			t.Errorf("writeFile(%s) with %s there = %v; want a permanent error that is not ErrOutput", tc.write, tc.make, err)
+		}
+	}
+}
