@@ -610,8 +610,12 @@ func (e *Executor) Prepare(job *runner.Job) error {
 		return err
 	}
 	if s.dataFile != "" {
-		if _, err := os.Stat(s.dataFile); err != nil {
+		fi, err := os.Stat(s.dataFile)
+		if err != nil {
 			return runner.Permanent(fmt.Errorf("job %d: data file: %w", job.Seq, err))
+		}
+		if fi.IsDir() { // else each attempt sent its headers, then failed as the network does
+			return runner.Permanent(fmt.Errorf("job %d: data file %s is a directory: give a file (-d @FILE)", job.Seq, s.red.String(s.dataFile)))
 		}
 	}
 	job.Argv = []string{e.opts.Method, s.redURL}

@@ -421,6 +421,13 @@ func TestFetchDataFromFile(t *testing.T) {
 	if !errors.Is(err, runner.ErrPermanent) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Prepare(missing data file) = %v, want a permanent not-exist error", err)
 	}
+
+	// A directory fails before admission: each attempt used to send the
+	// headers, fail reading it as a network error does, and be retried.
+	job = runner.Job{Seq: 3, Item: dir, Attempt: 1, Slot: 1}
+	if err := e.Prepare(&job); !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Prepare(data file that is a directory) = %v, want a permanent error saying so", err)
+	}
 }
 
 func TestNewRejects(t *testing.T) {
