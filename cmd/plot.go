@@ -141,7 +141,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 		err error
 	}
 	res, sig := interrupt.Until(opts.Signals, func() read {
-		log, err := joblog.Read(r)
+		log, err := joblog.ReadAtMost(r, plot.MaxRows)
 		return read{log, err}
 	})
 	if sig != nil {

@@ -434,7 +434,17 @@ func (l *Log) Within(rules []throttle.Rule, now time.Time) int {
 // escape tabs in commands). A last line without its line break that a
 // killed pace's write cut short (cutShort) is CutShort, not an entry.
 // Errors are *LineError values; a line longer than MaxLine is one.
-func Read(r io.Reader) (*Log, error) {
+func Read(r io.Reader) (*Log, error) { return ReadAtMost(r, 0) }
+
+// ErrTooManyRows is returned by ReadAtMost for a job log of more rows
+// than it holds.
+var ErrTooManyRows = errors.New("too many rows")
+
+// ReadAtMost reads as Read does, but at most maxRows rows (0: any
+// number): a row past them ends the read with an error wrapping
+// ErrTooManyRows, so that an endless input (a pipe that never ends)
+// cannot grow the log until memory runs out.
+func ReadAtMost(r io.Reader, maxRows int) (*Log, error) {
 	log := &Log{}
 	cr := &countingReader{r: r}
 	err := eachLine(cr, func(n int, line string, ended bool) error {
@@ -455,6 +465,9 @@ func Read(r io.Reader) (*Log, error) {
 				log.Rules = rules
 			}
 			return nil
+		}
+		if maxRows > 0 && len(log.Entries) >= maxRows {
+			return fmt.Errorf("job log line %d: %w: more than %d, the most that can be read", n, ErrTooManyRows, maxRows)
 		}
 		e, msg := parseRow(line)
 		if msg != "" {

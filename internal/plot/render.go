@@ -12,6 +12,11 @@ import (
 // pixels is already twice what the widest screens show.
 const MaxSize = 20000
 
+// MaxRows bounds the job log rows pace plot reads (joblog.ReadAtMost),
+// and so its memory (some 5 GB at the cap, measured), as pace
+// audit's calls are bounded: an endless input ends with an error.
+const MaxRows = 10_000_000
+
 // Picture geometry, in pixels.
 const (
 	defaultWidth  = 1000
