@@ -174,9 +174,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		err = rep.WriteText(ios.Out)
 	}
 	if err != nil {
-		// Not 1: that says a rule was broken, and the calls may have
-		// kept every one.
-		if errors.Is(err, syscall.EPIPE) {
+		if errors.Is(err, syscall.EPIPE) { // not 1: that says a rule was broken
 			return &ExitError{Code: ExitBrokenPipe}
 		}
 		return reportf(ios, ExitUsage, "audit: write report: %v", err)

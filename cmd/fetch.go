@@ -276,7 +276,7 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	}
 	outDir, outFile, outStream := opts.outputTarget()
 	if name, ok := strings.CutPrefix(opts.Data, "@"); ok && opts.HasData && o.Input == "-" &&
-		!(outFile != "" && opts.URL != "" && !strings.Contains(opts.URL, "{")) && isStdin(name, ios.In) {
+		!(outFile != "" && opts.URL != "" && !strings.Contains(opts.URL, "{")) && items.IsStdin(name, ios.In) {
 		return flagErrorf("-d @%s reads stdin, which holds the items: give the items with -a FILE", name)
 	}
 	var more []pathFlag
@@ -510,15 +510,3 @@ func (v costFromValue) Set(s string) error {
 }
 
 func (costFromValue) Type() string { return "SOURCE" }
-
-// isStdin reports whether the file called name is stdin (/dev/stdin,
-// /dev/fd/0), which the items are read from.
-func isStdin(name string, stdin io.Reader) bool {
-	f, ok := stdin.(*os.File)
-	if !ok {
-		return false
-	}
-	in, err1 := f.Stat()
-	fi, err2 := os.Stat(name)
-	return err1 == nil && err2 == nil && os.SameFile(in, fi)
-}

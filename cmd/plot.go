@@ -173,10 +173,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	}
 	if opts.Output == "-" {
 		if _, err := ios.Out.Write(b.Bytes()); err != nil {
-			if errors.Is(err, syscall.EPIPE) { // its reader is gone (| head)
-				return &ExitError{Code: ExitBrokenPipe}
-			}
-			return reportf(ios, ExitFailed, "plot: write: %v", err)
+			return &ExitError{Code: printFailed(ios, err)} // 141 when its reader is gone (| head)
 		}
 		return nil
 	}
