@@ -36,7 +36,7 @@ type Tether struct {
 	mark  string // the command's JobEnv entry; "" if nothing can find it
 
 	mu      sync.Mutex
-	timer   *time.Timer // starts the reaper; nil once it ran, or for after 0
+	timer   *time.Timer // starts the reaper after the delay; nil for after 0
 	closed  bool
 	started bool // the reaper runs and was told of the command
 	r       reaper
