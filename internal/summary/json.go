@@ -47,6 +47,7 @@ type (
 		Refused  int64 `json:"refused_503"`
 		Connect  int64 `json:"connect_405"`
 		Stalled  int64 `json:"stalled_408"`
+		DotPath  int64 `json:"dot_path_400"`
 	}
 	learnedJSONForm struct {
 		Refusals int      `json:"refusals"`
@@ -169,7 +170,7 @@ func (s *Summary) jsonForm() summaryJSONForm {
 		j.Learned = lj
 	}
 	if p := s.Proxy; p != nil {
-		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect, Stalled: p.Stalled}
+		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect, Stalled: p.Stalled, DotPath: p.DotPath}
 	}
 	if st := s.Store; st != nil {
 		j.Store = &storeJSONForm{Name: st.Name, RoundTrips: st.RoundTrips, Failures: st.Failures, LeasesLost: st.LeasesLost}

@@ -81,6 +81,7 @@ type Proxy struct {
 	Gone     int64 // the client went away while its request waited
 	Refused  int64 // answered 503: stopping, or the quota's store down
 	Stalled  int64 // answered 408: the client stopped sending its body before the request was sent (--client-timeout)
+	DotPath  int64 // answered 400: a "." or ".." segment in the path
 }
 
 // RuleSummary is one rule's share of a Summary.

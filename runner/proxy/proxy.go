@@ -39,6 +39,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,7 @@ type Stats struct {
 	Gone     int64         // clients gone while their request waited: nothing spent
 	Failed   int64         // admitted, then answered 502 or 504 by the proxy (the upstream down or slow), or 408 (the body stalled)
 	Stalled  int64         // answered 408 by the proxy without being admitted: the client stopped sending its body
+	DotPath  int64         // answered 400 by the proxy: a "." or ".." segment in the path, which could climb out of the upstream's path
 	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
 	InFlight int64         // admitted and not yet answered in full
 	Waiting  int64         // waiting for a slot or the rules now
@@ -133,6 +135,7 @@ type Proxy struct {
 	waitTime atomic.Int64
 	tooLong  atomic.Int64
 	connect  atomic.Int64
+	dotPath  atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
 	stalled  atomic.Int64
@@ -309,7 +312,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(), DotPath: p.dotPath.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -406,6 +409,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 		plain(w, http.StatusMethodNotAllowed, "pace proxy: CONNECT is not supported: pace proxy is a reverse proxy for its --upstream; "+
 			"send requests to it as to the upstream (the client's base URL), not through HTTP_PROXY or HTTPS_PROXY")
+		return
+	}
+	if seg, ok := dotSegment(r.URL.Path); ok {
+		// The upstream resolves it: "/../admin" behind --upstream
+		// https://host/v1/ reaches https://host/admin, with whatever
+		// headers pace adds. Sent nowhere.
+		p.dotPath.Add(1)
+		plain(w, http.StatusBadRequest, fmt.Sprintf("pace proxy: the path %q has a %q segment, which could leave the upstream's path: send it resolved", r.URL.Path, seg))
 		return
 	}
 	if p.stopCtx.Err() != nil {
@@ -744,6 +755,17 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // plain answers a short text body of the proxy's own.
+// dotSegment returns the first "." or ".." segment of path, a request's
+// decoded path (so "%2e%2e" and "..%2f" count too), if it has one.
+func dotSegment(path string) (string, bool) {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return seg, true
+		}
+	}
+	return "", false
+}
+
 func plain(w http.ResponseWriter, code int, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")

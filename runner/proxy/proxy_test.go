@@ -514,3 +514,52 @@ func TestHalfClosedClientGetsNoFalseAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A path with a dot segment would be resolved by the upstream, perhaps
+// out of --upstream's path: it is answered 400 and sent nowhere, however
+// it is encoded. A dot inside a segment is an ordinary path.
+func TestDotSegmentsAre400(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+	})
+	tp := startProxy(t, up.URL+"/v1/", "", 0, nil)
+	bad := []string{"/../admin", "/%2e%2e/admin", "/%2E./admin", "/..%2fadmin", "/a/./b", "/a/..", "/a/b/../../../admin"}
+	for _, target := range bad {
+		c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			t.Fatalf("%s: %v", target, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		c.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "segment") {
+			t.Errorf("GET %s answered %d %q, want 400 naming the dot segment", target, resp.StatusCode, b)
+		}
+	}
+	for _, target := range []string{"/a..b/c.d", "/.well-known/x", "/..x"} {
+		if code, _ := tp.get(t, target); code != http.StatusOK {
+			t.Errorf("GET %s answered %d, want 200 (dots inside a segment are not dot segments)", target, code)
+		}
+	}
+	st := tp.p.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if st.DotPath != int64(len(bad)) || len(paths) != 3 {
+		t.Errorf("DotPath %d and the upstream got %q; want %d and the three ordinary paths", st.DotPath, paths, len(bad))
+	}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/v1/") {
+			t.Errorf("the upstream got %q, outside /v1/", p)
+		}
+	}
+}
