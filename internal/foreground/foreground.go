@@ -44,7 +44,7 @@ func StartError(name string, err error) error {
 	case errors.Is(err, exec.ErrDot):
 		return fmt.Errorf("%s: found only in the current directory through $PATH; run it as ./%s", name, name)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		if why := missingPart(err); why != "" {
+		if why := MissingPart(err); why != "" {
 			return fmt.Errorf("%s: cannot execute: %s", name, why)
 		}
 		return fmt.Errorf("%s: command not found", name)
@@ -69,11 +69,11 @@ func StartError(name string, err error) error {
 	return fmt.Errorf("%s: cannot execute: %v", name, err)
 }
 
-// missingPart says what was not found when the program of a start
+// MissingPart says what was not found when the program of a start
 // that failed with err (not found) exists: the interpreter its #! line
 // names, or (a program) its loader. It returns "" if the program itself
 // is missing.
-func missingPart(err error) string {
+func MissingPart(err error) string {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Path == "" {
 		return ""

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pace-cli/pace/internal/foreground"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -265,6 +266,10 @@ func startError(job *runner.Job, err error) error {
 	case resourceErr(err):
 		return fmt.Errorf("job %d: start %s: %w: %w", job.Seq, prog, runner.ErrNotStarted, err)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+		if why := foreground.MissingPart(err); why != "" {
+			// The program is there: its #! interpreter, or its loader, is not.
+			return runner.Permanent(fmt.Errorf("job %d: start %s: %s", job.Seq, prog, why))
+		}
 		return runner.Permanent(fmt.Errorf("job %d: start %s: not found", job.Seq, prog))
 	case errors.Is(err, os.ErrPermission):
 		if fi, serr := os.Stat(prog); serr == nil && !fi.IsDir() && fi.Mode()&0o111 == 0 {

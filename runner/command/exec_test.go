@@ -393,6 +393,21 @@ func TestExecuteNotExecutable(t *testing.T) {
 	}
 }
 
+// A script whose #! interpreter is missing is there: the job's failure
+// names the interpreter, not the script, as not found.
+func TestExecuteMissingInterpreter(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte("#!/no/such/interpreter -e\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Builder: Lines{}}
+	res := e.Execute(context.Background(), &runner.Job{Seq: 5, Argv: []string{script}})
+	want := "its interpreter /no/such/interpreter (its #! line) was not found"
+	if !errors.Is(res.Err, runner.ErrPermanent) || !strings.Contains(res.Status(), want) {
+		t.Errorf("Status() = %q (permanent %v), want a permanent %q", res.Status(), errors.Is(res.Err, runner.ErrPermanent), want)
+	}
+}
+
 // Running out of pace's own file descriptors or processes is not the
 // job's failure: the pool tries it again.
 func TestStartErrorResources(t *testing.T) {
