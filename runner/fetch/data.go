@@ -74,6 +74,22 @@ func (e *Executor) setFileBody(ctx context.Context, req *http.Request, name stri
 	return nil
 }
 
+// dataChanged returns err, the failure of req, saying so if req's body
+// is a regular file, name, whose size is no longer the one req announced
+// (Content-Length): a file that grew or shrank while it was sent, or
+// before a redirect sent it again, which net/http reports only as a
+// length mismatch. A retry sends the file as it is then.
+func dataChanged(req *http.Request, name string, err error) error {
+	if name == "" || req.ContentLength <= 0 {
+		return err
+	}
+	fi, serr := os.Stat(name)
+	if serr != nil || !fi.Mode().IsRegular() || fi.Size() == req.ContentLength {
+		return err
+	}
+	return fmt.Errorf("data file %s changed while it was sent (%d bytes when the request began, %d now): %w", name, req.ContentLength, fi.Size(), err)
+}
+
 // streamBody returns the content of the stream called name, reading it
 // on the first call for that name; later calls wait for that read, or for
 // ctx. A read cut short (ctx ended, too large, a read error) fails every

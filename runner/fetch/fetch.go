@@ -671,7 +671,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 			return res
 		}
 		h.Conn = runner.ConnCause(err)
-		fail(clientError(err, s.url, s.red))
+		fail(dataChanged(req, s.dataFile, clientError(err, s.url, s.red)))
 		return res
 	}
 	defer resp.Body.Close()

@@ -430,6 +430,35 @@ func TestFetchDataFromFile(t *testing.T) {
 	}
 }
 
+// A regular data file that changes size while it is sent (here, between
+// the request and the redirect that sends it again) fails the attempt
+// saying so, where net/http says only that the lengths differ.
+func TestFetchDataFileChangedWhileSent(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(file, []byte(`{"a":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/first" {
+			if err := os.WriteFile(file, []byte(`{"a":1,"b":2}`), 0o644); err != nil {
+				t.Error(err)
+			}
+			http.Redirect(w, r, "/second", http.StatusTemporaryRedirect)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	e := newFetch(t, Options{URL: srv.URL + "/{}", Method: "POST", Data: "@" + file, HasData: true})
+	res := fetchOne(t, e, "first")
+	want := "data file " + file + " changed while it was sent (7 bytes when the request began, 13 now)"
+	if res.OK() || res.Err == nil || !strings.Contains(res.Err.Error(), want) {
+		t.Errorf("Execute = %s, %v; want a failure saying %q", res.Status(), res.Err, want)
+	}
+	if errors.Is(res.Err, runner.ErrPermanent) {
+		t.Errorf("Execute = %v: permanent, want a failure a retry may cure", res.Err)
+	}
+}
+
 func TestNewRejects(t *testing.T) {
 	client := NewClient(ClientOptions{})
 	tests := []struct {
