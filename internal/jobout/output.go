@@ -59,6 +59,10 @@ type Output struct {
 	// on. They require mu.
 	start, written int64
 	abandoned      bool
+	// pending: Begin was called and start is read at the piece's first
+	// write (a piece with nothing to write, as each of pace proxy's
+	// requests, costs no fstat). Requires mu.
+	pending bool
 }
 
 // New returns the output that writes to w and calls broken when its
@@ -112,6 +116,9 @@ func (o *Output) Write(b []byte) (int, error) {
 			// gone: handed to a device, it would fail on /dev/full
 			// with nothing lost.
 			return n, nil
+		}
+		if o.pending {
+			o.markStart()
 		}
 		piece := b[n:min(len(b), n+outputPiece)]
 		m, err := o.writePiece(piece)
@@ -181,7 +188,7 @@ func (o *Output) GiveUp() {
 	o.quitted.Do(func() { close(q) })
 }
 
-// begin marks the start of a piece of output, which cut removes. It does
+// Begin marks the start of a piece of output, which Cut removes. It does
 // nothing useful unless stdout is a regular file.
 func (o *Output) Begin() {
 	if o.file == nil {
@@ -189,9 +196,14 @@ func (o *Output) Begin() {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.start, o.written, o.abandoned = -1, 0, false
-	// The file's end, not the descriptor's offset: under >> (O_APPEND)
-	// a write lands at the end whatever the offset says.
+	o.start, o.written, o.abandoned, o.pending = -1, 0, false, true
+}
+
+// markStart reads where the piece begun by Begin starts, at its first
+// write: the file's end, not the descriptor's offset (under >>, O_APPEND,
+// a write lands at the end whatever the offset says). Requires mu.
+func (o *Output) markStart() {
+	o.pending = false
 	if fi, err := o.file.Stat(); err == nil {
 		o.start = fi.Size()
 	}

@@ -141,6 +141,31 @@ func TestOutputCut(t *testing.T) {
 	}
 }
 
+// A piece starts where the file ends at its first write, not at Begin:
+// under >>, another writer that appended in between keeps its bytes and
+// the piece is still cut whole. (A piece that writes nothing, as each of
+// pace proxy's requests, so costs no fstat.)
+func TestOutputCutStartsAtTheFirstWrite(t *testing.T) {
+	path := t.TempDir() + "/out"
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	o := New(f, func() {}, nil)
+	o.Begin()
+	other, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	other.WriteString("other\n")
+	other.Close()
+	o.Write([]byte("mine, torn"))
+	if err := o.Cut(); err != nil {
+		t.Fatalf("cut() = %v, want nil: the piece began after the other writer's bytes", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "other\n" {
+		t.Errorf("stdout = %q, want %q", got, "other\n")
+	}
+}
+
 // TestOutputCutPipe checks that on a pipe what was written stays, and
 // cut says nothing.
 func TestOutputCutPipe(t *testing.T) {
