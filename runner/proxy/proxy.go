@@ -756,9 +756,10 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // plain answers a short text body of the proxy's own.
 // dotSegment returns the first "." or ".." segment of path, a request's
-// decoded path (so "%2e%2e" and "..%2f" count too), if it has one.
+// decoded path (so "%2e%2e" and "..%2f" count too), if it has one. A
+// backslash separates segments too, as some servers (IIS) take it.
 func dotSegment(path string) (string, bool) {
-	for seg := range strings.SplitSeq(path, "/") {
+	for seg := range strings.FieldsFuncSeq(path, func(r rune) bool { return r == '/' || r == '\\' }) {
 		if seg == "." || seg == ".." {
 			return seg, true
 		}

@@ -527,7 +527,7 @@ func TestDotSegmentsAre400(t *testing.T) {
 		mu.Unlock()
 	})
 	tp := startProxy(t, up.URL+"/v1/", "", 0, nil)
-	bad := []string{"/../admin", "/%2e%2e/admin", "/%2E./admin", "/..%2fadmin", "/a/./b", "/a/..", "/a/b/../../../admin"}
+	bad := []string{"/../admin", "/%2e%2e/admin", "/%2E./admin", "/..%2fadmin", "/a/./b", "/a/..", "/a/b/../../../admin", "/..%5cadmin", "/a\\..\\admin"}
 	for _, target := range bad {
 		c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
 		if err != nil {
