@@ -268,16 +268,20 @@ func (o *outageWriter) report(e redisrate.Outage) {
 }
 
 // lost returns what says on w that Redis lost the quota key in use
-// (redisrate.Options.OnLoss): the rules may be broken until the calls it
+// (redisrate.Options.OnLoss): this process recorded its calls again, but
+// the rules may be broken until the calls of other processes that it
 // forgot would have left the longest window.
 func (o *outageWriter) lost(key string) func(redisrate.Loss) {
 	return func(e redisrate.Loss) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		fmt.Fprintf(o.w, "pace: redis %s lost quota %q, which held a call of this process %s before "+
-			"(Redis restarted without persistence, was flushed, evicted keys or failed over, or pace quota reset): "+
-			"the calls it held are forgotten, and the fleet may go over a rule for the next %s\n",
-			o.url, key, human.Duration(e.At.Sub(e.Last)), short(human.Duration(e.Last.Add(e.Window).Sub(e.At))))
+			"(Redis restarted without persistence, was flushed, evicted keys or failed over): "+
+			"recorded again %d %s of this process that it still counts; "+
+			"the calls of processes that have exited or admitted nothing since are forgotten, "+
+			"and the fleet may go over a rule for the next %s\n",
+			o.url, key, human.Duration(e.At.Sub(e.Last)), e.Restored, human.Plural(e.Restored, "call"),
+			short(human.Duration(e.Last.Add(e.Window).Sub(e.At))))
 	}
 }
 

@@ -45,14 +45,18 @@ func TestLossMessage(t *testing.T) {
 	var out strings.Builder
 	o := &outageWriter{w: &out, url: "redis://u:REDACTED@h:1", timeout: 30 * time.Second}
 	last := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	o.lost("api")(redisrate.Loss{Last: last, At: last.Add(12 * time.Second), Window: time.Minute})
-	o.lost("api")(redisrate.Loss{Last: last, At: last.Add(50 * time.Millisecond), Window: time.Minute})
+	o.lost("api")(redisrate.Loss{Last: last, At: last.Add(12 * time.Second), Window: time.Minute, Restored: 7})
+	o.lost("api")(redisrate.Loss{Last: last, At: last.Add(50 * time.Millisecond), Window: time.Minute, Restored: 1})
 	want := `pace: redis redis://u:REDACTED@h:1 lost quota "api", which held a call of this process 12s before ` +
-		`(Redis restarted without persistence, was flushed, evicted keys or failed over, or pace quota reset): ` +
-		"the calls it held are forgotten, and the fleet may go over a rule for the next 48s\n" +
+		`(Redis restarted without persistence, was flushed, evicted keys or failed over): ` +
+		"recorded again 7 calls of this process that it still counts; " +
+		"the calls of processes that have exited or admitted nothing since are forgotten, " +
+		"and the fleet may go over a rule for the next 48s\n" +
 		`pace: redis redis://u:REDACTED@h:1 lost quota "api", which held a call of this process 50ms before ` +
-		`(Redis restarted without persistence, was flushed, evicted keys or failed over, or pace quota reset): ` +
-		"the calls it held are forgotten, and the fleet may go over a rule for the next 1m\n"
+		`(Redis restarted without persistence, was flushed, evicted keys or failed over): ` +
+		"recorded again 1 call of this process that it still counts; " +
+		"the calls of processes that have exited or admitted nothing since are forgotten, " +
+		"and the fleet may go over a rule for the next 1m\n"
 	if out.String() != want {
 		t.Errorf("message:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -16,6 +16,7 @@ var (
 	SlotsSHA   = slotsScript().Hash()
 	CorrectSHA = correctScript().Hash()
 	MarginSHA  = marginScript().Hash()
+	RepairSHA  = repairScript().Hash()
 	ResetSHA   = resetScript().Hash()
 )
 

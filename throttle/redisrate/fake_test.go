@@ -67,6 +67,8 @@ func (c fakeCall) op() string {
 		return "admit"
 	case redisrate.MarginSHA:
 		return "margin"
+	case redisrate.RepairSHA:
+		return "repair"
 	}
 	return "unknown script " + c.sha
 }
@@ -85,7 +87,8 @@ func (c fakeCall) ruleArgs() [][]any {
 	first := 7
 	k := (len(c.args) - first) / 4
 	if c.op() == "admit" {
-		k = (len(c.keys) - 2) / 2
+		first = 9
+		k = (len(c.keys) - 3) / 2
 	}
 	var rs [][]any
 	for i := range k {
@@ -104,7 +107,7 @@ func (c fakeCall) batch() (ids []any, weights [][]int) {
 		w = append(w, r[3].(int))
 	}
 	weights = append(weights, w)
-	for i := 7 + 4*len(rs); i < len(c.args); i += 1 + len(rs) {
+	for i := 9 + 4*len(rs); i < len(c.args); i += 1 + len(rs) {
 		ids = append(ids, c.args[i])
 		w = nil
 		for _, x := range c.args[i+1 : i+1+len(rs)] {

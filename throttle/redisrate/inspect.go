@@ -156,7 +156,8 @@ func reset(ctx context.Context, client Client, key string) error {
 			return err
 		}
 		found = found || spec != ""
-		reply, err := resetScript().Run(ctx, client, l.Keys(), time.Now().UnixMicro(), spec).Result()
+		keys := append(l.Keys(), resetKey(l.name))
+		reply, err := resetScript().Run(ctx, client, keys, time.Now().UnixMicro(), spec, l.longest).Result()
 		if err != nil {
 			return backendError(client, key, "reset", err)
 		}
@@ -322,18 +323,27 @@ return r
 `
 
 // resetLua deletes every key of a quota, unless a live lease holds one of
-// its slots or its spec changed since the caller read it.
+// its slots or its spec changed since the caller read it. It leaves the
+// instant of the reset in pace:{NAME}:reset for as long as the longest
+// window, so that processes still running do not record again the calls
+// it forgot, as they do in a quota Redis lost (see admitLua).
 //
-// KEYS[1]      pace:{NAME}:rules
-// KEYS[#KEYS]  pace:{NAME}:slots
-// ARGV[1]      the caller's clock in microseconds, used only when TIME fails
-// ARGV[2]      the spec the caller read ("" for none)
+// KEYS[1]        pace:{NAME}:rules
+// KEYS[#KEYS-1]  pace:{NAME}:slots
+// KEYS[#KEYS]    pace:{NAME}:reset
+// ARGV[1]        the caller's clock in microseconds, used only when TIME fails
+// ARGV[2]        the spec the caller read ("" for none)
+// ARGV[3]        the longest window of that spec, microseconds
 //
 // Replies: {1, keys deleted}; {0, live leases}; {-1, spec now}.
 const resetLua = clockLua + `
-local live = redis.call('ZCOUNT', KEYS[#KEYS], '(' .. num(now), '+inf')
+local live = redis.call('ZCOUNT', KEYS[#KEYS - 1], '(' .. num(now), '+inf')
 if live > 0 then return {0, live} end
 local spec = redis.call('GET', KEYS[1]) or ''
 if spec ~= ARGV[2] then return {-1, spec} end
-return {1, redis.call('DEL', unpack(KEYS))}
+local n = redis.call('DEL', unpack(KEYS, 1, #KEYS - 1))
+if spec ~= '' then
+  redis.call('SET', KEYS[#KEYS], num(now), 'PX', math.ceil(tonumber(ARGV[3]) / 1000) + 1000)
+end
+return {1, n}
 `

@@ -26,6 +26,7 @@
 //	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds (a counter: the costs corrected)
 //	pace:{NAME}:margins            each process's margin, while in force
 //	pace:{NAME}:slots              the leases of the in-flight cap
+//	pace:{NAME}:reset              when pace quota reset last forgot the quota
 //
 // A process whose rules differ from the ones stored gets a
 // *throttle.MismatchError, from Open before anything runs, or from the
@@ -49,8 +50,11 @@
 // read timeout, so the call is left behind (see Admit), and giving a slot
 // back waits at most a second. A Redis that loses its data (restarted without
 // persistence, failed over to a lagging replica) forgets the admissions of
-// the last window and may then admit a burst above the rules; run it with
-// persistence if that matters.
+// the last window: each process finds it at its next admission, before
+// admitting anything, and records again its own calls that a rule still
+// counts (see Options.OnLoss). Calls of processes that have exited stay
+// forgotten, and until every process has admitted again the fleet may go
+// over a rule; run Redis with persistence if that matters.
 package redisrate
 
 import (
@@ -160,17 +164,19 @@ type Options struct {
 	// time; Err never holds a password.
 	OnOutage func(Outage)
 
-	// OnLoss, if set, is called when an admission finds that Redis keeps
-	// no record of the quota although this process recorded a call in it
-	// less than its longest window before, or that a count rule no longer
-	// counts this process's latest call although it is still in the rule's
-	// window: Redis lost the quota's records
-	// (restarted without persistence, flushed, evicted the keys, failed
-	// over to a replica that had not caught up) or pace quota reset forgot
-	// them. The calls of that window are forgotten, so the fleet may go
-	// over a rule until they would have left it. Only the first process
-	// to admit after the loss can tell. Calls come from the admitting
-	// goroutine, once per loss.
+	// OnLoss, if set, is called when an admission finds, before it
+	// admits anything, that Redis no longer holds this process's latest
+	// call although a rule's window still does (its rule spec, a log's
+	// member, a counter's key): Redis lost the quota's records (restarted
+	// without persistence, flushed, evicted keys, failed over to a
+	// replica that had not caught up). The limiter then records again the
+	// calls it admitted that a rule still counts (Loss.Restored of them),
+	// before it admits more; every other process sharing the quota does
+	// the same at its next admission. The calls of processes that have
+	// exited, or admit nothing more, are not restored, and until each
+	// process has admitted again the fleet may go over a rule. A quota
+	// that pace quota reset forgot is no loss: what it held is not
+	// restored. Calls come from the admitting goroutine, once per loss.
 	OnLoss func(Loss)
 
 	// OnClientClock, if set, is called once, at the first admission
@@ -189,12 +195,17 @@ type Options struct {
 // Loss is Redis found to have lost a quota in use (see Options.OnLoss).
 type Loss struct {
 	// Last is when this process last recorded a call in the quota, and
-	// At when the admission that found it gone was decided, both by
-	// Redis's clock.
+	// At when the admission attempt that found it gone (and admitted
+	// nothing) ran, both by Redis's clock.
 	Last, At time.Time
 	// Window is the quota's longest window: the calls recorded in the
-	// window before At are forgotten.
+	// window before At may have been forgotten.
 	Window time.Duration
+	// Restored is how many of this process's calls that a rule still
+	// counts the quota holds again (in some rule; for a quota kept only in
+	// counters, the most in one), whether recorded again or found there
+	// (only some of its keys were lost).
+	Restored int
 }
 
 // Outage is a change in whether Redis answers.
@@ -229,7 +240,8 @@ type Limiter struct {
 	keys    []string        // rules key, then two per rule in Redis order
 	slotKey string
 	margKey string // pace:{NAME}:margins
-	// admitKeys are the keys of admitLua: keys, then margKey.
+	// admitKeys are the keys of admitLua and repairLua: keys, then
+	// margKey and pace:{NAME}:reset.
 	admitKeys []string
 	cf        Options
 	health    *health
@@ -246,10 +258,10 @@ type Limiter struct {
 	// leave behind (see await) and of releases sent in the background.
 	calls goroutines
 
-	// lastAt is Redis's instant (µs) of the latest admission of this
-	// process, and longest the longest window (µs): a quota found without
-	// rules before lastAt+longest was lost (Options.OnLoss).
-	lastAt  atomic.Int64
+	// mem remembers this process's admissions that a rule may still
+	// count, to record them again in a quota Redis lost; longest is the
+	// longest window (µs).
+	mem     *memory
 	longest int64
 	// maxWait is the longest a call that fits by a steady clock can be
 	// told to wait (µs), margin excluded: the longest window, and for a
@@ -399,7 +411,13 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 		k := "pace:{" + cf.Key + "}:r" + strconv.Itoa(j) + ":" + name
 		l.keys = append(l.keys, k, k+":sum")
 	}
-	l.admitKeys = append(slices.Clone(l.keys), l.margKey)
+	l.admitKeys = append(slices.Clone(l.keys), l.margKey, resetKey(cf.Key))
+	bases, _, _, _ := l.windows(0)
+	modes, ns, costs := make([]string, len(sorted)), make([]int, len(sorted)), make([]bool, len(sorted))
+	for j, r := range sorted {
+		modes[j], ns[j], costs[j] = l.mode(r), r.N, r.Cost
+	}
+	l.mem = newMemory(bases, modes, ns, costs)
 	return l, nil
 }
 
@@ -566,6 +584,9 @@ func (rs *redisSide) Correct(ctx context.Context, id uint64, at time.Time, from,
 	if !ok || len(a) != 1+n {
 		return nil, fmt.Errorf("redisrate: quota %q: unexpected reply %v: %w", l.name, reply, throttle.ErrBackend)
 	}
+	// Only once Redis has it: a correction that failed is sent again
+	// from the same cost, and a repair meanwhile records the old one.
+	l.mem.correct(id, at.UnixMicro(), from, to)
 	used := make([]int, len(l.rules))
 	for i := range used {
 		used[i] = -1
@@ -593,8 +614,8 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 	id := l.seq.Add(m) - m + 1 // the calls' ids are id, id+1, ...
 	ws, ttl, own, ownTTL := l.windows(margin)
 	k := len(l.order)
-	args := make([]any, 0, 7+4*k+(len(costs)-1)*(1+k))
-	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.marginField(own))
+	args := make([]any, 0, 9+4*k+(len(costs)-1)*(1+k))
+	args = append(args, l.spec, l.memberID(id), time.Now().UnixMicro(), ttl, own, ownTTL, l.marginField(own), int64(0), "")
 	for j, i := range l.order {
 		r := l.rules[i]
 		args = append(args, r.N, ws[j], l.mode(r), weightOf(r, costs[0]))
@@ -605,28 +626,55 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 			args = append(args, weightOf(l.rules[i], cost))
 		}
 	}
-	sent := time.Now()
-	reply, err := l.run(ctx, admitScript(), l.admitKeys, args, nil)
-	replied := time.Now()
-	rtt := replied.Sub(sent)
-	if err != nil {
-		return gate.Decision{}, err
-	}
-	r, err := parseAdmitReply(reply, len(l.rules), len(costs))
-	if err != nil {
-		return gate.Decision{}, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
-	}
-	if r.mismatch {
-		return gate.Decision{}, l.mismatch(r.stored)
+	var r admitReply
+	var rtt time.Duration
+	var replied time.Time
+	for {
+		// The latest admission, for the script to check that Redis still
+		// holds it: after a repair, nothing (see memory.check).
+		last, lastID := l.mem.latest()
+		args[7], args[8] = last, ""
+		if last > 0 {
+			args[8] = l.memberID(lastID)
+		}
+		sent := time.Now()
+		reply, err := l.run(ctx, admitScript(), l.admitKeys, args, nil)
+		replied = time.Now()
+		rtt = replied.Sub(sent)
+		if err != nil {
+			return gate.Decision{}, err
+		}
+		r, err = parseAdmitReply(reply, len(l.rules), len(costs))
+		if err != nil {
+			return gate.Decision{}, fmt.Errorf("redisrate: quota %q: %w: %w", l.name, throttle.ErrBackend, err)
+		}
+		if r.mismatch {
+			return gate.Decision{}, l.mismatch(r.stored)
+		}
+		if !r.lost {
+			break
+		}
+		// Redis lost records this process made: record them again, then
+		// ask again, the same calls with the same ids (nothing was
+		// admitted).
+		restored, err := l.repair(ctx, margin, last)
+		if err != nil {
+			return gate.Decision{}, err
+		}
+		if l.cf.OnLoss != nil {
+			l.cf.OnLoss(Loss{Last: time.UnixMicro(last), At: time.UnixMicro(r.now),
+				Window: time.Duration(l.longest) * time.Microsecond, Restored: restored})
+		}
 	}
 	if !r.clock && l.clientTime.Add(1) == 1 && l.cf.OnClientClock != nil {
 		l.cf.OnClientClock()
 	}
-	if last := l.lastAt.Load(); l.cf.OnLoss != nil && l.lost(r, last) {
-		l.cf.OnLoss(Loss{Last: time.UnixMicro(last), At: time.UnixMicro(r.now), Window: time.Duration(l.longest) * time.Microsecond})
+	if r.reset {
+		// pace quota reset forgot the calls: so does this process.
+		l.mem.forget()
 	}
 	if r.admitted > 0 {
-		l.lastAt.Store(max(l.lastAt.Load(), r.now))
+		l.mem.add(id, r.now, costs[:r.admitted], r.margin.Microseconds())
 	}
 	// A call that fits by a steady clock never waits longer than the
 	// longest window plus the fleet's margin. Redis asks for more when its
@@ -645,28 +693,6 @@ func (rs *redisSide) Admit(ctx context.Context, costs []int, margin time.Duratio
 		d.Rule = l.order[r.rule]
 	}
 	return d, nil
-}
-
-// lost reports whether r, an admission's reply, shows that Redis lost
-// records of the quota that this process made, its latest admission
-// at last (0: none yet): the rule set gone less than the longest window
-// after it, or a count rule whose window still holds that call counting
-// fewer calls than it and the calls r admitted (its log dropped, as an
-// eviction does, the rule set kept). Cost rules are not checked.
-func (l *Limiter) lost(r admitReply, last int64) bool {
-	if last == 0 {
-		return false
-	}
-	if r.fresh {
-		return r.now < last+l.longest
-	}
-	for j, i := range l.order {
-		rule := l.rules[i]
-		if !rule.Cost && r.now-last < rule.Window.Microseconds() && r.used[j] < 1+r.admitted {
-			return true
-		}
-	}
-	return false
 }
 
 // weightOf returns what a call of the given cost weighs in r.
@@ -781,6 +807,8 @@ type admitReply struct {
 	now      int64         // server time, microseconds
 	clock    bool          // now came from the server's TIME
 	fresh    bool          // Redis kept no rule spec for the quota before the call
+	lost     bool          // Redis lost records of the caller's: nothing admitted (see admitLua)
+	reset    bool          // the quota was reset since the caller's latest admission
 	margin   time.Duration // the fleet's widest margin, which the script applied
 	wait     time.Duration // for the first call refused
 	rule     int           // index (Redis order) of the rule that needs the longest wait
@@ -806,6 +834,17 @@ func parseAdmitReply(v any, rules, calls int) (admitReply, error) {
 		}
 		return admitReply{mismatch: true, stored: s}, nil
 	}
+	if code == 2 {
+		if len(a) != 3 {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+		}
+		now, ok1 := a[1].(int64)
+		flags, ok2 := a[2].(int64)
+		if !ok1 || !ok2 {
+			return admitReply{}, fmt.Errorf("unexpected script reply %v", v)
+		}
+		return admitReply{lost: true, now: now, clock: flags&1 == 1}, nil
+	}
 	head, tail := 4, 0
 	if code == 0 {
 		head, tail = 6, 1
@@ -823,6 +862,7 @@ func parseAdmitReply(v any, rules, calls int) (admitReply, error) {
 	r.now = ints[1]
 	r.clock = ints[2]&1 == 1
 	r.fresh = ints[2]&2 != 0
+	r.reset = ints[2]&4 != 0
 	r.margin = time.Duration(ints[3]) * time.Microsecond
 	if code == 0 {
 		r.wait = time.Duration(ints[4]) * time.Microsecond

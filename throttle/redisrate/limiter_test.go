@@ -61,14 +61,14 @@ func TestKeysAndArguments(t *testing.T) {
 			t.Fatalf("process id %v, want the prefix of member %q", calls[0].args[6], member)
 		}
 		want := []any{"10/s,cost:1000/s,500/m,200000/h", member, time.Now().UnixMicro(), int64(3603517),
-			int64(5000), int64(3603515625 + 5000), process,
+			int64(5000), int64(3603515625 + 5000), process, int64(0), "",
 			10, int64(1000000), "0", 1,
 			1000, int64(1000000), "2", 7,
 			500, int64(60000000), "0", 1,
 			200000, int64(3600000000), "1", 1}
 		for i, c := range calls {
-			if !slices.Equal(c.keys, wantKeys[:10]) {
-				t.Errorf("call %d: keys = %q, want %q", i, c.keys, wantKeys[:10])
+			if want := append(slices.Clone(wantKeys[:10]), "pace:{api}:reset"); !slices.Equal(c.keys, want) {
+				t.Errorf("call %d: keys = %q, want %q", i, c.keys, want)
 			}
 			if fmt.Sprintf("%#v", c.args) != fmt.Sprintf("%#v", want) {
 				t.Errorf("call %d: args = %v, want %v", i, c.args, want)

@@ -15,6 +15,7 @@ var (
 	slotsScript   = lazyScript(slotsLua)
 	correctScript = lazyScript(correctLua)
 	marginScript  = lazyScript(marginLua)
+	repairScript  = lazyScript(repairLua)
 )
 
 // lazyScript returns the script of src, made on the first call.
@@ -194,9 +195,23 @@ end
 // and counts it, and its cost, once; a counter counts it again. Either
 // errs on the safe side: a quota spent, never one exceeded.
 //
+// Before it admits anything, it checks that Redis still holds the
+// caller's latest admission (ARGV[8], ARGV[9]) wherever a rule's window,
+// margin excluded, still holds that instant: a count log its member, a
+// cost log a member "id:cost" at that instant, a counter its key begun no
+// later than that admission (the field born of its hash), and the quota
+// its rule spec (kept as long as the longest window). If one is
+// gone, Redis lost records of the quota (flushed, restarted without
+// persistence, evicted keys, failed over to a replica that lagged), and
+// the script admits nothing and answers lost: the caller records its
+// admissions again (repairLua) and asks again. Unless the quota was reset
+// (resetLua) since that admission: then the records are meant to be gone,
+// and the script admits as usual.
+//
 // KEYS[1]          pace:{NAME}:rules, the quota's rule spec
 // KEYS[2i], KEYS[2i+1]  the state of rule i (i = 1..k): see helpersLua
-// KEYS[#KEYS]      pace:{NAME}:margins, the margins in force (fleet_margin)
+// KEYS[#KEYS-1]    pace:{NAME}:margins, the margins in force (fleet_margin)
+// KEYS[#KEYS]      pace:{NAME}:reset, when the quota was last reset (resetLua)
 // ARGV[1]    the caller's rule spec
 // ARGV[2]    an id unique to the first call
 // ARGV[3]    the caller's clock in microseconds, used only when TIME fails
@@ -204,7 +219,9 @@ end
 // ARGV[5]    the caller's margin in microseconds
 // ARGV[6]    how long the caller's margin stays in force, microseconds
 // ARGV[7]    the caller's process id (the field of its margin)
-// ARGV[4+4i] .. ARGV[7+4i]
+// ARGV[8]    the instant of the caller's latest admission (µs, Redis's), or 0
+// ARGV[9]    that admission's id (of the last call of its batch)
+// ARGV[6+4i] .. ARGV[9+4i]
 //
 //	rule i: N, window in microseconds (margin excluded), mode, the
 //	first call's weight in it (its cost for a cost rule, else 1)
@@ -216,12 +233,14 @@ end
 //
 // Replies, with times in microseconds, and flags = clock (1 when now
 // came from TIME) + 2 when Redis kept no rule spec for the quota before
-// this call (none in use, or its records lost):
+// this call (none in use, or its records lost) + 4 when the quota was
+// reset since the caller's latest admission:
 //
 //	{1, now, flags, margin, used_1, ..., used_k}              every call admitted; used_i counts them
 //	{0, now, flags, margin, wait, i, used_1, ..., used_k, a}  the first a calls admitted (used_i
 //	                                                          counts them), call a+1 refused: it
 //	                                                          needs wait, rule i the longest
+//	{2, now, flags}                                           lost: nothing admitted
 //	{-1, spec}                                                the quota holds another rule spec
 const admitLua = timeHead + "ARGV[3]" + timeTail + helpersLua + `
 local spec = redis.call('GET', KEYS[1])
@@ -229,16 +248,57 @@ if spec and spec ~= ARGV[1] then
   return {-1, spec}
 end
 
-local k = (#KEYS - 2) / 2
-local more = 8 + 4 * k
+local k = (#KEYS - 3) / 2
+local more = 10 + 4 * k
 local m = 1 + (#ARGV - more + 1) / (k + 1)
-local margin = fleet_margin(KEYS[#KEYS], ARGV[7], tonumber(ARGV[5]), tonumber(ARGV[6]), now)
+local flags = clock
+
+local last, lastid = tonumber(ARGV[8]), ARGV[9]
+if last > 0 then
+  local gone, longest = false, 0
+  for i = 1, k do
+    local a = 6 + 4 * i
+    local base, mode, key = tonumber(ARGV[a + 1]), ARGV[a + 2], KEYS[2 * i]
+    if base > longest then longest = base end
+    if not gone and now - last < base then
+      if mode == '0' then
+        gone = not redis.call('ZSCORE', key, lastid)
+      elseif mode == '2' then
+        -- A correction changes the member's cost, never its instant.
+        gone = true
+        for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, ARGV[8], ARGV[8])) do
+          if string.sub(e, 1, #lastid + 1) == lastid .. ':' then gone = false end
+        end
+      else
+        -- A counter holds no member of the caller's, but it was begun
+        -- anew after the caller's call if it was lost since.
+        local born = redis.call('HGET', key, 'born')
+        if born then
+          gone = tonumber(born) > last
+        else
+          gone = redis.call('EXISTS', key) == 0
+        end
+      end
+    end
+  end
+  if not spec and now - last < longest then gone = true end
+  if gone then
+    local reset = tonumber(redis.call('GET', KEYS[#KEYS]))
+    if reset and last <= reset then
+      flags = flags + 4
+    else
+      return {2, now, flags}
+    end
+  end
+end
+
+local margin = fleet_margin(KEYS[#KEYS - 1], ARGV[7], tonumber(ARGV[5]), tonumber(ARGV[6]), now)
 local ttl = tonumber(ARGV[4]) + math.ceil(margin / 1000)
 local used, state = {}, {}
 local wait, binding, admitted = 0, 0, 0
 
 for i = 1, k do
-  local a = 4 + 4 * i
+  local a = 6 + 4 * i
   local base = tonumber(ARGV[a + 1])
   used[i], state[i] = trim(KEYS[2 * i], KEYS[2 * i + 1], ARGV[a + 2], base, base + margin, now)
 end
@@ -247,13 +307,13 @@ for j = 1, m do
   local id, at = ARGV[2], more + (j - 2) * (k + 1)
   if j > 1 then id = ARGV[at] end
   local function weight(i)
-    if j == 1 then return tonumber(ARGV[7 + 4 * i]) end
+    if j == 1 then return tonumber(ARGV[9 + 4 * i]) end
     return tonumber(ARGV[at + i])
   end
 
   for i = 1, k do
     local key = KEYS[2 * i]
-    local a = 4 + 4 * i
+    local a = 6 + 4 * i
     local n, mode, c = tonumber(ARGV[a]), ARGV[a + 2], weight(i)
     local w = tonumber(ARGV[a + 1]) + margin
     local held, st = used[i], state[i]
@@ -310,7 +370,7 @@ for j = 1, m do
 
   for i = 1, k do
     local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
-    local a = 4 + 4 * i
+    local a = 6 + 4 * i
     local w, mode, c = tonumber(ARGV[a + 1]) + margin, ARGV[a + 2], weight(i)
     if mode == '0' then
       redis.call('ZADD', key, now, id)
@@ -327,6 +387,9 @@ for j = 1, m do
       local s = state[i]
       local lo, hi, total, g = s[1], s[2], s[3], s[4]
       local kn = math.floor(now / g)
+      -- A counter begun anew: when, so that a process whose call it
+      -- should hold can tell that it was lost (see above).
+      if not lo then redis.call('HSET', key, 'born', field(now)) end
       if not lo or kn < lo then lo = kn end
       if not hi or kn > hi then hi = kn end
       redis.call('HINCRBY', key, field(kn), c)
@@ -339,7 +402,6 @@ for j = 1, m do
   admitted = j
 end
 
-local flags = clock
 if not spec then flags = flags + 2 end
 if admitted > 0 or not spec then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
@@ -446,6 +508,128 @@ return r
 // ARGV[4]  how long the margin stays in force, microseconds
 const marginLua = timeHead + "ARGV[1]" + timeTail + helpersLua + `
 return fleet_margin(KEYS[1], ARGV[3], tonumber(ARGV[2]), tonumber(ARGV[4]), now)
+`
+
+// repairLua records again, in a quota Redis lost, admissions of the
+// caller that a rule still counts (admitLua answered lost), at the
+// instants they were admitted. It is idempotent, so that the script run
+// again (its answer lost, and the call sent again by the limiter or by
+// go-redis) adds nothing more: a log adds a member only if absent (ZADD
+// NX, with the member ids and costs admitLua recorded, adding the cost to
+// the sum only then); a counter's buckets are added only if the counter
+// was begun after the caller's latest admission (ARGV[9]; begun before,
+// it still holds the caller's calls), and only by the first run that
+// marks the counter as repaired by this process (the field "fix:" and the
+// process id, which lives as long as the counter's key: a loss that
+// takes the counter takes the mark too). Admissions at or before the
+// quota's last reset (pace:{NAME}:reset) are not recorded: pace quota
+// reset meant to forget them. Windows are widened by the fleet's widest
+// margin, as in admitLua. It admits nothing.
+//
+// KEYS as in admitLua.
+// ARGV[1]  the caller's rule spec
+// ARGV[2]  the caller's clock in microseconds, used only when TIME fails
+// ARGV[3]  the time to live of the rules key in milliseconds, margin excluded
+// ARGV[4]  the caller's margin in microseconds
+// ARGV[5]  how long the caller's margin stays in force, microseconds
+// ARGV[6]  the caller's process id (the field of its margin, and its mark)
+// ARGV[7]  L, the number of calls to record again in the logs
+// ARGV[8]  C, the number of counter buckets to record again
+// ARGV[9]  the instant of the caller's latest admission, microseconds
+// ARGV[8+2i], ARGV[9+2i]  rule i: window in microseconds (margin excluded), mode
+//
+// then L calls of three arguments (member id, instant in microseconds,
+// cost), then C buckets of four (rule i, bucket index, weight, calls).
+//
+// Replies: {1, now, calls a log holds again, the most calls one counter
+// holds again}, counting those recorded by an earlier run (or found
+// there: only some keys were lost); {-1, spec}: the quota holds another
+// rule spec (nothing recorded).
+const repairLua = timeHead + "ARGV[2]" + timeTail + helpersLua + `
+local spec = redis.call('GET', KEYS[1])
+if spec and spec ~= ARGV[1] then
+  return {-1, spec}
+end
+local k = (#KEYS - 3) / 2
+local margin = fleet_margin(KEYS[#KEYS - 1], ARGV[6], tonumber(ARGV[4]), tonumber(ARGV[5]), now)
+local since = tonumber(redis.call('GET', KEYS[#KEYS])) or -1
+local nl, nc, last = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local base, mode, w, state = {}, {}, {}, {}
+for i = 1, k do
+  base[i], mode[i] = tonumber(ARGV[8 + 2 * i]), ARGV[9 + 2 * i]
+  w[i] = base[i] + margin
+  -- Drops what has left the window, and a cost log's sum that outlived
+  -- its log, so that the sums below add up.
+  local _, st = trim(KEYS[2 * i], KEYS[2 * i + 1], mode[i], base[i], w[i], now)
+  state[i] = st
+end
+
+local calls, p = 0, 10 + 2 * k
+for x = 1, nl do
+  local id, t, c = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
+  local at = tonumber(t)
+  p = p + 3
+  local added = false
+  if at > since then
+    for i = 1, k do
+      local key, aux = KEYS[2 * i], KEYS[2 * i + 1]
+      if mode[i] ~= '1' and at > now - w[i] then
+        if mode[i] == '0' then
+          redis.call('ZADD', key, 'NX', t, id)
+        elseif redis.call('ZADD', key, 'NX', t, id .. ':' .. c) == 1 then
+          redis.call('INCRBY', aux, c)
+          redis.call('PEXPIRE', aux, math.ceil(w[i] / 1000) + 1)
+        end
+        redis.call('PEXPIRE', key, math.ceil(w[i] / 1000) + 1)
+        added = true
+      end
+    end
+  end
+  if added then calls = calls + 1 end
+end
+
+local marked, counted, most = {}, {}, 0
+for x = 1, nc do
+  local i, b, v, n = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]), tonumber(ARGV[p + 3])
+  p = p + 4
+  local key, st = KEYS[2 * i], state[i]
+  local g = st[4]
+  local k0 = math.floor((now - w[i] + 1) / g)
+  -- A bucket that ends after the reset may hold calls made after it: it
+  -- is recorded whole (the safe side).
+  if b >= k0 and (b + 1) * g - 1 > since then
+    if marked[i] == nil then
+      local born = redis.call('HGET', key, 'born')
+      if born and tonumber(born) <= last then
+        marked[i] = false -- it still holds the caller's calls
+      else
+        marked[i] = redis.call('HSETNX', key, 'fix:' .. ARGV[6], field(now)) == 1
+        if marked[i] and not st[1] then redis.call('HSET', key, 'born', field(now)) end
+      end
+      counted[i] = 0
+    end
+    if marked[i] then
+      redis.call('HINCRBY', key, field(b), v)
+      if not st[1] or b < st[1] then st[1] = b end
+      if not st[2] or b > st[2] then st[2] = b end
+      st[3] = st[3] + v
+    end
+    counted[i] = counted[i] + n
+  end
+end
+for i, ok in pairs(marked) do
+  local st = state[i]
+  if ok then
+    redis.call('HSET', KEYS[2 * i], 'lo', field(st[1]), 'hi', field(st[2]), 'total', st[3])
+  end
+  if counted[i] > most then most = counted[i] end
+  redis.call('PEXPIRE', KEYS[2 * i], math.ceil((w[i] + st[4]) / 1000) + 1)
+end
+
+if calls > 0 or most > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[3]) + math.ceil(margin / 1000))
+end
+return {1, now, calls, most}
 `
 
 // slotsLua manages the leases of a fleet-wide cap on calls in flight.
