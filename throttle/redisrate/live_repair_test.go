@@ -334,3 +334,49 @@ func TestLiveRepairAnswerLost(t *testing.T) {
 		}
 	}
 }
+
+// A cost rule's state alone lost (an eviction takes one key): the cost
+// log finds the caller's latest call by its instant (a correction changes
+// its cost, not its instant, and is no loss), and a counter finds that it
+// was begun anew. The calls are recorded again with their corrected
+// costs.
+func TestLiveLossOfOneKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, m := range []struct {
+		name string
+		o    redisrate.Options
+	}{{"log", redisrate.Options{}}, {"counter", redisrate.Options{CounterAbove: -1}}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			var heard losses
+			o := m.o
+			o.OnLoss = heard.report
+			l := liveOpen(t, liveClient(t, srv.Addr()), "one-key-"+m.name, "cost:20/1m", o)
+			a, err := l.Admit(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Correct(ctx, 5); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Admit(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+			if got := heard.get(); len(got) != 0 {
+				t.Fatalf("OnLoss heard %+v after a correction, want nothing", got)
+			}
+			do(t, srv, "DEL", l.Keys()[1], l.Keys()[2])
+			if _, err := l.Admit(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+			if got := heard.get(); len(got) != 1 || got[0].Restored != 2 {
+				t.Errorf("OnLoss heard %+v after the rule's keys were deleted, want one loss, 2 calls restored", got)
+			}
+			if used := l.Stats().Rules[0].Used; used != 11 {
+				t.Errorf("cost:20/1m holds %d, want 11 (5, 3, and the new 3)", used)
+			}
+		})
+	}
+}
