@@ -123,8 +123,8 @@ func NewCmdAudit(f *Factory, runF func(*AuditOptions) error) *cobra.Command {
 }
 
 // runAudit reads the input, audits it and writes the report on stdout.
-// A signal while it reads or audits ends it with the signal's exit code
-// and no report: part of the calls prove nothing.
+// A signal while it reads or audits (or as it ends) ends it with the
+// signal's exit code and no report: part of the calls prove nothing.
 func runAudit(_ context.Context, opts *AuditOptions) error {
 	ios := opts.IO
 	r, name, closeFile, err := openFileArg(opts.File, ios.In)
@@ -140,7 +140,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 		err     error // the input cannot be read
 		noRules bool  // neither -r nor the input names rules
 	}
-	res, sig := interrupt.Until(opts.Signals, func() audited {
+	res, sig, _ := interrupt.Until(opts.Signals, func() audited {
 		calls, err := audit.Read(r, audit.MaxCalls)
 		if err != nil {
 			return audited{err: err}
@@ -153,7 +153,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 			return audited{noRules: true}
 		}
 		return audited{rep: audit.New(rules, opts.Jobs, calls)}
-	})
+	}, nil)
 	if sig != nil {
 		return stoppedf(ios, sig, "%s: audit of %s stopped: no verdict", interrupt.Name(sig), name)
 	}

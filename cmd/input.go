@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/regfile"
 )
@@ -29,34 +30,26 @@ func openFileArg(name string, stdin io.Reader) (io.Reader, string, func() error,
 	return f, name, f.Close, nil
 }
 
-// unread makes sig the next signal f.Signals delivers, before later ones.
-// Not safe for concurrent use with readers of f.Signals.
-func (f *Factory) unread(sig os.Signal) {
-	rest, ch := f.Signals, make(chan os.Signal, cap(f.Signals)+1)
-	ch <- sig
-	go func() {
-		for s := range rest {
-			ch <- s
-		}
-	}()
-	f.Signals = ch
-}
-
 // openUntilInterrupt runs open, which prepares a run's input before the
-// run handles interrupts and may block there (items.OpenUntil), and gives
-// up at the first SIGINT or SIGTERM: nothing has run. The signal waited
-// until the input ended: for ever with a FIFO no process opened. A signal
-// that comes as the input opens is the run's.
+// run handles interrupts and may block there (interrupt.Until), and gives
+// up at the first SIGINT or SIGTERM: nothing has run, and an input that
+// opens after is closed. The signal waited until the input ended: for ever
+// with a FIFO no process opened. One that comes as it opens is the run's.
 func openUntilInterrupt(f *Factory, open func() (*items.Input, error)) (*items.Input, error) {
 	if f == nil || f.Signals == nil {
 		return open()
 	}
-	in, sig, stopped, err := items.OpenUntil(f.Signals, open)
+	type opened struct {
+		in  *items.Input
+		err error
+	}
+	o, sig, stopped := interrupt.Until(f.Signals, func() opened { in, err := open(); return opened{in, err} },
+		func(o opened) { o.in.Close() })
 	if stopped {
 		return nil, stoppedBeforeRun(f.IOStreams, sig)
 	}
 	if sig != nil {
-		f.unread(sig)
+		f.Signals = interrupt.Unread(f.Signals, sig)
 	}
-	return in, err
+	return o.in, o.err
 }

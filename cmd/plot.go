@@ -134,16 +134,16 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if r == ios.In && ios.IsStdinTTY() {
 		fmt.Fprintln(ios.ErrOut, "pace: plot: reading the job log from the terminal; end with Ctrl-D")
 	}
-	// A signal while it reads ends it with the signal's exit code and no
-	// picture.
+	// A signal while it reads (or as it ends) ends it with the signal's
+	// exit code and no picture.
 	type read struct {
 		log *joblog.Log
 		err error
 	}
-	res, sig := interrupt.Until(opts.Signals, func() read {
+	res, sig, _ := interrupt.Until(opts.Signals, func() read {
 		log, err := joblog.ReadAtMost(r, plot.MaxRows)
 		return read{log, err}
-	})
+	}, nil)
 	if sig != nil {
 		return stoppedf(ios, sig, "%s: plot of %s stopped: no picture written", interrupt.Name(sig), name)
 	}

@@ -328,10 +328,10 @@ func confirmReset(opts *QuotaOptions, what string) error {
 			"there is no terminal to ask: pass --yes to reset it", what)
 	}
 	fmt.Fprintf(ios.ErrOut, "Forget every call %s has recorded, and its rules? Runs after it may be refused by the server. [y/N] ", what)
-	line, sig := interrupt.Until(opts.Signals, func() string {
+	line, sig, _ := interrupt.Until(opts.Signals, func() string {
 		line, _ := bufio.NewReader(ios.In).ReadString('\n')
 		return line
-	})
+	}, nil)
 	if sig != nil {
 		fmt.Fprintln(ios.ErrOut)
 		return stoppedf(ios, sig, "%s: %s left as it was", interrupt.Name(sig), what)

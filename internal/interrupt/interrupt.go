@@ -1,8 +1,9 @@
 // Package interrupt is pace's two-stage stop on SIGINT and SIGTERM: the
 // first signal stops admissions and starts a grace period, the second (or
 // the grace period's end) kills what runs. It also waits for work that may
-// block on an input nobody writes to, giving up on a signal (Until), and
-// cancels a setup on the first signal (Context).
+// block on an input nobody writes to, giving up on a signal (Until; Unread
+// passes on a signal that came with the work's result), and cancels a
+// setup on the first signal (Context).
 package interrupt
 
 import (
@@ -248,25 +249,6 @@ func Name(sig os.Signal) string {
 		return "SIGQUIT"
 	}
 	return sig.String()
-}
-
-// Until runs work, which may block reading an input on which nothing ever
-// comes (an idle pipe, a terminal nobody types on), and returns its
-// result. A signal on sigs ends the wait at once and is returned instead:
-// the caller stops with the signal's exit code, never with a verdict on
-// part of its input. work is then left behind, blocked in a read that
-// cannot be interrupted; the process is about to exit. A nil sigs waits
-// for work alone.
-func Until[T any](sigs <-chan os.Signal, work func() T) (T, os.Signal) {
-	done := make(chan T, 1)
-	go func() { done <- work() }()
-	select {
-	case v := <-done:
-		return v, nil
-	case sig := <-sigs:
-		var zero T
-		return zero, sig
-	}
 }
 
 // Context returns a context that the first signal on signals cancels,

@@ -212,21 +212,6 @@ func TestGraceOver(t *testing.T) {
 	}
 }
 
-// TestUntil: work's result when it ends; the signal when one comes
-// first, without waiting for work.
-func TestUntil(t *testing.T) {
-	if v, sig := Until(nil, func() int { return 7 }); v != 7 || sig != nil {
-		t.Errorf("Until(nil, 7) = %d, %v", v, sig)
-	}
-	sigs := make(chan os.Signal, 1)
-	sigs <- os.Interrupt
-	block := make(chan struct{})
-	defer close(block)
-	if v, sig := Until(sigs, func() int { <-block; return 7 }); v != 0 || sig != os.Interrupt {
-		t.Errorf("Until with a signal = %d, %v; want 0, interrupt", v, sig)
-	}
-}
-
 // TestContext: the first signal cancels the context and end returns it;
 // without one, end returns nil and the context stays live.
 func TestContext(t *testing.T) {

@@ -94,9 +94,10 @@ func (in *Input) setCounter(f *os.File) {
 	in.counter, in.offset, in.size = f, off, st.Size()
 }
 
-// Close closes the file Open opened, if any.
+// Close closes the file Open opened, if any. A nil Input (an open that
+// failed) has nothing to close.
 func (in *Input) Close() error {
-	if in.close == nil {
+	if in == nil || in.close == nil {
 		return nil
 	}
 	return in.close()
