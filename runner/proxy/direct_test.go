@@ -13,43 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/runner/internal/direct"
 )
-
-// rawUpstream is an upstream that speaks HTTP by hand: it serves each
-// connection with serve, on a goroutine, and closes it after, until the
-// test ends. It returns its URL.
-func rawUpstream(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
 
 // An upstream that drops each connection after one answer, without
 // saying so (no Connection: close): the proxy's kept connection is stale
 // at the next request, which goes again on a fresh one and is answered.
 func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
 	var conns, closed atomic.Int32
-	up := rawUpstream(t, func(c net.Conn) {
+	up := "http://" + tcptest.Serve(t, func(c net.Conn) {
 		conns.Add(1)
-		defer func() { c.Close(); closed.Add(1) }() // rawUpstream's Close comes later, and does nothing
+		defer func() { c.Close(); closed.Add(1) }() // tcptest.Serve's Close comes later, and does nothing
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return
@@ -126,7 +102,7 @@ func TestDirectPathFramings(t *testing.T) {
 // An upstream whose headers never end is a bad gateway once they pass
 // 10 MiB; the proxy holds a buffer of them, not all.
 func TestEndlessResponseHeadersAre502(t *testing.T) {
-	up := rawUpstream(t, func(c net.Conn) {
+	up := "http://" + tcptest.Serve(t, func(c net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return
 		}
@@ -148,7 +124,7 @@ func TestEndlessResponseHeadersAre502(t *testing.T) {
 // characters escaped: it is printed in pace's lines (-v, failures), and
 // must not drive the terminal.
 func TestUpstreamReasonIsEscaped(t *testing.T) {
-	up := rawUpstream(t, func(c net.Conn) {
+	up := "http://" + tcptest.Serve(t, func(c net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return
 		}
@@ -175,7 +151,7 @@ func TestUpstreamReasonIsEscaped(t *testing.T) {
 func dropSecondUpstream(t *testing.T) (url string, read func(path string) int32) {
 	var mu sync.Mutex
 	counts := map[string]int32{}
-	url = rawUpstream(t, func(c net.Conn) {
+	url = "http://" + tcptest.Serve(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for i := 0; ; i++ {
 			req, err := http.ReadRequest(br)

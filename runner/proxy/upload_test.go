@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pace-cli/pace/internal/tcptest"
 )
 
 // An upstream that takes none of a request's body is one that does not
@@ -22,10 +24,8 @@ import (
 // body has been written: the request held its slot for as long as the
 // client waited, and on after it left.)
 func TestUpstreamThatReadsNoBodyIs504(t *testing.T) {
-	deaf := make(chan net.Conn, 8)
-	up := rawUpstream(t, func(c net.Conn) {
-		deaf <- c // read nothing; keep it open until the test ends
-		time.Sleep(20 * time.Second)
+	up := "http://" + tcptest.Serve(t, func(net.Conn) {
+		<-t.Context().Done() // read nothing; keep it open until the test ends
 	})
 	tp := startProxy(t, up, "1000/s", 1, nil, func(tp *testProxy) { tp.p.opts.Timeout = 300 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -98,7 +98,7 @@ func TestSlowUploadToAReadingUpstreamIsNotCutOff(t *testing.T) {
 // transport's own wait for 100 is over: not cut off by an
 // Options.Timeout shorter than that wait.
 func TestExpectContinueToAnUpstreamWithoutOneIsNotCutOff(t *testing.T) {
-	up := rawUpstream(t, func(c net.Conn) {
+	up := "http://" + tcptest.Serve(t, func(c net.Conn) {
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
@@ -54,24 +55,11 @@ func TestLiveNotRedis(t *testing.T) {
 // 30s: ...: EOF".
 func TestLiveClosesAtOnce(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	addr := tcptest.Serve(t, func(net.Conn) {}) // closed as soon as accepted
 	var o outages
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = redisrate.Dial(ctx, "redis://:s3cret@"+ln.Addr().String(), redisrate.Options{Rules: mustRules(t, "10/s"), Timeout: 2 * time.Second, OnOutage: o.report})
+	_, err := redisrate.Dial(ctx, "redis://:s3cret@"+addr, redisrate.Options{Rules: mustRules(t, "10/s"), Timeout: 2 * time.Second, OnOutage: o.report})
 	const want = "the server closes the connection before answering (a TLS port wants rediss://)"
 	if !errors.Is(err, throttle.ErrBackend) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Dial(a server that closes at once) = %v; want ErrBackend saying %q", err, want)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
@@ -17,44 +18,29 @@ import (
 // that repeats it, as a misrouted port or a proxy may.
 func echoServer(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return tcptest.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			// One command: *N, then N bulk strings; echoed whole.
+			head, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					// One command: *N, then N bulk strings; echoed whole.
-					head, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					var n int
-					fmt.Sscanf(head, "*%d", &n)
-					var seen strings.Builder
-					for range 2 * n {
-						line, err := br.ReadString('\n')
-						if err != nil {
-							return
-						}
-						if !strings.HasPrefix(line, "$") {
-							seen.WriteString(strings.TrimSpace(line) + " ")
-						}
-					}
-					c.Write([]byte(reply + seen.String() + "\r\n"))
+			var n int
+			fmt.Sscanf(head, "*%d", &n)
+			var seen strings.Builder
+			for range 2 * n {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
 				}
-			}()
+				if !strings.HasPrefix(line, "$") {
+					seen.WriteString(strings.TrimSpace(line) + " ")
+				}
+			}
+			c.Write([]byte(reply + seen.String() + "\r\n"))
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // A server that echoes what it was sent never puts the password (or a

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pace-cli/pace/internal/tcptest"
 )
 
 // newTransport returns a Transport over a clone of http.DefaultTransport,
@@ -268,7 +270,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // that asks for gzip: Accept-Encoding after the request's own headers.
 func TestSameBytesAsHTTPTransport(t *testing.T) {
 	heads := make(chan string, 2)
-	addr := acceptEach(t, func(c net.Conn) {
+	addr := tcptest.Serve(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		var head strings.Builder
 		for {
@@ -306,7 +308,7 @@ func rawServer(t *testing.T, serve func(c net.Conn, i int) bool) (url string, re
 	t.Helper()
 	var mu sync.Mutex
 	counts := map[string]int{}
-	addr := acceptEach(t, func(c net.Conn) {
+	addr := tcptest.Serve(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for i := 0; ; i++ {
 			req, err := http.ReadRequest(br)
@@ -385,28 +387,4 @@ func TestIdleClosedFoundBeforeWriting(t *testing.T) {
 	if n := fresh.Load(); n != 5 {
 		t.Errorf("%d requests went on a new connection; want all 5, each kept one was closed", n)
 	}
-}
-
-// acceptEach listens on a loopback port until the test ends and serves
-// each connection with serve, closing it after; it returns the address.
-func acceptEach(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
