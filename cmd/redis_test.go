@@ -20,6 +20,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/redistest"
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
@@ -301,29 +302,12 @@ func deadRedisURL(t *testing.T) string {
 // silentRedisURL returns the URL, with a password, of a loopback port
 // that accepts connections and never answers: a Redis that hangs.
 func silentRedisURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go silentServe(ln)
-	t.Cleanup(func() { ln.Close() })
-	return "redis://pace:dead5ecret@" + ln.Addr().String()
+	return "redis://pace:dead5ecret@" + tcptest.Serve(t, silentServe)
 }
 
-// silentServe accepts connections on ln and reads them without answering
-// until ln is closed.
-func silentServe(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			io.Copy(io.Discard, c)
-		}()
-	}
-}
+// silentServe reads what comes on c, answering nothing, until the client
+// closes it (a tcptest.Serve's serve).
+func silentServe(c net.Conn) { io.Copy(io.Discard, c) }
 
 // TestRedisRefusedAtStart: an address where nothing listens (a wrong
 // port, a Redis not started) is not an outage to ride out: pace exits 3

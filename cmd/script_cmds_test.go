@@ -28,6 +28,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/redistest"
 	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -219,11 +220,7 @@ func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 		addr = ln.Addr().String()
 		ln.Close()
 	case "silent":
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		ts.Check(err)
-		go silentServe(ln)
-		ts.Defer(func() { ln.Close() })
-		addr = ln.Addr().String()
+		addr = tcptest.Serve(scriptTB{ts: ts}, silentServe)
 	default:
 		ts.Fatalf("redis %s: want start, dead or silent", args[0])
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pace-cli/pace/internal/redact"
 	"github.com/pace-cli/pace/internal/strictserver"
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -796,28 +797,14 @@ func TestFetchHidesHeaderSecretsInURL(t *testing.T) {
 // body reach pace's lines (the job's error, -v's body) with their control
 // characters escaped, so that they cannot drive the terminal.
 func TestFetchEscapesServerText(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	const body = "denied\r\n\x1b[2Jcleared\x9b\u009b\xff\n"
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				c.Read(buf) // the request, whole in one read on loopback
-				fmt.Fprintf(c, "HTTP/1.1 403 \x1b]0;pwned\x07\x1b[2J Gone\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			}()
-		}
-	}()
+	addr := tcptest.Serve(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		c.Read(buf) // the request, whole in one read on loopback
+		fmt.Fprintf(c, "HTTP/1.1 403 \x1b]0;pwned\x07\x1b[2J Gone\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
 	e := newFetch(t, Options{})
-	res := fetchOne(t, e, "http://"+l.Addr().String()+"/x")
+	res := fetchOne(t, e, "http://"+addr+"/x")
 	if res.HTTP.StatusCode != http.StatusForbidden {
 		t.Fatalf("status %d (%s), want 403", res.HTTP.StatusCode, res.Status())
 	}
