@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pace-cli/pace/internal/tcptest"
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/redisrate"
 )
@@ -151,30 +152,11 @@ func TestRedactURL(t *testing.T) {
 // cancellation.
 func TestDialCancelledWhileRedisIsSilent(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c) // read nothing, answer nothing
-		}
-	}()
+	addr := tcptest.Serve(t, func(net.Conn) { <-t.Context().Done() }) // read nothing, answer nothing
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	l, err := redisrate.Dial(ctx, "redis://"+ln.Addr().String()+"?read_timeout=20s&dial_timeout=20s",
+	l, err := redisrate.Dial(ctx, "redis://"+addr+"?read_timeout=20s&dial_timeout=20s",
 		redisrate.Options{Rules: []throttle.Rule{{N: 1, Window: time.Second}}, Timeout: time.Minute})
 	if err == nil {
 		l.Close()
