@@ -59,9 +59,21 @@ func TestNewcomerPath(t *testing.T) {
 	if !strings.Contains(tokens, "8765") {
 		t.Fatalf("the Tokens per minute example no longer uses port 8765:\n%s", tokens)
 	}
-	out = run(t, dir, strings.ReplaceAll(tokens, "8765", strconv.Itoa(freePort(t))))
-	if !strings.Contains(out, `"accepted":40,"refused":0`) {
-		t.Errorf("the stand-in server did not accept all 40 calls and refuse none:\n%s", out)
+	// The stand-in server shares the machine with pace and with the rest
+	// of the suite: at a load of 5 on 2 cores it once refused 2 of the 40,
+	// its own handlers starved as long as pace's margin. A refusal that
+	// is pace's comes again; one of a starved server seldom does. So a
+	// run with refusals is run once more, and only a second one fails.
+	for attempt := 1; ; attempt++ {
+		out = run(t, dir, strings.ReplaceAll(tokens, "8765", strconv.Itoa(freePort(t))))
+		if strings.Contains(out, `"accepted":40,"refused":0`) {
+			break
+		}
+		if attempt == 2 {
+			t.Errorf("the stand-in server did not accept all 40 calls and refuse none, twice:\n%s", out)
+			break
+		}
+		t.Logf("the stand-in server did not accept all 40 calls and refuse none (load %s); once more:\n%s", loadAvg(), out)
 	}
 
 	// What the README builds is ignored by git: the clone is clean.
@@ -127,6 +139,15 @@ func run(t *testing.T, dir, script string) string {
 		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
+}
+
+// loadAvg returns the load averages, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 func freePort(t *testing.T) int {
