@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,10 +214,7 @@ func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 	case "start":
 		addr = redistest.Start(scriptTB{ts: ts}, args[2:]...).Addr()
 	case "dead":
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		ts.Check(err)
-		addr = ln.Addr().String()
-		ln.Close()
+		addr = redistest.DeadAddr(scriptTB{ts: ts}) // a port closed after Listen could be another server's by then
 	case "silent":
 		addr = tcptest.Serve(scriptTB{ts: ts}, silentServe)
 	default:
@@ -239,6 +235,7 @@ type scriptTB struct {
 
 func (scriptTB) Helper()                             {}
 func (s scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s scriptTB) Fatal(args ...any)                 { s.ts.Fatalf("%s", fmt.Sprint(args...)) }
 func (s scriptTB) Skipf(format string, args ...any)  { s.ts.Fatalf(format, args...) } // see cmdRedis
 func (s scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
 
