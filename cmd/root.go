@@ -180,6 +180,10 @@ func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetIn(f.IOStreams.In)
 	out := &osfiles.KeptErr{W: f.IOStreams.Out} // cobra ignores its write errors
 	root.SetOut(out)
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root { // made with the writer of its day
+		root.RemoveCommand(c)
+		root.InitDefaultCompletionCmd()
+	}
 	root.SetErr(f.IOStreams.ErrOut)
 	f.IOStreams.secrets = redact.ForArgs(args)
 	started := false // past flag and argument checks

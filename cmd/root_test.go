@@ -221,9 +221,12 @@ func TestVersion(t *testing.T) {
 // TestPrintFails: help and the version that cannot be written (stdout
 // on a full disk, or its reader gone) are a failure, never exit 0: cobra's
 // help ignored the error (pace --help > /dev/full exited 0), and
-// --version's was taken for a usage error (exit 2, "Run 'pace --help'").
+// --version's was taken for a usage error (exit 2, "Run 'pace --help'"),
+// and pace completion, whose commands cobra made with os.Stdout before
+// pace set its writer, gave exit 1 and a message for a reader gone.
 func TestPrintFails(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"help", "fetch"}, {"--version"}, {"version"}} {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"help", "fetch"}, {"--version"}, {"version"},
+		{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}} {
 		for _, tt := range []struct {
 			err    error
 			code   int
