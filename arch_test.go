@@ -60,7 +60,7 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/internal/redact", isStd},
 		{mod + "/internal/outfile", isStd},
 		{mod + "/internal/osfiles", isStd},
-		{mod + "/internal/foreground", isStd}, // runner/command uses it
+		{mod + "/internal/foreground", func(dep string) bool { return isStd(dep) || strings.HasPrefix(dep, "golang.org/x/sys/") }}, // runner/command uses it
 		// Imported by main for its side effect, before the heap grows:
 		// syscall and unsafe only, so that it initialises first.
 		{mod + "/internal/hugeheap", func(dep string) bool { return isStd(dep) && !slices.Contains([]string{"os", "strings", "fmt"}, dep) }},
@@ -120,7 +120,7 @@ func TestImportBoundaries(t *testing.T) {
 		{mod + "/runner/command", func(dep string) bool {
 			return isStd(dep) || isThrottle(dep) || dep == mod+"/runner" || dep == "github.com/mattn/go-shellwords" ||
 				strings.HasPrefix(dep, "golang.org/x/sys/") || // pidfd, clone flags: the system's own calls
-				isPkg(dep, "foreground") // standard library only: what a start that failed lacked (MissingPart), as pace exec says it
+				isPkg(dep, "foreground") // the standard library and x/sys only: what a start that failed lacked (MissingPart), as pace exec says it
 		}},
 		// The executors' HTTP/1.1 path beside http.Transport: the
 		// standard library only.
