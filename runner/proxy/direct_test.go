@@ -243,3 +243,28 @@ func TestKeptConnectionLostIsNotSentPastTheRules(t *testing.T) {
 		t.Errorf("in flight %d, waiting %d after the answers; want 0", st.InFlight, st.Waiting)
 	}
 }
+
+// TestBaseKeepsSendsOnce: Base passes on the direct path's promise to
+// send a request once (pacehttp then sets no resend guard on it), and
+// makes none for a request that takes net/http's Transport, or for a
+// RoundTripper that makes none.
+func TestBaseKeepsSendsOnce(t *testing.T) {
+	type sendsOnce interface{ SendsOnce(*http.Request) bool }
+	up := NewUpstreamTransport(0, 0)
+	defer up.CloseIdleConnections()
+	get, _ := http.NewRequest("GET", "http://127.0.0.1:1/x", nil)
+	post, _ := http.NewRequest("POST", "http://127.0.0.1:1/x", strings.NewReader("body"))
+	so, ok := Base(up).(sendsOnce)
+	if !ok {
+		t.Fatal("Base(NewUpstreamTransport()) has no SendsOnce: pacehttp guards every request against resends")
+	}
+	if !so.SendsOnce(get) {
+		t.Error("Base(NewUpstreamTransport()).SendsOnce(GET) = false, want true (the direct path)")
+	}
+	if so.SendsOnce(post) {
+		t.Error("Base(NewUpstreamTransport()).SendsOnce(POST with a body) = true, want false (net/http's Transport)")
+	}
+	if so, ok := Base(http.DefaultTransport).(sendsOnce); ok && so.SendsOnce(get) {
+		t.Error("Base(http.DefaultTransport).SendsOnce(GET) = true, want false")
+	}
+}

@@ -849,3 +849,13 @@ func (t admittedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	return t.rt.RoundTrip(req)
 }
+
+// SendsOnce passes on the promise of the RoundTripper it wraps
+// (pacehttp.Options.Base): a request it sends again only when none of
+// it reached the upstream needs no resend guard, which costs pacehttp 8
+// allocations and a reflective trace hook a request. False if rt makes
+// no such promise.
+func (t admittedTransport) SendsOnce(req *http.Request) bool {
+	so, ok := t.rt.(interface{ SendsOnce(*http.Request) bool })
+	return ok && so.SendsOnce(req)
+}
