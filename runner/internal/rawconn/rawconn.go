@@ -74,6 +74,12 @@ type Conn struct {
 	wstalled bool
 	// sent counts the bytes written, for Acked: read by other goroutines.
 	sent atomic.Uint64
+
+	// Closed's look at the socket (peek_unix.go), guarded by peekMu.
+	peekMu  sync.Mutex
+	peekFn  func(fd uintptr) bool
+	peekBuf [1]byte
+	peeked  bool
 }
 
 // opError wraps err as net.Conn's Read and Write wrap theirs.
