@@ -130,6 +130,7 @@ type Proxy struct {
 
 	stopCtx  context.Context // cancelled by Stop
 	stop     context.CancelFunc
+	stopList stopList // the requests Stop must end (stop.go)
 	requests atomic.Int64
 	waits    atomic.Int64
 	waitTime atomic.Int64
@@ -228,10 +229,6 @@ func (b bufferPool) Put(p []byte) { b.pool.Put((*[32 << 10]byte)(p[:32<<10])) }
 // request's wait (and MaxWait's deadline). Give it to
 // pacehttp.Options.Base.
 func Base(rt http.RoundTripper) http.RoundTripper { return admittedTransport{rt} }
-
-// Stop makes every request still waiting for its admission fail at once
-// with 503, and every later one; requests admitted go on.
-func (p *Proxy) Stop() { p.stop() }
 
 // CloseUpgraded closes every upgraded connection (websockets) the proxy
 // is copying now, ending their requests. An http.Server's Shutdown and
@@ -348,6 +345,9 @@ type request struct {
 	// gone is set (on the handler's goroutine) when the client went
 	// away: it gets no answer (see ServeHTTP).
 	gone bool
+	// prev and next link the request in its proxy's stopList while it
+	// is served; guarded by the list's mutex.
+	prev, next *request
 	// body is the request's body as the client sends it, nil if it has
 	// none (stall.go).
 	body *clientBody
@@ -461,12 +461,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		defer rq.timer.Stop()
 	}
-	stop := context.AfterFunc(p.stopCtx, func() {
-		if rq.state.CompareAndSwap(stateWaiting, stateStopped) {
-			cancel(errStopping)
-		}
-	})
-	defer stop()
+	if p.stopList.add(rq) {
+		defer p.stopList.remove(rq)
+	} else {
+		rq.stopWaiting() // Stop came first
+	}
 	if !whole {
 		defer watchHangup(r, rq)()
 		if conn := leanhttp.ClientConn(r.Context()); conn != nil && !expectsContinue(r) {
