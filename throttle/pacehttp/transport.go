@@ -326,6 +326,13 @@ func (st *reqState) wrote(httptrace.WroteRequestInfo) {
 	st.mu.Unlock()
 }
 
+// unsent reports whether no write has been stamped yet.
+func (st *reqState) unsent() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sent.IsZero()
+}
+
 // gotConn is the trace's GotConn hook.
 func (st *reqState) gotConn(c httptrace.GotConnInfo) {
 	local := isLocal(c.Conn)
@@ -416,12 +423,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The margin needs when this very attempt was written (a redirect is
 	// a call of its own): a trace of its own, on a copy of the request.
 	// Otherwise the one trace of WithInfo stamps the first write, and a
-	// request without an Info needs none.
+	// request without an Info needs none. An attempt that is the first
+	// written under WithInfo's trace (not a redirect, nothing written
+	// before) has that trace stamp it: a second trace would stamp the same
+	// write, at the cost of httptrace's reflective compose of the two
+	// (allocations for each request, and each hook called by reflection).
 	var hop *reqState
 	if own && t.margin != nil {
-		hop = &reqState{}
-		hop.trace.WroteRequest, hop.trace.GotConn = hop.wrote, hop.gotConn
-		req = req.WithContext(httptrace.WithClientTrace(ctx, &hop.trace))
+		if st != nil && req.Response == nil && st.unsent() {
+			hop = st
+		} else {
+			hop = &reqState{}
+			hop.trace.WroteRequest, hop.trace.GotConn = hop.wrote, hop.gotConn
+			req = req.WithContext(httptrace.WithClientTrace(ctx, &hop.trace))
+		}
 	}
 	// An attempt the base transport makes after the first is a call of
 	// its own (see resendGuard).

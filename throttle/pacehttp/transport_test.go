@@ -445,3 +445,54 @@ func (addrConn) LocalAddr() net.Addr              { return nil }
 func (addrConn) SetDeadline(time.Time) error      { return nil }
 func (addrConn) SetReadDeadline(time.Time) error  { return nil }
 func (addrConn) SetWriteDeadline(time.Time) error { return nil }
+
+// sendsOnceFunc is a base that promises to send each request once.
+type sendsOnceFunc func(*http.Request) (*http.Response, error)
+
+func (f sendsOnceFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+func (sendsOnceFunc) SendsOnce(*http.Request) bool                          { return true }
+
+// A request under WithInfo (as pace proxy sends them) feeds the margin
+// and its Info from the one trace WithInfo set: its first attempt's
+// write is stamped by it, so the base gets the caller's context as it
+// is, without a second trace composed onto it (httptrace's reflective
+// compose, allocations for each request).
+func TestTransportMarginFromAnswersWithInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, []throttle.Rule{{N: 1, Window: 100 * time.Millisecond}}, 0)
+		gaps := []time.Duration{0, 40 * time.Millisecond}
+		var ctxs []context.Context
+		var wrote []time.Time
+		i := 0
+		base := sendsOnceFunc(func(req *http.Request) (*http.Response, error) {
+			ctxs = append(ctxs, req.Context())
+			trace := httptrace.ContextClientTrace(req.Context())
+			trace.GotConn(httptrace.GotConnInfo{Conn: addrConn{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80}}, Reused: i > 0})
+			trace.WroteRequest(httptrace.WroteRequestInfo{})
+			wrote = append(wrote, time.Now())
+			time.Sleep(gaps[i])
+			i++
+			return response(req, 200), nil
+		})
+		tr := New(lim, Options{Base: base})
+		for n := range gaps {
+			var info Info
+			ctx := WithInfo(context.Background(), &info)
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if ctxs[n] != ctx {
+				t.Errorf("request %d: the base got another context than WithInfo's: a second trace was composed", n)
+			}
+			if !info.Sent.Equal(wrote[n]) || info.NewConn != (n == 0) || !info.Local {
+				t.Errorf("request %d: Info Sent %v NewConn %v Local %v, want %v %v true", n, info.Sent, info.NewConn, info.Local, wrote[n], n == 0)
+			}
+		}
+		if got := lim.Stats().Margin; got != 40*time.Millisecond {
+			t.Errorf("margin %v, want 40ms (the second answer's lag)", got)
+		}
+	})
+}
