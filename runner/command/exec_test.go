@@ -274,10 +274,16 @@ func alive(t *testing.T, file string) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
+// slowly bounds the waits for what a loaded machine makes slow (a
+// process's start, its death): generous, as tests share the machine with
+// others (loads of 5 to 18 on two cores have been seen); a wait that ends
+// well is not slowed by it.
+const slowly = 30 * time.Second
+
 // waitGone waits (bounded) for the process in file to be reaped by init.
 func waitGone(t *testing.T, file string) bool {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(slowly)
 	for time.Now().Before(deadline) {
 		if !alive(t, file) {
 			return true
@@ -299,23 +305,60 @@ func TestExecuteTimeoutBeforeStart(t *testing.T) {
 	}
 }
 
+// executeTimingOutOnceUp runs job with e, its Timeout held until file
+// exists: until the helper has made its grandchild and written its pid
+// there, on a loaded machine long after its start (a timeout of 1.5s
+// counted from the start came first at a load of 11, and the test had no
+// grandchild to check). It returns the result, and how long Execute took
+// from the release of the timeout.
+func executeTimingOutOnceUp(t *testing.T, e *Executor, job *runner.Job, file string) (*runner.Result, time.Duration) {
+	t.Helper()
+	e.timeouts.hold()
+	done := make(chan *runner.Result, 1)
+	go func() { done <- e.Execute(context.Background(), job) }()
+	for deadline := time.Now().Add(slowly); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			break
+		}
+		select {
+		case res := <-done:
+			res.Close()
+			t.Fatalf("the job ended (%s) before writing %s", res.Status(), file)
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.timeouts.release()
+			t.Fatalf("%s did not appear within %v", file, slowly)
+		}
+	}
+	released := time.Now()
+	e.timeouts.release()
+	select {
+	case res := <-done:
+		return res, time.Since(released)
+	case <-time.After(slowly):
+		t.Fatalf("Execute did not return within %v of a %v timeout", slowly, e.Timeout)
+		return nil, 0
+	}
+}
+
 func TestExecuteTimeoutKillsProcessGroup(t *testing.T) {
 	for _, mode := range []string{"hang", "ignore-term"} {
 		t.Run(mode, func(t *testing.T) {
 			pidFile := t.TempDir() + "/gc"
 			e, job := helperArgv(t, mode, pidFile)
-			// Long enough for the helper to start its grandchild on a busy machine.
-			e.Timeout, e.KillGrace = 1500*time.Millisecond, 200*time.Millisecond
-			start := time.Now()
-			res := e.Execute(context.Background(), job)
+			e.Timeout, e.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+			res, d := executeTimingOutOnceUp(t, e, job, pidFile)
 			res.Close()
 			if !res.TimedOut || res.OK() || res.Signal == 0 {
 				t.Errorf("got %s (timed out %v, signal %d), want a timeout and a signal", res.Status(), res.TimedOut, res.Signal)
 			}
-			if !strings.HasPrefix(res.Status(), "timed out after 1.5s") {
+			if !strings.HasPrefix(res.Status(), "timed out after 300ms") {
 				t.Errorf("Status() = %q", res.Status())
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			// The grandchild, alive, would hold the output open for
+			// 1000s, and the helper ignoring SIGTERM for an hour.
+			if d > 30*time.Second {
 				t.Errorf("Execute took %v after a 300ms timeout", d)
 			}
 			if !waitGone(t, pidFile) {
@@ -332,10 +375,15 @@ func TestExecuteKillNow(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan *runner.Result)
 	go func() { done <- e.Execute(ctx, job) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(slowly)
 	for { // wait until the child is up
-		if _, err := os.Stat(pidFile); err == nil || time.Now().After(deadline) {
+		if _, err := os.Stat(pidFile); err == nil {
 			break
+		}
+		if time.Now().After(deadline) {
+			cancel(runner.ErrKillNow)
+			(<-done).Close()
+			t.Fatalf("the helper did not write %s within %v", pidFile, slowly)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -349,7 +397,7 @@ func TestExecuteKillNow(t *testing.T) {
 		if res.Status() != "killed by SIGKILL" {
 			t.Errorf("Status() = %q", res.Status())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(slowly):
 		t.Fatal("Execute did not return after ErrKillNow")
 	}
 	if !waitGone(t, pidFile) {
@@ -470,7 +518,7 @@ func startParent(t *testing.T, helper string) (*exec.Cmd, []string) {
 		t.Fatal(err)
 	}
 	files := make([]string, parentJobs)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(slowly)
 	for i := range files {
 		files[i] = fmt.Sprintf("%s.%d", pidFile, i)
 		for {
@@ -515,7 +563,9 @@ func TestJobDiesWithPace(t *testing.T) {
 // A job's background children may write its output after it exits, for as
 // long as the grace period: that output is the job's.
 func TestExecuteKeepsBackgroundOutput(t *testing.T) {
-	e := &Executor{Builder: Lines{}, KillGrace: 5 * time.Second}
+	// The grace bounds the wait for the background child on a loaded
+	// machine; it ends the wait as soon as it has written.
+	e := &Executor{Builder: Lines{}, KillGrace: slowly}
 	defer e.Close()
 	res := e.Execute(context.Background(), &runner.Job{Seq: 1, Argv: []string{"sh", "-c", "echo a; (sleep 0.2; echo b; echo c >&2) &"}})
 	defer res.Close()

@@ -33,8 +33,8 @@ func TestExecuteWithoutPidfd(t *testing.T) {
 
 	pidFile := t.TempDir() + "/gc"
 	e, job = helperArgv(t, "hang", pidFile)
-	e.Timeout, e.KillGrace = 1500*time.Millisecond, 200*time.Millisecond
-	res = e.Execute(context.Background(), job)
+	e.Timeout, e.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+	res, _ = executeTimingOutOnceUp(t, e, job, pidFile)
 	res.Close()
 	if !res.TimedOut || res.Signal == 0 {
 		t.Errorf("got %s, want a timeout and a signal", res.Status())
