@@ -62,4 +62,9 @@ step "go test -race"
 # here) takes cmd from about 93s to 58s on the 2-core machine, and every
 # test checks invariants with tolerances that hold under that load (tried
 # beside another test session: load 3).
-go test -race -count=1 -parallel 4 "$@" ./...
+# A race-enabled binary sleeps 1s as it exits (GORACE's atexit_sleep_ms,
+# 1000 by default, time for a race at exit to be reported): a second for
+# each of some 50 test binaries, two at a time, and for each helper
+# process a test starts from its own binary. A race found while the tests
+# run is reported as it is found.
+GORACE="${GORACE:-atexit_sleep_ms=0}" go test -race -count=1 -parallel 4 "$@" ./...
