@@ -37,16 +37,16 @@ type runningProxy struct {
 }
 
 // startProxy runs pace proxy with args in process and waits until it
-// listens.
+// listens. --redis= keeps a $PACE_REDIS_URL of the environment out (a test
+// that sets the variable with t.Setenv could not run in parallel).
 func startProxy(t *testing.T, args ...string) *runningProxy {
 	t.Helper()
-	t.Setenv(redisURLEnv, "")
 	ios, out, errOut := testIO("") // written while the test reads them
 	sigs := make(chan os.Signal, 2)
 	f := &Factory{IOStreams: ios, Signals: sigs}
 	portFile := filepath.Join(t.TempDir(), "port")
 	p := &runningProxy{sigs: sigs, done: make(chan int, 1), errOut: errOut}
-	go func() { p.done <- Execute(f, append([]string{"proxy", "--port-file", portFile}, args...)) }()
+	go func() { p.done <- Execute(f, append([]string{"proxy", "--redis=", "--port-file", portFile}, args...)) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if b, err := os.ReadFile(portFile); err == nil {
@@ -152,7 +152,8 @@ func TestProxyKeepsTheServersRules(t *testing.T) {
 func TestProxyClientGoneWhileWaitingSpendsNothing(t *testing.T) {
 	// A request with a body is served by net/http, which sees its client
 	// go only once the body has been read: the proxy reads a small one
-	// before the wait.
+	// before the wait. Each case waits 2s for its rule: side by side.
+	t.Parallel()
 	for _, tc := range []struct {
 		name, method string
 		body         string
@@ -163,6 +164,7 @@ func TestProxyClientGoneWhileWaitingSpendsNothing(t *testing.T) {
 		{"PUT chunked", "PUT", "a body of unknown length", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			testClientGoneWhileWaiting(t, tc.method, tc.body, tc.chunked)
 		})
 	}
