@@ -318,12 +318,18 @@ var canMountTmpfs = sync.OnceValue(func() bool {
 })
 
 // cmdGone waits (up to 10s) until the process whose pid is in a file has
-// died, or with ! checks that it is still alive.
+// died, or with ! checks that it is still alive. With -reaped it waits
+// until its parent has also reaped it (a zombie is not enough): for a
+// signal meant for that parent once it has seen its child end.
 //
-//	gone PIDFILE
+//	gone [-reaped] PIDFILE
 func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	reaped := len(args) == 2 && args[0] == "-reaped" && !neg
+	if reaped {
+		args = args[1:]
+	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: gone pidfile")
+		ts.Fatalf("usage: gone [-reaped] pidfile")
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
 	ts.Check(err)
@@ -333,7 +339,7 @@ func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 			return syscall.Kill(pid, 0) == nil
 		}
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		return len(f) > 0 && f[0] != "Z"
+		return len(f) > 0 && (f[0] != "Z" || reaped)
 	}
 	if neg {
 		if !alive() {
