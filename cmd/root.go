@@ -74,6 +74,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdFetch(f, nil), NewCmdAudit(f, nil), NewCmdPlot(f, nil), newCmdVersion(f), newCmdGenDocs(f))
 	root.AddCommand(NewCmdExec(f, nil), NewCmdQuota(f, nil), NewCmdProxy(f, nil), newCmdReaper(f))
+	root.SetOut(&osfiles.KeptErr{W: f.IOStreams.Out}) // before the completion commands: cobra makes them with the writer of the day
 	root.InitDefaultCompletionCmd()
 	return root
 }
@@ -178,11 +179,10 @@ func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 func execute(f *Factory, root *cobra.Command, args []string) (int, os.Signal) {
 	root.SetArgs(bareProgress(args))
 	root.SetIn(f.IOStreams.In)
-	out := &osfiles.KeptErr{W: f.IOStreams.Out} // cobra ignores its write errors
-	root.SetOut(out)
-	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root { // made with the writer of its day
-		root.RemoveCommand(c)
-		root.InitDefaultCompletionCmd()
+	out, ok := root.OutOrStdout().(*osfiles.KeptErr) // cobra ignores its write errors
+	if !ok {
+		out = &osfiles.KeptErr{W: f.IOStreams.Out}
+		root.SetOut(out)
 	}
 	root.SetErr(f.IOStreams.ErrOut)
 	f.IOStreams.secrets = redact.ForArgs(args)
