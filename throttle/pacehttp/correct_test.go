@@ -120,3 +120,76 @@ func TestTransportCostBodiesBoundedTogether(t *testing.T) {
 		t.Errorf("%d bytes still counted as kept once every body ended, want 0", held)
 	}
 }
+
+// heldBody is a response body whose first Read waits, once it has
+// started (entered), until release is closed, then returns data; Close
+// does not wake it (a connection whose bytes were already on their way).
+type heldBody struct {
+	entered, release chan struct{}
+	data             []byte
+	read             bool
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if b.read {
+		return 0, io.EOF
+	}
+	b.read = true
+	close(b.entered)
+	<-b.release
+	return copy(p, b.data), nil
+}
+
+func (b *heldBody) Close() error { return nil }
+
+// A body closed on one goroutine while a Read on another is still under
+// way (net/http allows it: a caller that gives up on a slow answer) kept
+// what that Read returned after the body had ended: counted against the
+// bound of the bodies kept together for good, so that, once such closes
+// had added up to it, no later response's cost was read. Nothing is kept
+// once a body has ended.
+func TestTransportCostBodyClosedDuringReadKeepsNothing(t *testing.T) {
+	defer func(v int64) { maxCostBodies = v }(maxCostBodies)
+	maxCostBodies = 64
+	src, _ := ParseCostSource("json:usage")
+	lim := newLimiter(t, []throttle.Rule{{N: 1000, Window: time.Second, Cost: true}}, 0)
+	var held *heldBody
+	c, tr := client(lim, Options{CostFrom: src, Hint: func(string) {}}, func(req *http.Request) *http.Response {
+		resp := response(req, 200)
+		if held != nil {
+			resp.Body, held = held, nil
+		} else {
+			resp.Body = io.NopCloser(strings.NewReader(`{"usage":5}`))
+		}
+		return resp
+	})
+	held = &heldBody{entered: make(chan struct{}), release: make(chan struct{}), data: []byte(strings.Repeat(" ", int(maxCostBodies)))}
+	hb := held
+	resp, err := c.Get("http://api.example/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		resp.Body.Read(make([]byte, maxCostBodies))
+		close(read)
+	}()
+	<-hb.entered
+	resp.Body.Close()
+	close(hb.release)
+	<-read
+	if kept := tr.costKept.Load(); kept != 0 {
+		t.Errorf("%d bytes counted as kept after the body was closed, want 0", kept)
+	}
+
+	info := &Info{}
+	req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/", nil)
+	if resp, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if info.Cost != 5 {
+		t.Errorf("the next response's cost: %d (CostErr %v), want 5", info.Cost, info.CostErr)
+	}
+}

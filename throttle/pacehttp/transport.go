@@ -743,7 +743,7 @@ type body struct {
 	own, json bool
 	mu        sync.Mutex // guards kept and over: Close may come from another goroutine than Read
 	kept      []byte     // counted in t.costKept
-	over      error      // why the body is not kept: past maxCostBody, or past maxCostBodies with the others
+	over      error      // why the body is not kept: past maxCostBody, past maxCostBodies with the others, or ended
 	once      sync.Once
 }
 
@@ -778,12 +778,15 @@ func (b *body) Close() error {
 	return err
 }
 
-// dropLocked gives back what b kept, and keeps nothing more for why (nil:
-// the body has ended). Requires b.mu held.
+// dropLocked gives back what b kept, and keeps nothing more for why.
+// Requires b.mu held.
 func (b *body) dropLocked(why error) {
 	b.t.costKept.Add(-int64(len(b.kept)))
 	b.kept, b.over = nil, why
 }
+
+// errBodyEnded is why a body that has ended keeps nothing more.
+var errBodyEnded = errors.New("pacehttp: the body has ended")
 
 // end reads the cost, if the whole body came, and releases the admission.
 func (b *body) end(whole bool) {
@@ -799,7 +802,9 @@ func (b *body) end(whole bool) {
 			default:
 				b.info.CostErr = fmt.Errorf("%w: the body was not read to its end", errNoCost)
 			}
-			b.dropLocked(nil)
+			// A Read still under way when Close ended the body keeps
+			// nothing of what it returns: nothing would give it back.
+			b.dropLocked(errBodyEnded)
 		}
 		if b.own {
 			b.a.Release()
