@@ -503,10 +503,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.listen(a, resp, info)
 	json := t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)
 	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
-		t.correct(req.Context(), &a, own, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
+		t.correct(req.Context(), &a, own, redirect, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
 	}
 	if own || json {
-		b := &body{ReadCloser: resp.Body, ctx: req.Context(), t: t, a: a, info: info, own: own, json: json}
+		b := &body{ReadCloser: resp.Body, ctx: req.Context(), t: t, a: a, info: info, own: own, hop: redirect, json: json}
 		resp.Body = b
 		if rw, ok := b.ReadCloser.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 			// An upgraded connection (a websocket): its body is the
@@ -608,8 +608,10 @@ func okStatus(code int) bool { return code >= 200 && code <= 299 }
 // correct reads the call's cost with cost into info and, if the
 // Transport admitted the call (own), corrects a; or records why it could
 // not. ctx, the request's, bounds the wait for a shared store's answer
-// (the store still records a correction whose caller is gone).
-func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own bool, info *Info, cost func() (int, error)) {
+// (the store still records a correction whose caller is gone). a goes
+// into info.Admission, unless it is a redirect's (hop) of a request its
+// caller admitted: Info.Admission stays the caller's.
+func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own, hop bool, info *Info, cost func() (int, error)) {
 	c, err := cost()
 	if err != nil {
 		info.CostErr = err
@@ -622,7 +624,9 @@ func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own bool
 			info.CostErr = err
 		}
 	}
-	info.Admission = *a
+	if !hop {
+		info.Admission = *a
+	}
 }
 
 // listen pauses admissions when resp asks for it, learns from it, and
@@ -741,6 +745,7 @@ type body struct {
 	a         throttle.Admission
 	info      *Info
 	own, json bool
+	hop       bool       // a is a redirect's, of a request its caller admitted (Info.Admission)
 	mu        sync.Mutex // guards kept and over: Close may come from another goroutine than Read
 	kept      []byte     // counted in t.costKept
 	over      error      // why the body is not kept: past maxCostBody, past maxCostBodies with the others, or ended
@@ -796,9 +801,9 @@ func (b *body) end(whole bool) {
 			defer b.mu.Unlock()
 			switch {
 			case b.over != nil:
-				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) { return 0, b.over })
+				b.t.correct(b.ctx, &b.a, b.own, b.hop, b.info, func() (int, error) { return 0, b.over })
 			case whole:
-				b.t.correct(b.ctx, &b.a, b.own, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
+				b.t.correct(b.ctx, &b.a, b.own, b.hop, b.info, func() (int, error) { return jsonCost(b.t.opts.CostFrom, b.kept) })
 			default:
 				b.info.CostErr = fmt.Errorf("%w: the body was not read to its end", errNoCost)
 			}

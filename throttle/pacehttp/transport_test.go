@@ -308,6 +308,54 @@ func TestTransportAdmitted(t *testing.T) {
 	})
 }
 
+// With CostFrom, a redirected request that its caller admitted still has
+// the caller's admission in Info.Admission once the cost is read: the
+// transport corrected the redirect's own admission and put it there, so a
+// caller that corrected and released Info.Admission, as its doc says,
+// corrected the redirect's call again (its own kept the estimate) and
+// released nothing (its slot stayed held).
+func TestTransportAdmittedRedirectKeepsCallersAdmission(t *testing.T) {
+	for _, src := range []string{"header:X-Tokens", "json:usage"} {
+		t.Run(src, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cs, _ := ParseCostSource(src)
+				lim := newLimiter(t, []throttle.Rule{{N: 100, Window: time.Hour, Cost: true}}, 1)
+				c, _ := client(lim, Options{CostFrom: cs}, func(req *http.Request) *http.Response {
+					if req.URL.Path == "/from" {
+						return response(req, http.StatusFound, "Location", "/to")
+					}
+					resp := response(req, 200, "X-Tokens", "7")
+					resp.Body = io.NopCloser(strings.NewReader(`{"usage":7}`))
+					return resp
+				})
+				a, err := lim.Admit(context.Background(), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				info := &Info{Admission: a}
+				req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/from", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if info.Admission != a || info.Cost != 7 {
+					t.Errorf("Info.Admission %+v, Cost %d; want the caller's %+v, and 7", info.Admission, info.Cost, a)
+				}
+				if err := info.Admission.Correct(context.Background(), info.Cost); err != nil {
+					t.Fatal(err)
+				}
+				info.Admission.Release()
+				// The redirect's call corrected to 7, the caller's to 7.
+				if st := lim.Stats(); st.InFlight != 0 || st.Rules[0].Used != 14 {
+					t.Errorf("in flight %d, cost counted %d; want 0 and 14 (two calls of 7)", st.InFlight, st.Rules[0].Used)
+				}
+			})
+		})
+	}
+}
+
 // A refusal asking for a pause longer than MaxServerPause pauses nothing
 // and says so; a spent quota on a success pauses for the longest allowed.
 func TestTransportPauseBounds(t *testing.T) {
