@@ -69,7 +69,10 @@ type Outcome struct {
 	// RetryAfter is the wait the server asked for, 0 if none.
 	RetryAfter time.Duration
 	// Policy holds the rules the server published with the response, and
-	// PolicyHeader the header they came from, for messages.
+	// PolicyHeader the header they came from, for messages. A rule that
+	// is not Valid, or not plausible (a window longer than
+	// MaxPolicyWindow, a rate more than MaxPolicySlowdown times slower
+	// than the caller's), is not adopted; Options.Hint is told why.
 	Policy       []throttle.Rule
 	PolicyHeader string
 }
@@ -400,6 +403,11 @@ func (l *Backend) publishedLocked(now time.Time, o Outcome) {
 
 // implausible says why a published rule is not to be believed, or "".
 func (l *Backend) implausible(r throttle.Rule) string {
+	if !r.Valid() {
+		// Not a rule at all: N 0 (or less) would hold every admission
+		// for good, a window of 0 (or less) divides by zero below.
+		return fmt.Sprintf("it is not a rule (want 1 <= N <= %d and a positive window)", throttle.MaxLimit)
+	}
 	if r.Window > MaxPolicyWindow {
 		return fmt.Sprintf("its window is longer than %s", formatDays(MaxPolicyWindow))
 	}

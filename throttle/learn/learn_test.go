@@ -3,6 +3,7 @@ package learn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -239,6 +240,42 @@ func TestLearnerRefusesImplausiblePolicy(t *testing.T) {
 	l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{ok}, PolicyHeader: "RateLimit-Policy"})
 	if got := l.Rules(); len(got) != 1 || got[0] != ok {
 		t.Errorf("rules = %v, want the plausible policy %v adopted", got, ok)
+	}
+}
+
+// A published rule that is not a rule at all (N below 1 or above
+// throttle.MaxLimit, a window of 0 or less), which a caller of Observe
+// may pass on from a server's headers, is not adopted: 0 per 0s held
+// every later admission until its context ended, MaxWait or not, and
+// without rules of the caller's nothing else was ignored either.
+func TestLearnerIgnoresInvalidPolicy(t *testing.T) {
+	for _, user := range [][]throttle.Rule{nil, {{N: 10, Window: time.Second}}} {
+		for _, bad := range []throttle.Rule{{N: 0, Window: 0}, {N: -5, Window: time.Second},
+			{N: 5, Window: -time.Second}, {N: throttle.MaxLimit + 1, Window: time.Second}} {
+			t.Run(fmt.Sprintf("user%d,N=%d,W=%v", len(user), bad.N, bad.Window), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var hints []string
+					l := New(mem(t, user...), user, Options{Adopt: true, MaxWait: time.Second, Hint: func(s string) { hints = append(hints, s) }})
+					a, err := l.Admit(context.Background(), 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{bad}, PolicyHeader: "RateLimit-Policy"})
+					if got := l.Rules(); len(got) != 0 {
+						t.Errorf("user rules %v: adopted %v from the published %v", user, got, bad)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					start := time.Now()
+					if _, err := l.Admit(ctx, 1); err != nil || time.Since(start) != 0 {
+						t.Errorf("user rules %v, published %v: Admit = %v after %v, want at once", user, bad, err, time.Since(start))
+					}
+					if len(hints) != 1 || !strings.Contains(hints[0], "ignores") {
+						t.Errorf("hints = %q, want one saying %v is ignored", hints, bad)
+					}
+				})
+			})
+		}
 	}
 }
 
