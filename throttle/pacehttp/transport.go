@@ -15,6 +15,9 @@
 // A request holds its admission, and the backend's in-flight slot, until
 // its response body is closed or read to its end; a caller that drops a
 // body without closing it keeps the slot, as it keeps the connection. A
+// response without a body (to a HEAD, a 204 or 304, a Content-Length of
+// 0) gives them back with its headers, as net/http gives back its
+// connection. A
 // request that upgrades its connection (101 Switching Protocols, such as
 // a websocket) is one admission; its body is the connection, an
 // io.ReadWriteCloser as net/http gives it, and it holds the slot until it
@@ -513,9 +516,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// connection, written to as well, and it holds the admission
 			// until it is closed.
 			resp.Body = &upgraded{body: b, w: rw}
+		} else if bodiless(req, resp) {
+			// The call has ended with its headers: net/http gives the
+			// connection back without a Close, and callers often leave
+			// it out (a HEAD).
+			b.end(true)
 		}
 	}
 	return resp, nil
+}
+
+// bodiless reports whether resp has no body to read: an answer to a HEAD,
+// a 204 or 304 (http.NoBody), or one of Content-Length 0 (HTTP/2's
+// empty body is not http.NoBody). An upgraded connection's body is the
+// connection.
+func bodiless(req *http.Request, resp *http.Response) bool {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return false
+	}
+	return resp.Body == http.NoBody || req.Method == http.MethodHead || resp.ContentLength == 0
 }
 
 // resendGuard admits each attempt after the first that the base

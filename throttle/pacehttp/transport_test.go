@@ -73,6 +73,54 @@ func TestTransportHoldsSlotUntilBodyEnds(t *testing.T) {
 	})
 }
 
+// A response that has no body (to a HEAD, a 204 or 304, a Content-Length
+// of 0) ends with its headers: net/http gives its connection back at
+// once, closed or not, and the Transport gives its slot back too. It kept
+// it until a Close that callers of HEAD often leave out: under a cap of
+// one, the next request waited forever. The bodies are as net/http's
+// HTTP/1 (http.NoBody) and HTTP/2 (an empty body of its own) transports
+// make them.
+func TestTransportBodilessResponseFreesSlot(t *testing.T) {
+	h2empty := io.NopCloser(strings.NewReader(""))
+	for _, tc := range []struct {
+		method string
+		code   int
+		length int64
+		body   io.ReadCloser
+		proto  string
+	}{
+		{"HEAD", 200, 100, http.NoBody, "HTTP/1"},
+		{"HEAD", 200, 100, h2empty, "HTTP/2"},
+		{"GET", 204, 0, http.NoBody, "HTTP/1"},
+		{"GET", 304, 0, http.NoBody, "HTTP/1"},
+		{"GET", 200, 0, http.NoBody, "HTTP/1"},
+		{"GET", 200, 0, h2empty, "HTTP/2"},
+	} {
+		name := fmt.Sprintf("%s %s %d, Content-Length %d", tc.proto, tc.method, tc.code, tc.length)
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lim := newLimiter(t, nil, 1)
+				c, _ := client(lim, Options{}, func(req *http.Request) *http.Response {
+					resp := response(req, tc.code)
+					resp.ContentLength, resp.Body = tc.length, tc.body
+					return resp
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				for i := range 3 {
+					req, _ := http.NewRequestWithContext(ctx, tc.method, "http://api.example/", nil)
+					if _, err := c.Do(req); err != nil { // the body is never closed
+						t.Fatalf("request %d: %v; in flight %d", i, err, lim.Stats().InFlight)
+					}
+				}
+				if st := lim.Stats(); st.InFlight != 0 {
+					t.Errorf("in flight = %d, want 0", st.InFlight)
+				}
+			})
+		})
+	}
+}
+
 // A request that fails in the base transport gives its slot back, and a
 // request whose admission fails is never sent.
 func TestTransportErrors(t *testing.T) {
