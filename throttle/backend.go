@@ -162,9 +162,13 @@ func (a *Admission) Release() {
 // costs. The past cannot be undone: a window that held more than N because
 // the estimate was low stays over, but nothing more is admitted into it
 // until it holds less than N again. A cost above MaxLimit counts as
-// MaxLimit, which fills any rule. Correct may come before or after
-// Release; it must not be called concurrently with itself for one
-// admission. A shared backend records the correction in its store: ctx
+// MaxLimit, which fills any rule. Correct sets a.Cost: unlike Release, it
+// is not meant for copies. A copy made before the correction still has the
+// old cost, and correcting it as well may count the difference again (the
+// in-memory Limiter does: a lower cost twice leaves the call counting for
+// less than it cost); correct one admission, and copy it afterwards.
+// Correct may come before or after Release; it must not be called
+// concurrently with itself for one admission. A shared backend records the correction in its store: ctx
 // bounds that wait (a Redis that does not answer is retried, as for
 // Admit), and if ctx ends first Correct returns its error and a.Cost is
 // left as it was, though the store may still record the correction.
