@@ -65,3 +65,27 @@ func noLooser(rules []throttle.Rule, perSecond float64) bool {
 	}
 	return len(rules) > 0
 }
+
+// A redirect that the http.Client follows reaches the server as a call of
+// its own, so the Transport admits it under the rules too: one Get, two
+// calls counted.
+func Example_redirect() {
+	mux := http.NewServeMux()
+	mux.Handle("/old", http.RedirectHandler("/new", http.StatusFound))
+	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "here") })
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	lim, _ := throttle.New(throttle.Options{Rules: []throttle.Rule{{N: 10, Window: time.Second}}})
+	client := &http.Client{Transport: pacehttp.New(lim, pacehttp.Options{})}
+	resp, err := client.Get(ts.URL + "/old")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.Request.URL.Path, "after", lim.Stats().Admitted, "calls")
+	// Output:
+	// /new after 2 calls
+}

@@ -12,6 +12,11 @@
 //	lim, _ := throttle.New(throttle.Options{Rules: rules})
 //	client := &http.Client{Transport: pacehttp.New(lim, pacehttp.Options{Learn: true})}
 //
+// Every request that reaches the server is a call the rules count: a
+// redirect that an http.Client follows goes through the Transport as a
+// request of its own and is admitted again, and so is an attempt that
+// net/http sends again on another connection (see Options.Base).
+//
 // A request holds its admission, and the backend's in-flight slot, until
 // its response body is closed or read to its end; a caller that drops a
 // body without closing it keeps the slot, as it keeps the connection. A
