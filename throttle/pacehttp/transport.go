@@ -104,7 +104,8 @@ type Options struct {
 	IgnoreServerLimits bool
 	// MaxServerPause is the longest pause a server may ask for. A refusal
 	// asking for longer pauses nothing (Info.PauseErr says so: the caller
-	// decides), unless CutServerPauses is set; rate-limit headers on a
+	// decides), unless CutServerPauses is set, but for its Retry-After when
+	// only its rate-limit headers asked for longer; rate-limit headers on a
 	// success asking for longer pause for MaxServerPause. It bounds the
 	// wait under the rules the server publishes (Adopt) too: a request
 	// they would hold longer is not sent, and RoundTrip returns a
@@ -663,7 +664,9 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 	}
 	var until time.Time
 	var reason string
-	backedOff := false // the pause is the transport's own backoff, not the server's word
+	backedOff := false    // the pause is the transport's own backoff, not the server's word
+	var raUntil time.Time // the pause a refusal's Retry-After (above 0) asks for
+	var raReason string
 	later := func(u time.Time, why string) {
 		if u.After(until) {
 			until, reason = u, why
@@ -693,7 +696,11 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 			// reset the rate-limit headers give further off is still
 			// the server's word.
 			backedOff = own && u.After(until)
-			later(u, fmt.Sprintf("%d Retry-After: %s", code, ra))
+			why := fmt.Sprintf("%d Retry-After: %s", code, ra)
+			if !own {
+				raUntil, raReason = u, why
+			}
+			later(u, why)
 		} else if until.IsZero() {
 			u, d := t.backoff(now)
 			later(u, fmt.Sprintf("%d without Retry-After: backoff %v", code, d))
@@ -710,9 +717,14 @@ func (t *Transport) listen(a throttle.Admission, resp *http.Response, info *Info
 				// has the pause cut.
 				info.PauseErr = &PauseTooLong{Asked: d, Reason: reason, Max: t.opts.MaxServerPause}
 				until = time.Time{}
-				if t.opts.CutServerPauses {
+				switch {
+				case t.opts.CutServerPauses:
 					until = now.Add(t.opts.MaxServerPause)
 					reason += fmt.Sprintf(" (cut to %v)", t.opts.MaxServerPause)
+				case raUntil.After(now) && raUntil.Sub(now) <= t.opts.MaxServerPause:
+					// The longer pause came from the rate-limit
+					// headers: the Retry-After, always honoured, holds.
+					until, reason = raUntil, raReason
 				}
 			} else {
 				// A body that came is kept; the pause (headers saying

@@ -443,6 +443,36 @@ func TestTransportPauseBounds(t *testing.T) {
 	})
 }
 
+// A refusal whose Retry-After is within MaxServerPause, but whose
+// rate-limit headers say the quota is spent for longer (GitHub's
+// secondary limits: Retry-After 60 and a reset up to an hour away), keeps
+// its Retry-After, which is always honoured; only the longer pause is the
+// caller's to decide (PauseErr). It paused nothing: every request went at
+// once into the refusals.
+func TestTransportRefusalKeepsItsRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, 0)
+		c, _ := client(lim, Options{MaxServerPause: time.Minute}, func(req *http.Request) *http.Response {
+			return response(req, 429, "Retry-After", "30", "RateLimit-Remaining", "0", "RateLimit-Reset", "3600")
+		})
+		info := &Info{}
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var long *PauseTooLong
+		if !errors.As(info.PauseErr, &long) || long.Asked != time.Hour {
+			t.Errorf("PauseErr %v; want a PauseTooLong of 1h", info.PauseErr)
+		}
+		want := time.Now().Add(30 * time.Second)
+		if st := lim.Stats(); !info.PauseUntil.Equal(want) || !st.PausedUntil.Equal(want) || !strings.Contains(info.PauseReason, "Retry-After: 30") {
+			t.Errorf("paused until %v (%q), backend until %v; want the Retry-After's %v", info.PauseUntil, info.PauseReason, st.PausedUntil, want)
+		}
+	})
+}
+
 // With CutServerPauses a refusal asking for more than MaxServerPause
 // pauses for MaxServerPause (a proxy cannot fail the request itself, and
 // the server's "stop" must not vanish), and still says what it asked.
