@@ -120,7 +120,7 @@ func (e *PolicyWaitTooLong) Error() string {
 // rules learned from the server. It is safe for concurrent use: callers
 // may admit concurrently (as with a backend that lets calls overtake);
 // those that wait on the learned rules are let through in the order they
-// came.
+// came. The zero value is not usable: make one with New.
 type Backend struct {
 	throttle.Backend
 	user []throttle.Rule // the caller's count rules

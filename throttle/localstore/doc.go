@@ -16,7 +16,8 @@
 //	               takes it exclusive, so it never resets a quota in use)
 //	NAME.slots/<i> slot i of the cap on calls in flight (GlobalJobs)
 //
-// NAME may hold only letters, digits, '.', '_' and '-'.
+// NAME may hold only letters, digits, '.', '_' and '-' (at most 128 of
+// them; not "." or "..").
 //
 // # Transactions
 //

@@ -37,7 +37,8 @@ type Options struct {
 	// Dir is the directory of the stores; empty means DefaultDir().
 	Dir string
 	// Key names the quota, and its files; empty means DefaultKey. It may
-	// hold only letters, digits, '.', '_' and '-'.
+	// hold only letters, digits, '.', '_' and '-', at most 128 of them, and
+	// may not be "." or "..".
 	Key string
 	// Rules are kept for every process sharing the quota. An empty set
 	// limits only the calls in flight (GlobalJobs).

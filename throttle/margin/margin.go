@@ -49,7 +49,8 @@ func (c Config) ForStore(store string) Config {
 	return c
 }
 
-// Tracker adapts a backend's margin. It is safe for concurrent use.
+// Tracker adapts a backend's margin. The zero value is not usable: make
+// one with New. It is safe for concurrent use.
 type Tracker struct {
 	b  throttle.Backend
 	mu sync.Mutex
