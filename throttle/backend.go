@@ -145,6 +145,7 @@ func init() {
 		return Admission{At: at, Cost: cost, Waited: waited, Latency: latency, owner: o, handle: handle, id: id, local: time.Now().Add(-latency)}
 	}
 	link.HandleOf = func(a Admission) (link.Owner, uint64) { return a.owner, a.handle }
+	link.IdentityOf = func(a Admission) (link.Owner, uint64, uint64, time.Time) { return a.owner, a.handle, a.id, a.local }
 }
 
 // Release gives back the in-flight slot the call held. Calling it again,

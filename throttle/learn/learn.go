@@ -135,7 +135,10 @@ type Backend struct {
 	adopted      []throttle.Rule // the rules the server published, adopted
 	policyHeader string          // the header adopted came from
 	published    []throttle.Rule // the latest rules the server published
-	recent       []call          // admissions, by instant, within the longest window
+	recent       []call          // admissions, by instant, within the longest window (history.go)
+	kinds        []kind          // the kinds of admissions in recent, each once
+	kindIndex    map[kind]uint32 // kinds by value: their index in kinds
+	lastKind     uint32          // the index of the kind last met
 	reserved     int             // admissions checked against the rules, not yet recorded
 	refusals     int
 	firstRule    throttle.Rule // the first rule inferred, for the report
@@ -145,18 +148,11 @@ type Backend struct {
 	raised       bool          // the inferred rule was raised, and no refusal came since
 	backoff      int           // the quiet stretch before a raise, in recoverWindows windows
 	hinted       map[string]bool
-	ruleSince    time.Time     // when the learned rules last changed
+	ruleSince    int64         // when the learned rules last changed (instant)
 	waits        int64         // admissions that waited on the learned rules
 	waitTime     time.Duration // how long, in all
 	closed       chan struct{} // closed by Close: wakes admissions waiting on the learned rules
 	closeOnce    sync.Once
-}
-
-// call is one admission the learner recorded, by this process's clock.
-type call struct {
-	at      time.Time
-	adm     throttle.Admission
-	refused bool
 }
 
 // New returns a learner in front of b, for the caller's rules (of which it
@@ -201,7 +197,7 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 		default:
 		}
 		l.mu.Lock()
-		now := time.Now()
+		now := instant(time.Now())
 		d, wake := l.delayLocked(now)
 		if d > l.opts.MaxWait && l.opts.MaxWait > 0 && wake == nil {
 			if r, w := delayUnder(l.adopted, l.recent, l.reserved, l.margin, now); w > l.opts.MaxWait {
@@ -252,7 +248,7 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 		l.waitTime += waited
 		a.Waited += waited
 	}
-	l.insertLocked(call{at: now, adm: a})
+	l.insertLocked(call{at: instant(now), adm: l.keyLocked(a, true)})
 	l.mu.Unlock()
 	// The backend recorded the call before it returned: the time since,
 	// spent here (waiting for the lock, above all, which a busy machine
@@ -265,7 +261,7 @@ func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, erro
 // rules, counting the reservations as calls made now; 0 if it may go. When
 // the reservations alone fill a rule, it returns a channel closed when one
 // ends. Requires l.mu held.
-func (l *Backend) delayLocked(now time.Time) (time.Duration, <-chan struct{}) {
+func (l *Backend) delayLocked(now int64) (time.Duration, <-chan struct{}) {
 	for _, r := range l.rules {
 		if r.N-l.reserved-1 < 0 {
 			return time.Hour, l.changed
@@ -275,11 +271,11 @@ func (l *Backend) delayLocked(now time.Time) (time.Duration, <-chan struct{}) {
 	return most, nil
 }
 
-// delayUnder returns how long a call at now must wait for rules, given
+// delayUnder returns how long a call at now (an instant) must wait for rules, given
 // the calls recorded (recent, in order), the reservations counted as
 // calls made now and the margin, and the rule that holds it longest. A
 // rule the reservations alone fill counts for nothing here.
-func delayUnder(rules []throttle.Rule, recent []call, reserved int, margin time.Duration, now time.Time) (throttle.Rule, time.Duration) {
+func delayUnder(rules []throttle.Rule, recent []call, reserved int, margin time.Duration, now int64) (throttle.Rule, time.Duration) {
 	var most time.Duration
 	var which throttle.Rule
 	for _, r := range rules {
@@ -295,7 +291,7 @@ func delayUnder(rules []throttle.Rule, recent []call, reserved int, margin time.
 				continue
 			}
 			if k == room {
-				if d := c.at.Add(r.Window + margin).Sub(now); d > most {
+				if d := time.Duration(c.at-now) + r.Window + margin; d > most {
 					most, which = d, r
 				}
 				break
@@ -310,7 +306,7 @@ func delayUnder(rules []throttle.Rule, recent []call, reserved int, margin time.
 // more. Requires l.mu held.
 func (l *Backend) insertLocked(c call) {
 	i := len(l.recent)
-	for i > 0 && l.recent[i-1].at.After(c.at) {
+	for i > 0 && l.recent[i-1].at > c.at {
 		i--
 	}
 	if n := len(l.recent); n == cap(l.recent) && n < recentCap {
@@ -335,11 +331,12 @@ func (l *Backend) insertLocked(c call) {
 	n := len(l.recent)
 	last := l.recent[n-1].at
 	cut := max(n-maxRecent, 0)
-	cut += sort.Search(n-cut, func(j int) bool { return last.Sub(l.recent[cut+j].at) <= keep })
+	cut += sort.Search(n-cut, func(j int) bool { return time.Duration(last-l.recent[cut+j].at) <= keep })
 	// Dropped a quarter at a time, so that the slice is not shifted at
 	// every call; the few old calls left count for nothing.
 	if cut > 0 && cut >= len(l.recent)/4 {
 		l.recent = slices.Delete(l.recent, 0, cut)
+		l.forgetKindsLocked()
 	}
 }
 
@@ -445,12 +442,12 @@ func (l *Backend) refusedLocked(now time.Time, a throttle.Admission, retryAfter 
 	prev := l.lastRefusal
 	l.lastRefusal = now
 	l.retryAfter = retryAfter
-	i := slices.IndexFunc(l.recent, func(c call) bool { return same(c.adm, a) })
+	i := l.indexLocked(a)
 	if i < 0 || a.At.IsZero() {
 		return // admitted too long ago to say anything
 	}
 	l.recent[i].refused = true
-	if l.inferred != nil && l.recent[i].at.After(l.ruleSince) {
+	if l.inferred != nil && l.recent[i].at > l.ruleSince {
 		l.probeRefusedLocked()
 		// Refused under the learned rule: lower it by a quarter.
 		n := max(1, l.inferred.N-max(1, l.inferred.N/4))
@@ -486,14 +483,14 @@ func (l *Backend) refusedLocked(now time.Time, a throttle.Admission, retryAfter 
 	// arrive in another order than they were admitted make the first
 	// refusal a poor count.
 	n, lo := 0, 0
-	var accepted []time.Time
+	var accepted []int64
 	for _, c := range l.recent {
 		if !c.refused {
 			accepted = append(accepted, c.at)
 		}
 	}
 	for hi, t := range accepted {
-		for !accepted[lo].After(t.Add(-w)) {
+		for accepted[lo] <= t-int64(w) {
 			lo++
 		}
 		n = max(n, hi-lo+1)
@@ -536,14 +533,6 @@ func (l *Backend) probeRefusedLocked() {
 	}
 }
 
-// same reports whether a and b are copies of one admission: equal but
-// for a cost corrected since, and the latency Admit added after it kept
-// its copy.
-func same(a, b throttle.Admission) bool {
-	b.Cost, b.Latency = a.Cost, a.Latency
-	return a == b
-}
-
 // fleetCountLocked estimates how many calls the server accepted in a
 // window w across the fleet, when the backend is shared with other
 // processes, from n, this process's own: the backend reports how many
@@ -566,7 +555,7 @@ func (l *Backend) fleetCountLocked(n int, w time.Duration) int {
 	last := l.recent[len(l.recent)-1].at
 	own := 0
 	for _, c := range l.recent {
-		if c.at.After(last.Add(-w)) {
+		if c.at > last-int64(w) {
 			own++
 		}
 	}
@@ -633,7 +622,7 @@ func (l *Backend) tighter(rule throttle.Rule) bool {
 // Requires l.mu held.
 func (l *Backend) rebuildLocked(now time.Time) {
 	l.rules = l.rulesLocked()
-	l.ruleSince = now
+	l.ruleSince = instant(now)
 }
 
 // Rules returns the rules learned from the server now: adopted and

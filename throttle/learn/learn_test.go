@@ -118,7 +118,7 @@ func TestLearnerConcurrentAdmissions(t *testing.T) {
 
 		var mu sync.Mutex
 		calls := []throttle.Call{{At: first.At, Cost: 1}}
-		refused := map[throttle.Admission]bool{}
+		refused := map[throttle.Admission]bool{first: false} // every admission: whether the server refused it
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
@@ -139,6 +139,7 @@ func TestLearnerConcurrentAdmissions(t *testing.T) {
 						// server did not count it, and the learner
 						// stops counting it once it knows.
 						calls = append(calls, throttle.Call{At: a.At, Cost: 1})
+						refused[a] = false
 					}
 					mu.Unlock()
 					a.Release()
@@ -157,9 +158,12 @@ func TestLearnerConcurrentAdmissions(t *testing.T) {
 		if len(l.recent) != workers*each+1 {
 			t.Errorf("learner recorded %d admissions, want %d", len(l.recent), workers*each+1)
 		}
-		for _, c := range l.recent {
-			if c.refused != refused[c.adm] {
-				t.Errorf("admission at %v: refused = %v, want %v (a refusal charged to another call)", c.adm.At, c.refused, refused[c.adm])
+		for a, want := range refused {
+			i := l.indexLocked(a)
+			if i < 0 {
+				t.Errorf("admission at %v not recorded", a.At)
+			} else if l.recent[i].refused != want {
+				t.Errorf("admission at %v: refused = %v, want %v (a refusal charged to another call)", a.At, l.recent[i].refused, want)
 			}
 		}
 	})
@@ -439,10 +443,10 @@ func BenchmarkAdmitPastMaxRecent(b *testing.B) {
 // holds, and keeps the latest maxRecent calls in order.
 func TestRecentGrowsByDoubling(t *testing.T) {
 	l := New(nil, nil, Options{})
-	t0 := time.Unix(1_000_000, 0)
+	t0 := instant(time.Unix(1_000_000, 0))
 	grows, last := 0, -1
 	for k := range 3 * recentCap {
-		l.insertLocked(call{at: t0.Add(time.Duration(k) * time.Millisecond)})
+		l.insertLocked(call{at: t0 + int64(k)*int64(time.Millisecond)})
 		if c := cap(l.recent); c != last {
 			grows++
 			last = c
@@ -458,11 +462,11 @@ func TestRecentGrowsByDoubling(t *testing.T) {
 		t.Errorf("len(recent) = %d, want at least %d", len(l.recent), maxRecent)
 	}
 	for i := 1; i < len(l.recent); i++ {
-		if l.recent[i].at.Before(l.recent[i-1].at) {
+		if l.recent[i].at < l.recent[i-1].at {
 			t.Fatalf("recent[%d] before recent[%d]", i, i-1)
 		}
 	}
-	if got, want := l.recent[len(l.recent)-1].at, t0.Add(time.Duration(3*recentCap-1)*time.Millisecond); !got.Equal(want) {
+	if got, want := l.recent[len(l.recent)-1].at, t0+int64(3*recentCap-1)*int64(time.Millisecond); got != want {
 		t.Errorf("latest call at %v, want %v", got, want)
 	}
 }

@@ -40,3 +40,12 @@ var NewAdmission any
 //
 // returning an admission's owner and the handle its Release gives back.
 var HandleOf any
+
+// IdentityOf is set by package throttle to a
+//
+//	func(throttle.Admission) (o Owner, handle, id uint64, local time.Time)
+//
+// returning what an admission carries besides its exported fields: with
+// them, what tells two admissions apart (the learner finds the one the
+// server refused by them).
+var IdentityOf any
