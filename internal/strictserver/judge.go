@@ -126,14 +126,15 @@ func judgeRefusal(rules []throttle.Rule, margin time.Duration, accepted []Sent, 
 			late = pick(late, s, func(a, b Sent) bool { return a.lag() > b.lag() })
 		}
 		admitted, arrived := last.Admitted.Sub(first.Admitted), b.Arrived.Sub(group[len(group)-1].Arrived)
+		us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 		if admitted < r.Window+margin {
 			return fmt.Sprintf("%s refused by %v: it and the %d calls the server counted before it were admitted within %v, less than the window plus the margin %v",
-				b.Name, r, len(group)-1, admitted, r.Window+margin), nil
+				b.Name, r, len(group)-1, us(admitted), r.Window+margin), nil
 		}
 		excuses = append(excuses, fmt.Sprintf("%s refused by %v: it and the %d calls the server counted before it were admitted over %v (the window plus %v, the margin %v) but arrived within %v; "+
 			"their lags ran from %v (%s) to %v (%s), %v apart, more than the margin",
-			b.Name, r, len(group)-1, admitted, admitted-r.Window, margin, arrived,
-			early.lag(), early.Name, late.lag(), late.Name, late.lag()-early.lag()))
+			b.Name, r, len(group)-1, us(admitted), us(admitted-r.Window), margin, us(arrived),
+			us(early.lag()), early.Name, us(late.lag()), late.Name, us(late.lag()-early.lag())))
 	}
 	return "", excuses
 }
