@@ -981,41 +981,75 @@ func TestFetchConnectionReset(t *testing.T) {
 
 // TestFetchKeepsRulesAgainstStrictServer is the accuracy scenario scaled
 // down: 30 URLs under 5/250ms and 12/750ms, 4 in flight, with a margin
-// for loopback jitter. The strict server must refuse nothing, and the run
-// cannot beat the fastest legal schedule.
+// for loopback jitter, against a strict server in this process. Every URL
+// is sent once. The admissions keep every rule widened by the margin, and
+// the run cannot beat the fastest legal schedule. The server refuses
+// nothing that pace's decisions explain: a refusal is excused (and
+// logged) only when the calls it counted were admitted the window plus
+// the margin apart and their lags, arrival at the server less admission
+// on the one clock they share, differ by more than the margin. Under -race
+// on a loaded machine (load 12 on 2 cores) the server's handlers run tens
+// of milliseconds late, which no fixed margin covers.
 func TestFetchKeepsRulesAgainstStrictServer(t *testing.T) {
 	t.Parallel() // real time, mostly waiting
 	if testing.Short() {
 		t.Skip("takes 2s")
 	}
 	rules := []throttle.Rule{{N: 5, Window: 250 * time.Millisecond}, {N: 12, Window: 750 * time.Millisecond}}
-	ss, err := strictserver.New(strictserver.Options{Rules: rules})
+	ss, err := strictserver.New(strictserver.Options{Rules: rules, Record: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := serve(t, ss)
-	// The server runs in this process: under -race on a loaded machine its
-	// handlers are scheduled tens of milliseconds late, which 25ms did not
-	// always cover (1-3 refusals in 20 runs).
 	const margin = 80 * time.Millisecond
 	lim, err := throttle.New(throttle.Options{Rules: rules, MaxInFlight: 4, Margin: margin})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	admitted := map[string]time.Time{} // by path
 	e := newFetch(t, Options{Backend: lim})
-	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e}, nItemsURL(srv.URL, 30)...)
+	done := runPool(t, runner.Options{Jobs: 4, Limiter: lim, Executor: e, OnEvent: func(ev runner.Event) {
+		if ev.Kind == runner.JobStarted {
+			mu.Lock()
+			admitted["/"+strconv.FormatInt(ev.Job.Seq, 10)] = ev.Admission.At
+			mu.Unlock()
+		}
+	}}, nItemsURL(srv.URL, 30)...)
+
 	st := ss.Stats()
-	if st.Refused != 0 || st.Accepted != 30 || len(done) != 30 {
-		t.Errorf("server accepted %d, refused %d, %d items done; want 30, 0, 30", st.Accepted, st.Refused, len(done))
+	reqs := ss.Requests()
+	if len(done) != 30 || len(reqs) != 30 || st.Accepted+st.Refused != 30 {
+		t.Fatalf("%d items done, the server saw %d requests (%d accepted, %d refused); want 30 of each, every URL once", len(done), len(reqs), st.Accepted, st.Refused)
+	}
+	sent := make([]strictserver.Sent, len(reqs))
+	for i, r := range reqs {
+		at, ok := admitted[r.Path]
+		if !ok {
+			t.Fatalf("the server saw %s, which no job admitted", r.Path)
+		}
+		delete(admitted, r.Path) // each URL once
+		sent[i] = strictserver.Sent{Name: r.Path, Admitted: at, Arrived: r.At, Cost: 1, Refused: r.Outcome == "refused"}
+	}
+	v := strictserver.Judge(rules, margin, sent)
+	for _, f := range v.Faults {
+		t.Error(f)
+	}
+	for _, x := range v.Excused {
+		t.Logf("excused by the machine (%s): %s", loadAvg(), x)
 	}
 	for _, c := range throttle.Check(rules, calls1(ss.Arrivals()...)) {
 		if c.Violations > 0 {
 			t.Errorf("rule %v: %d violations on arrival", c.Rule, c.Violations)
 		}
 	}
+	// Sanity bounds: no faster than the fastest legal schedule, not
+	// grossly slower. A refusal pauses admissions (the backoff), which
+	// the bound adds.
 	fastest := fastest(rules, 30, 4, 0)
-	if ms := st.Makespan(); ms < fastest || ms > fastest+7*margin+time.Second {
-		t.Errorf("makespan %v, want between %v and about %v + 7×margin", ms, fastest, fastest)
+	slowest := fastest + 7*margin + time.Second + lim.Stats().PauseWaitTime
+	if ms := st.Makespan(); st.Refused == 0 && ms < fastest || ms > slowest {
+		t.Errorf("makespan %v, want between %v and about %v", ms, fastest, slowest)
 	}
 }
 
@@ -1075,4 +1109,13 @@ func fastest(rules []throttle.Rule, n, jobs int, runtime time.Duration) time.Dur
 	t0 := time.Unix(0, 0)
 	at := throttle.Plan(rules, nil, costs, t0, jobs, runtime)
 	return at[len(at)-1].Sub(t0)
+}
+
+// loadAvg returns the load averages, for a log line, or "load unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return "load " + strings.Join(f[:3], " ")
+	}
+	return "load unknown"
 }
