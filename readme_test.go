@@ -2,20 +2,29 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pace-cli/pace/internal/joblog"
+	"github.com/pace-cli/pace/internal/strictserver"
 )
 
 // TestNewcomerPath walks the README as a newcomer would, on a clean clone
 // of the committed tree: the first command it shows (build, then the
 // sample run), then the "Tokens per minute" example against the stand-in
 // server, each run exactly as written (but for the server's port, which is
-// chosen free). It needs git and a checkout; -short skips it.
+// chosen free, and the records the tokens example is judged by: pace's
+// job log and the server's requests). It needs git and a checkout; -short
+// skips it.
 //
 // The two run side by side, each in a clone of its own: they spend most
 // of their time waiting on their rules (7s and 17s), not on a CPU. Their
@@ -75,25 +84,118 @@ func TestNewcomerPath(t *testing.T) {
 		if !strings.Contains(tokens, "8765") {
 			t.Fatalf("the Tokens per minute example no longer uses port 8765:\n%s", tokens)
 		}
-		// The stand-in server shares the machine with pace and with the
-		// rest of the suite: at a load of 5 on 2 cores it once refused 2
-		// of the 40, its own handlers starved as long as pace's margin. A
-		// refusal that is pace's comes again; one of a starved server
-		// seldom does. So a run with refusals is run once more, and only a
-		// second one fails.
-		for attempt := 1; ; attempt++ {
-			out := run(t, dir, env, strings.ReplaceAll(tokens, "8765", strconv.Itoa(freePort(t))))
-			if strings.Contains(out, `"accepted":40,"refused":0`) {
-				break
+		// Run as written, but for two records: the job log (each call's
+		// admission instant) and the server's requests (each arrival),
+		// both outside the clone, on the one clock of this machine.
+		logs := t.TempDir()
+		jobLog, requests := filepath.Join(logs, "jobs.log"), filepath.Join(logs, "requests")
+		script := strings.ReplaceAll(tokens, "8765", strconv.Itoa(freePort(t)))
+		for _, r := range [][2]string{{"./pace fetch ", "./pace fetch --joblog '" + jobLog + "' "}, {"bin/strictd -addr ", "bin/strictd -requests '" + requests + "' -addr "}} {
+			if !strings.Contains(script, r[0]) {
+				t.Fatalf("the Tokens per minute example no longer runs %q:\n%s", r[0], tokens)
 			}
-			if attempt == 2 {
-				t.Errorf("the stand-in server did not accept all 40 calls and refuse none, twice:\n%s", out)
-				break
-			}
-			t.Logf("the stand-in server did not accept all 40 calls and refuse none (load %s); once more:\n%s", loadAvg(), out)
+			script = strings.Replace(script, r[0], r[1], 1)
 		}
+		out := run(t, dir, env, script)
+		judgeTokens(t, out, jobLog, requests)
 		checkClean(t, dir)
 	})
+}
+
+// judgeTokens checks the Tokens per minute example's run: every prompt
+// accepted exactly once, each refused attempt tried again, and no refusal
+// that pace's decisions explain. The stand-in server shares the machine
+// with pace and the rest of the suite, and at a load of 5 on 2 cores its
+// handlers were seen starved longer than pace's margin: such a refusal is
+// logged, with the lags that explain it, not failed. pace fetch's margin
+// adapts, and is never below its least, 10ms (cmd's defaultFetchMargin;
+// docs/design.md): the admissions must keep every rule widened by that,
+// less the microsecond to which the job log keeps them.
+func judgeTokens(t *testing.T, out, jobLog, requests string) {
+	t.Helper()
+	const prompts, least = 40, 10 * time.Millisecond
+	var st struct{ Accepted, Refused int }
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, `{"accepted":`) {
+			if err := json.Unmarshal([]byte(line), &st); err != nil {
+				t.Fatalf("strictd's counts %q: %v", line, err)
+			}
+		}
+	}
+	b, err := os.ReadFile(jobLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jl, err := joblog.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", jobLog, err)
+	}
+	if len(jl.Rules) != 2 {
+		t.Fatalf("%s: rules %v in its header, want the example's two", jobLog, jl.Rules)
+	}
+	// Each prompt's attempts, in the order they were admitted.
+	attempts := map[string][]joblog.Entry{}
+	for _, e := range jl.Entries {
+		id := idOf(t, strings.TrimPrefix(e.Command, "GET "))
+		attempts[id] = append(attempts[id], e)
+	}
+	for _, es := range attempts {
+		slices.SortFunc(es, func(a, b joblog.Entry) int { return a.Start.Compare(b.Start) })
+	}
+	b, err = os.ReadFile(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []strictserver.Sent
+	accepted := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if len(f) != 3 || err != nil {
+			t.Fatalf("%s: bad line %q", requests, line)
+		}
+		id := idOf(t, f[2])
+		if len(attempts[id]) == 0 {
+			t.Fatalf("the server saw %s more often than the job log records its attempts", f[2])
+		}
+		e := attempts[id][0]
+		attempts[id] = attempts[id][1:]
+		if f[1] == "accepted" {
+			accepted[id]++
+		}
+		sent = append(sent, strictserver.Sent{Name: "prompt " + id, Admitted: e.Start, Arrived: time.Unix(0, ns), Cost: e.Cost(), Refused: f[1] == "refused"})
+	}
+	for id, es := range attempts {
+		if len(es) > 0 {
+			t.Errorf("prompt %s: %d attempts in the job log that the server never saw", id, len(es))
+		}
+	}
+	if len(accepted) != prompts || st.Accepted != prompts || st.Refused != len(sent)-prompts {
+		t.Errorf("the server accepted %d calls of %d prompts and refused %d, of %d it saw; want each of the %d accepted once, each refusal tried again:\n%s",
+			st.Accepted, len(accepted), st.Refused, len(sent), prompts, out)
+	}
+	for id, n := range accepted {
+		if n != 1 {
+			t.Errorf("prompt %s accepted %d times, want once", id, n)
+		}
+	}
+	v := strictserver.Judge(jl.Rules, least-time.Microsecond, sent)
+	for _, f := range v.Faults {
+		t.Error(f)
+	}
+	for _, x := range v.Excused {
+		t.Logf("excused by the machine (load %s): %s", loadAvg(), x)
+	}
+}
+
+// idOf returns the id= of a Tokens per minute example's URL or path.
+func idOf(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil || !u.Query().Has("id") {
+		t.Fatalf("%q: want a URL with an id: %v", rawURL, err)
+	}
+	return u.Query().Get("id")
 }
 
 // cleanClone clones the committed tree into a new directory and returns
