@@ -25,6 +25,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/redistest"
 	"github.com/pace-cli/pace/internal/strictserver"
 	"github.com/pace-cli/pace/internal/tcptest"
@@ -41,7 +42,8 @@ import (
 //	                  [-reset N] [-headers ietf|x] [-delay 10ms]
 //
 // Besides the strict server's own paths it serves, without counting them
-// as arrivals: /_stats (its counts as JSON, for serverstats), /_headers
+// as arrivals: /_stats (its counts as JSON, for serverstats), /_requests
+// (each request's arrival, outcome and path, for judge), /_headers
 // (the request's headers, one "Name: value" per line, sorted), /_deny
 // (401, echoing the Authorization header), /_body
 // (method and body), /_big/N (N bytes) and /_stall/... (64 KiB, then
@@ -76,6 +78,7 @@ func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("strictserver: -headers %q, want ietf or x", *headers)
 	}
+	o.Record = true // for judge
 	ss, err := strictserver.New(o)
 	ts.Check(err)
 	var stalled atomic.Int64 // requests to /_stall/ the server is holding
@@ -88,6 +91,11 @@ func cmdStrictserver(ts *testscript.TestScript, neg bool, args []string) {
 			cost += int64(c.Cost)
 		}
 		json.NewEncoder(w).Encode(map[string]int64{"accepted": st.Accepted, "refused": st.Refused, "reset": st.Reset, "cost": cost, "stalled": stalled.Load()})
+	})
+	mux.HandleFunc("/_requests", func(w http.ResponseWriter, _ *http.Request) {
+		for _, r := range ss.Requests() {
+			fmt.Fprintf(w, "%d %s %s\n", r.At.UnixNano(), r.Outcome, r.Path)
+		}
 	})
 	mux.HandleFunc("/_headers", func(w http.ResponseWriter, r *http.Request) {
 		var lines []string
@@ -191,6 +199,82 @@ func cmdServerstats(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("server: %s", strings.Join(diffs, "; "))
 	case neg && len(diffs) == 0:
 		ts.Fatalf("server counts %v match, want a difference", st)
+	}
+}
+
+// cmdJudge judges a strictserver's refusals by the job logs of the runs
+// that called it (strictserver.Judge): the admissions must keep every rule
+// widened by MARGIN (the runs' --margin, or their adaptive margin's
+// least), and a refusal fails the script unless lags more than MARGIN
+// apart explain it; such a refusal is logged with its numbers.
+//
+//	judge NAME MARGIN JOBLOG...
+//
+// Each row's call is the request whose path follows $NAME in its command,
+// rows and requests of one path paired in the order of admission and of
+// arrival: every request the server saw needs a row, every row a request.
+func cmdJudge(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: judge NAME MARGIN JOBLOG...")
+	}
+	base := ts.Getenv(args[0])
+	margin, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	var rules []throttle.Rule
+	rows := map[string][]joblog.Entry{} // by path
+	for _, name := range args[2:] {
+		jl, err := joblog.Read(strings.NewReader(ts.ReadFile(name)))
+		ts.Check(err)
+		if rules == nil {
+			rules = jl.Rules
+		}
+		for _, e := range jl.Entries {
+			_, path, ok := strings.Cut(e.Command, base)
+			if !ok {
+				ts.Fatalf("%s: row %d calls no $%s: %s", name, e.Seq, args[0], e.Command)
+			}
+			path, _, _ = strings.Cut(path, " ")
+			rows[path] = append(rows[path], e)
+		}
+	}
+	if len(rules) == 0 {
+		ts.Fatalf("%s: no rules in its header", args[2])
+	}
+	for _, es := range rows {
+		slices.SortStableFunc(es, func(a, b joblog.Entry) int { return a.Start.Compare(b.Start) })
+	}
+	resp, err := http.Get(base + "/_requests")
+	ts.Check(err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ts.Check(err)
+	var sent []strictserver.Sent
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue // none
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		ts.Check(err)
+		if len(rows[f[2]]) == 0 {
+			ts.Fatalf("the server saw %s %s with no job log row left for it", f[2], f[1])
+		}
+		e := rows[f[2]][0]
+		rows[f[2]] = rows[f[2]][1:]
+		sent = append(sent, strictserver.Sent{Name: f[2], Admitted: e.Start, Arrived: time.Unix(0, ns), Cost: e.Cost(), Refused: f[1] == "refused"})
+	}
+	for path, es := range rows {
+		if len(es) > 0 {
+			ts.Fatalf("%s: %d job log rows the server never saw", path, len(es))
+		}
+	}
+	// Job logs keep admissions to the microsecond.
+	v := strictserver.Judge(rules, margin-time.Microsecond, sent)
+	for _, x := range v.Excused {
+		ts.Logf("excused by the machine: %s", x)
+	}
+	if len(v.Faults) > 0 {
+		ts.Fatalf("pace's admissions explain what the server saw:\n%s", strings.Join(v.Faults, "\n"))
 	}
 }
 

@@ -117,6 +117,7 @@ func TestScripts(t *testing.T) {
 			"stopped":      cmdStopped,      // script_cmds_test.go
 			"strictserver": cmdStrictserver, // fetch_test.go
 			"serverstats":  cmdServerstats,
+			"judge":        cmdJudge,
 			"waitstalled":  cmdWaitstalled,
 			"redis":        cmdRedis, // redis_test.go
 		},
