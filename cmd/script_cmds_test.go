@@ -221,34 +221,24 @@ func cmdJudge(ts *testscript.TestScript, neg bool, args []string) {
 	margin, err := time.ParseDuration(args[1])
 	ts.Check(err)
 	var rules []throttle.Rule
-	rows := map[string][]joblog.Entry{} // by path
+	var rows []joblog.Entry
 	for _, name := range args[2:] {
 		jl, err := joblog.Read(strings.NewReader(ts.ReadFile(name)))
 		ts.Check(err)
 		if rules == nil {
 			rules = jl.Rules
 		}
-		for _, e := range jl.Entries {
-			_, path, ok := strings.Cut(e.Command, base)
-			if !ok {
-				ts.Fatalf("%s: row %d calls no $%s: %s", name, e.Seq, args[0], e.Command)
-			}
-			path, _, _ = strings.Cut(path, " ")
-			rows[path] = append(rows[path], e)
-		}
+		rows = append(rows, jl.Entries...)
 	}
 	if len(rules) == 0 {
 		ts.Fatalf("%s: no rules in its header", args[2])
-	}
-	for _, es := range rows {
-		slices.SortStableFunc(es, func(a, b joblog.Entry) int { return a.Start.Compare(b.Start) })
 	}
 	resp, err := http.Get(base + "/_requests")
 	ts.Check(err)
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	ts.Check(err)
-	var sent []strictserver.Sent
+	var reqs []strictserver.Request
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 {
@@ -256,26 +246,52 @@ func cmdJudge(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ns, err := strconv.ParseInt(f[0], 10, 64)
 		ts.Check(err)
-		if len(rows[f[2]]) == 0 {
-			ts.Fatalf("the server saw %s %s with no job log row left for it", f[2], f[1])
-		}
-		e := rows[f[2]][0]
-		rows[f[2]] = rows[f[2]][1:]
-		sent = append(sent, strictserver.Sent{Name: f[2], Admitted: e.Start, Arrived: time.Unix(0, ns), Cost: e.Cost(), Refused: f[1] == "refused"})
+		reqs = append(reqs, strictserver.Request{At: time.Unix(0, ns), Outcome: f[1], Path: f[2]})
 	}
-	for path, es := range rows {
-		if len(es) > 0 {
-			ts.Fatalf("%s: %d job log rows the server never saw", path, len(es))
-		}
-	}
-	// Job logs keep admissions to the microsecond.
-	v := strictserver.Judge(rules, margin-time.Microsecond, sent)
+	v, err := judgeRows(rules, margin, base, rows, reqs)
+	ts.Check(err)
 	for _, x := range v.Excused {
 		ts.Logf("excused by the machine: %s", x)
 	}
 	if len(v.Faults) > 0 {
 		ts.Fatalf("pace's admissions explain what the server saw:\n%s", strings.Join(v.Faults, "\n"))
 	}
+}
+
+// judgeRows pairs job log rows with the requests a strict server at base
+// saw (a row's call is the request whose path follows base in its
+// command; rows and requests of one path paired in order of admission and
+// of arrival) and judges them (strictserver.Judge) against margin, less
+// the microsecond to which job logs keep admissions. Every request needs
+// a row and every row a request.
+func judgeRows(rules []throttle.Rule, margin time.Duration, base string, rows []joblog.Entry, reqs []strictserver.Request) (strictserver.Verdict, error) {
+	byPath := map[string][]joblog.Entry{}
+	for _, e := range rows {
+		_, path, ok := strings.Cut(e.Command, base)
+		if !ok {
+			return strictserver.Verdict{}, fmt.Errorf("job log row %d calls no %s: %s", e.Seq, base, e.Command)
+		}
+		path, _, _ = strings.Cut(path, " ")
+		byPath[path] = append(byPath[path], e)
+	}
+	for _, es := range byPath {
+		slices.SortStableFunc(es, func(a, b joblog.Entry) int { return a.Start.Compare(b.Start) })
+	}
+	var sent []strictserver.Sent
+	for _, r := range reqs {
+		if len(byPath[r.Path]) == 0 {
+			return strictserver.Verdict{}, fmt.Errorf("the server saw %s (%s) with no job log row left for it", r.Path, r.Outcome)
+		}
+		e := byPath[r.Path][0]
+		byPath[r.Path] = byPath[r.Path][1:]
+		sent = append(sent, strictserver.Sent{Name: r.Path, Admitted: e.Start, Arrived: r.At, Cost: e.Cost(), Refused: r.Outcome == "refused"})
+	}
+	for path, es := range byPath {
+		if len(es) > 0 {
+			return strictserver.Verdict{}, fmt.Errorf("%s: %d job log rows the server never saw", path, len(es))
+		}
+	}
+	return strictserver.Judge(rules, margin-time.Microsecond, sent), nil
 }
 
 // Script support: redis_*.txtar start servers with the redis command.
