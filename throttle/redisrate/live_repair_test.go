@@ -380,3 +380,36 @@ func TestLiveLossOfOneKey(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveLossOfTheSumAlone: a Redis evicting keys one by one can drop a
+// cost log's sum and keep the log. The sum is then added up again from
+// the log's members, so the calls it held still count: the fleet must
+// not take the whole rule again.
+func TestLiveLossOfTheSumAlone(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l := liveOpen(t, liveClient(t, srv.Addr()), "sum-alone", "cost:20/1m", redisrate.Options{})
+	a, err := l.Admit(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Correct(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Admit(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	do(t, srv, "DEL", l.Keys()[2])
+	if _, err := l.Admit(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if used := l.Stats().Rules[0].Used; used != 16 {
+		t.Errorf("cost:20/1m holds %d after its sum was lost, want 16 (5, 8 and the new 3)", used)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := l.Admit(short, 5); err == nil {
+		t.Errorf("a call of cost 5 was admitted where 16 of 20 are used for a minute")
+	}
+}

@@ -124,8 +124,15 @@ local function trim(key, aux, mode, base, w, now)
     return redis.call('ZCARD', key), nil
   elseif mode == '2' then
     local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - w)
-    local sum = tonumber(redis.call('GET', aux)) or 0
-    if #gone > 0 then
+    local raw = redis.call('GET', aux)
+    local sum = tonumber(raw) or 0
+    -- The sum gone and its log not (a Redis evicting keys one by one):
+    -- added up again from the log's members, which carry their costs.
+    local lost = not raw and redis.call('EXISTS', key) == 1
+    if lost then
+      for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do sum = sum + member_cost(m) end
+    end
+    if #gone > 0 or lost then
       for _, m in ipairs(gone) do sum = sum - member_cost(m) end
       redis.call('ZREMRANGEBYSCORE', key, '-inf', now - w)
       if sum < 0 or redis.call('ZCARD', key) == 0 then sum = 0 end
