@@ -726,3 +726,33 @@ func TestMarginTrackerOvertaken(t *testing.T) {
 		t.Errorf("margin %v, want at least %v: call 1 arrives %v after call 2's admission", m.current, want, want)
 	}
 }
+
+// BenchmarkMarginTrackerFetchInFlight is BenchmarkMarginTrackerFetch as
+// pace fetch -j 32 runs it: 32 calls under way, admitted 60µs apart and
+// answered out of order, on kept-alive connections to a local server.
+func BenchmarkMarginTrackerFetchInFlight(b *testing.B) {
+	m := newTracker(ms(10), ms(10), time.Second, 100000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var pending []time.Time
+	at := t0
+	step := func() {
+		at = at.Add(60 * time.Microsecond)
+		m.started(at, time.Duration(rng.IntN(20))*time.Microsecond)
+		pending = append(pending, at)
+		if len(pending) < 32 {
+			return
+		}
+		i := rng.IntN(4) // mostly the oldest: answers come back nearly in order
+		done := pending[i]
+		pending = append(pending[:i], pending[i+1:]...)
+		lag := time.Duration(30+rng.IntN(60)) * time.Microsecond
+		m.observeAnswered(at, done, lag, lag+time.Duration(80+rng.IntN(200))*time.Microsecond, false)
+	}
+	for range 4 * maxLagSamples {
+		step()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
