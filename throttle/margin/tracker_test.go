@@ -756,3 +756,36 @@ func BenchmarkMarginTrackerFetchInFlight(b *testing.B) {
 		step()
 	}
 }
+
+// A call that arrives late, the last of a block, counts against the call
+// admitted after it, the first of the next block (the overtaken figure),
+// once both blocks are summarised: a server counting arrivals may see it
+// in the window that call opens.
+func TestTrackerOvertakenAcrossBlock(t *testing.T) {
+	const calls = 2*blockSize + 8
+	m, ref := newTracker(ms(1), ms(1), time.Second, 100000), newRefTracker(ms(1), ms(1), time.Second, 100000)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+	for i := range calls {
+		m.started(at(i), 0)
+		ref.started(at(i), 0)
+	}
+	now := at(calls)
+	var got time.Duration
+	for i := range calls {
+		answered := time.Duration(0)
+		if i == blockSize-1 {
+			answered = ms(100) // read late by the server: answered 100ms after leaving
+		}
+		got = m.observeAnswered(now, at(i), 0, answered, false)
+		if want := ref.observeAnswered(now, at(i), 0, answered, false); got != want {
+			t.Fatalf("observeAnswered(call %d) = %v, want %v", i, got, want)
+		}
+	}
+	if m.blockHits == 0 {
+		t.Error("oneWindow read no block: the test does not cover them")
+	}
+	// Call 31 arrived 100ms after its admission, 99ms after call 32's.
+	if want := ms(99); got != want {
+		t.Errorf("margin = %v, want %v", got, want)
+	}
+}
