@@ -182,7 +182,20 @@ func blockMost(suf, pre *[blockSize]int64, seg []lagSample, x int64) time.Durati
 // admission from a call on, is the same from whichever base it is
 // counted, so it needs no base. live is the end of m.samples; the ended
 // samples before the first under way are read from their blocks.
-func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound time.Duration) {
+//
+// The same pass returns over, the overtaken figure: the most, over the
+// calls x admitted from from on, by which a call admitted before x had
+// arrived at the latest after x's admission (upper bounds, as bound
+// counts them; unknownLag if one is not known). It stands in for
+// nthLatest where no window is complete, which it bounds from above
+// together with bound: the Nth latest arrival of x's window and the calls
+// before x is either the least of x's window (bound's figure) or no later
+// than the latest of the calls before x (this one). Admissions rise with
+// the index, so a call i counts only against the first x after it: over
+// is the most of i's arrival less that x's admission, read on the way
+// back with no pass of its own, and a block gives its own pairs (overA)
+// and its latest arrival (arrA) against the x after it.
+func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound, over time.Duration) {
 	first, headEnd, fb, lb, tailStart, end := m.spans(live)
 
 	least = unknownLag
@@ -219,28 +232,39 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		suffix    int64 = none // the least lag + at from j on, a call under way's lag 0
 		run             = time.Duration(math.MinInt64)
 		upper     int64 = none // from from on: the least arrival (hi + at) from j on
+		// over's: the call x that the calls before j count against
+		next    int64 // the admission of the first x after j (if hasNext)
+		hasNext bool
+		lost    bool // a call with an x after it has no latest bound
 	)
 	// back scans the samples hi-1 down to lo one by one.
 	back := func(lo, hi int) {
 		for j := hi - 1; j >= lo; j-- {
 			s := &m.samples[j]
-			b := s.at
-			if !s.pending {
+			b, arr := s.at, int64(none) // arr: its arrival (hi + at), none if not known
+			if s.pending {
+				arr = int64(s.latency+m.underWay) + s.at
+			} else {
 				b += int64(s.lo)
 				minSeen, firstSeen = min(minSeen, b), s.at
+				if s.hi != unknownLag {
+					arr = int64(m.hiOf(s)) + s.at
+				}
+			}
+			if hasNext {
+				if arr == none {
+					lost = true
+				} else {
+					over = max(over, time.Duration(arr-next))
+				}
 			}
 			suffix = min(suffix, b)
 			if j >= runFrom {
 				run = max(run, time.Duration(suffix-s.at))
 			}
 			if j >= fromAt {
-				switch {
-				case s.pending:
-					upper = min(upper, int64(s.latency+m.underWay)+s.at)
-				case s.hi != unknownLag:
-					upper = min(upper, int64(m.hiOf(s))+s.at)
-				}
-				if upper != none {
+				next, hasNext = s.at, true
+				if upper = min(upper, arr); upper != none {
 					bound = max(bound, time.Duration(upper-s.at))
 				} else {
 					bound = unknownLag
@@ -265,6 +289,17 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		}
 		bound = max(bound, blockMost(&b.sufA, &b.preA, seg, upper))
 		upper = min(upper, b.sufA[0])
+		// Every call of the block is an x: its own pairs are overA, and
+		// its latest arrival counts against the call after it.
+		switch {
+		case b.overA == math.MaxInt64 || hasNext && b.arrA == math.MaxInt64:
+			lost = true
+		case hasNext:
+			over = max(over, time.Duration(b.overA), time.Duration(b.arrA-next))
+		default:
+			over = max(over, time.Duration(b.overA))
+		}
+		next, hasNext = seg[0].at, true
 	}
 	back(first, headEnd)
 	if n := len(live) - under; n > 0 {
@@ -272,5 +307,8 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound ti
 		// suffixes, those under way included.
 		most = max(0, time.Duration(minSeen-firstSeen), run)
 	}
-	return most, least, bound
+	if lost {
+		over = unknownLag
+	}
+	return most, least, bound, over
 }

@@ -239,7 +239,7 @@ func (m *refTracker) record(now time.Time, i int, s refSample) time.Duration {
 		return m.current
 	}
 	// A call admitted before x that arrived after x's admission
-	// (tracker.overtaken), sample by sample with the arrived arrival so far.
+	// (oneWindow's over), sample by sample with the arrived arrival so far.
 	arrived, any := int64(math.MinInt64), false
 	for _, sm := range live {
 		if any && sm.at >= from {

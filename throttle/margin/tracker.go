@@ -274,10 +274,10 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 	// window for the next admission, taking those under way as late as
 	// can be; it holds until they have left every window, and no longer.
 	from := now.Add(-m.window - m.current).UnixNano() // the upper pass's calls
-	var most, least, bound time.Duration
+	var most, least, bound, over time.Duration
 	one := m.group >= len(live)
 	if one {
-		most, least, bound = m.oneWindow(live, from)
+		most, least, bound, over = m.oneWindow(live, from)
 	} else {
 		most, least = m.lateLeast(live, math.MinInt64, false)
 	}
@@ -289,9 +289,10 @@ func (m *tracker) record(now time.Time, i int, s lagSample) time.Duration {
 		m.seen -= max((m.seen-seen)/8, min(time.Millisecond, m.seen-seen))
 	}
 	if one {
-		// Every window is still open: the bound of the calls before x,
-		// at a pass over blocks, where the Nth latest would need a sort.
-		bound = max(bound, m.overtaken(live, from))
+		// Every window is still open: the bound of the calls before x
+		// (overtaken), from oneWindow's pass, where the Nth latest would
+		// need a sort.
+		bound = max(bound, over)
 	} else {
 		bound, _ = m.lateLeast(live, from, true)
 		bound = max(bound, m.nthLatest(live, from))
@@ -430,78 +431,13 @@ func (m *tracker) lateLeast(samples []lagSample, from int64, upper bool) (most, 
 	return most, least
 }
 
-// overtaken returns the most, over the calls x admitted from from on
-// (Unix ns), by which a call admitted before x had arrived at the latest
-// after x's admission (upper bounds, as lateLeast's upper pass counts
-// them). Where no window is complete (a group holds every sample), it
-// stands in for nthLatest, which it bounds from above together with
-// lateLeast: the Nth latest arrival of x's window and the calls before x
-// is either the least of x's window (lateLeast's figure) or no later than
-// the latest of the calls before x (this one). It is read from the
-// blocks, so that a rule that does not bind costs a pass over them, not a
-// sort per call.
-func (m *tracker) overtaken(live []lagSample, from int64) time.Duration {
-	first, headEnd, fb, lb, tailStart, end := m.spans(live)
-	const never, unknown = math.MinInt64, math.MaxInt64
-	latest := int64(never) // the latest arrival of the calls before (Unix ns)
-	var most time.Duration
-	// step takes the samples lo to hi-1 one by one; false: unknown.
-	step := func(lo, hi int) bool {
-		for i := lo; i < hi; i++ {
-			s := &m.samples[i]
-			if latest != never && s.at >= from {
-				if latest == unknown {
-					return false
-				}
-				most = max(most, time.Duration(latest-s.at))
-			}
-			if l, _ := m.lagOf(s, true); l == unknownLag {
-				latest = unknown
-			} else {
-				latest = max(latest, s.at+int64(l))
-			}
-		}
-		return true
-	}
-	if !step(first, headEnd) {
-		return unknownLag
-	}
-	for bi := fb; bi < lb; bi++ {
-		lo := bi * blockSize
-		b, seg := &m.blocks[bi], m.samples[lo:lo+blockSize]
-		if seg[0].at < from && seg[blockSize-1].at >= from {
-			if !step(lo, lo+blockSize) {
-				return unknownLag
-			}
-			continue
-		}
-		if b.cut != m.cut {
-			m.buildA(b, seg)
-		}
-		if seg[0].at >= from {
-			if latest == unknown || b.overA == unknown {
-				return unknownLag
-			}
-			if latest != never {
-				most = max(most, time.Duration(latest-seg[0].at))
-			}
-			most = max(most, time.Duration(b.overA))
-		}
-		latest = max(latest, b.arrA)
-	}
-	if !step(tailStart, end) {
-		return unknownLag
-	}
-	return most
-}
-
 // nthLatest returns the most, over the calls x admitted from from on
 // (Unix ns), of the Nth latest arrival (upper bounds, as lateLeast's upper
 // pass counts them) of the calls admitted up to the end of the window x
 // opens, from x's admission: what a strict server needs of the margin
-// (see overtaken). Where x's window is not complete, the calls that will
-// complete it are taken as arriving too late to keep it (trailing): its
-// figure is then the kth latest of all, k the calls from x on. One pass
+// (see oneWindow's over). Where x's window is not complete, the calls that
+// will complete it are taken as arriving too late to keep it (trailing):
+// its figure is then the kth latest of all, k the calls from x on. One pass
 // with a heap of the N latest arrivals so far, so that an observation
 // costs O(n log N) and allocates nothing once the heap has grown.
 func (m *tracker) nthLatest(live []lagSample, from int64) time.Duration {
