@@ -30,22 +30,49 @@ import (
 // blockSize is the samples a block summarises.
 const blockSize = 32
 
-// block summarises blockSize ended samples.
+// block summarises blockSize ended samples. An observation reads every
+// block's first two cache lines, the figures before the arrays; the
+// arrays only when a suffix minimum coming from its right falls inside it
+// (blockMost), and when it is built. Between two observations the fetches
+// and their answers push the blocks out of the caches, so the lines read
+// are what an observation costs.
 type block struct {
+	at0                      int64 // the admission of the block's first sample
 	minLo, maxLo, maxStretch time.Duration
-	minB                     int64 // the least lo + at
-	// sufB[k] is the least lo + at over samples k.. of the block; preB[k]
-	// the most of sufB[i] - at over i <= k. sufA and preA are the same for
-	// the latest bound plus admission (hiOf + at; none where hi is not
-	// known), computed with the cut cut.
-	sufB, preB [blockSize]int64
-	sufA, preA [blockSize]int64
 	// arrA is the latest arrival (hiOf + at) in the block, overA the most
 	// by which one arrived after a later one's admission (overtaken);
 	// math.MaxInt64 where a latest bound is not known. Both computed with
 	// the cut cut.
 	arrA, overA int64
 	cut         time.Duration
+	// sufB, preB, sufA and preA at their ends: sufX[0], sufX[blockSize-1]
+	// and preX[blockSize-1].
+	firstB, lastB, mostB int64
+	firstA, lastA, mostA int64
+	_                    [3]int64 // the figures fill two cache lines
+	// sufB[k] is the least lo + at over samples k.. of the block; preB[k]
+	// the most of sufB[i] - at over i <= k. sufA and preA are the same for
+	// the latest bound plus admission (hiOf + at; none where hi is not
+	// known), computed with the cut cut.
+	sufB, preB [blockSize]int64
+	sufA, preA [blockSize]int64
+}
+
+// runMost is blockMost over the soonest bounds (sufB, preB), reading the
+// arrays only if x falls inside the block.
+func (b *block) runMost(seg []lagSample, x int64) time.Duration {
+	if x >= b.lastB {
+		return time.Duration(b.mostB)
+	}
+	return blockMost(&b.sufB, &b.preB, seg, x)
+}
+
+// boundMost is runMost over the latest bounds (sufA, preA).
+func (b *block) boundMost(seg []lagSample, x int64) time.Duration {
+	if x >= b.lastA {
+		return time.Duration(b.mostA)
+	}
+	return blockMost(&b.sufA, &b.preA, seg, x)
 }
 
 // spans builds the blocks it can and splits live, the end of m.samples,
@@ -97,8 +124,8 @@ func (m *tracker) buildBlocks() {
 			suffix = min(suffix, s.at+int64(s.lo))
 			b.sufB[k] = suffix
 		}
-		b.minB = suffix
 		prefixMost(&b.preB, &b.sufB, seg)
+		b.at0, b.firstB, b.lastB, b.mostB = seg[0].at, suffix, b.sufB[blockSize-1], b.preB[blockSize-1]
 		m.buildA(b, seg)
 		m.built += blockSize
 	}
@@ -114,6 +141,7 @@ func (m *tracker) buildA(b *block, seg []lagSample) {
 		b.sufA[k] = suffix
 	}
 	prefixMost(&b.preA, &b.sufA, seg)
+	b.firstA, b.lastA, b.mostA = suffix, b.sufA[blockSize-1], b.preA[blockSize-1]
 	b.arrA, b.overA = math.MinInt64, 0
 	for k := range seg {
 		s := &seg[k]
@@ -281,14 +309,14 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound, o
 			continue
 		}
 		m.blockHits++
-		minSeen, firstSeen = min(minSeen, b.minB), seg[0].at
-		run = max(run, blockMost(&b.sufB, &b.preB, seg, suffix))
-		suffix = min(suffix, b.sufB[0])
+		minSeen, firstSeen = min(minSeen, b.firstB), b.at0
+		run = max(run, b.runMost(seg, suffix))
+		suffix = min(suffix, b.firstB)
 		if b.cut != m.cut {
 			m.buildA(b, seg)
 		}
-		bound = max(bound, blockMost(&b.sufA, &b.preA, seg, upper))
-		upper = min(upper, b.sufA[0])
+		bound = max(bound, b.boundMost(seg, upper))
+		upper = min(upper, b.firstA)
 		// Every call of the block is an x: its own pairs are overA, and
 		// its latest arrival counts against the call after it.
 		switch {
@@ -299,7 +327,7 @@ func (m *tracker) oneWindow(live []lagSample, from int64) (most, least, bound, o
 		default:
 			over = max(over, time.Duration(b.overA))
 		}
-		next, hasNext = seg[0].at, true
+		next, hasNext = b.at0, true
 	}
 	back(first, headEnd)
 	if n := len(live) - under; n > 0 {

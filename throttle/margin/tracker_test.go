@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -787,5 +788,18 @@ func TestTrackerOvertakenAcrossBlock(t *testing.T) {
 	// Call 31 arrived 100ms after its admission, 99ms after call 32's.
 	if want := ms(99); got != want {
 		t.Errorf("margin = %v, want %v", got, want)
+	}
+}
+
+// The figures of a block that every observation reads come before its
+// arrays and fill two cache lines (see block): a field added among them,
+// or moved after the arrays, costs a line read per block and observation.
+func TestBlockFiguresFillTwoLines(t *testing.T) {
+	var b block
+	if got := unsafe.Offsetof(b.sufB); got != 128 {
+		t.Errorf("the arrays of a block start at byte %d, want 128", got)
+	}
+	if got := unsafe.Sizeof(b) % 64; got != 0 {
+		t.Errorf("a block is %d bytes, %d past a cache line", unsafe.Sizeof(b), got)
 	}
 }
