@@ -104,8 +104,8 @@ func (c *slidingCounter) used(now int64) int {
 	return int(c.total)
 }
 
-func (c *slidingCounter) adjust(_ uint64, at int64, delta int) {
-	k := floorDiv(at, c.g)
+func (c *slidingCounter) adjust(_ uint64, at int64, from, to int) {
+	k, delta := floorDiv(at, c.g), to-from
 	for i := 0; i < c.size; i++ {
 		j := (c.head + i) % len(c.idx)
 		if c.idx[j] == k {

@@ -20,3 +20,10 @@ var (
 	ScheduleCosts = scheduleCosts
 	Fastest       = fastest
 )
+
+// Remembered returns how many corrected calls l remembers the cost of.
+func Remembered(l *Limiter) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.corrected)
+}

@@ -57,9 +57,14 @@ type Limiter struct {
 	reason  string        // why the current pause was set
 	serial  uint64        // calls recorded so far, seeds included
 	tally   *tally.Tally
-	started bool // an admission or a Seed has happened
-	closed  bool
-	done    chan struct{} // closed by Close: wakes callers waiting for a slot
+	// corrected holds the cost last recorded for each call corrected
+	// that a counter of a cost rule may still count (rememberLocked), and
+	// forgetAt the size at which it is next swept.
+	corrected map[uint64]corrected
+	forgetAt  int
+	started   bool // an admission or a Seed has happened
+	closed    bool
+	done      chan struct{} // closed by Close: wakes callers waiting for a slot
 }
 
 // waiter is a caller queued for admission.
@@ -102,7 +107,11 @@ type Options struct {
 	// bounded-memory sliding window counter (at most 1,026 small buckets,
 	// never more than N in any window, up to 0.1% less throughput)
 	// instead of an exact log of up to N entries. 0 means 100,000;
-	// negative, counters for every rule.
+	// negative, counters for every rule. A counter of a cost rule keeps
+	// only sums, so the limiter remembers the cost of each call corrected
+	// (Admission.Correct) while the counter may count it, so that a later
+	// correction, of a copy too, counts from what was recorded: memory
+	// grows with the calls corrected in a window, not with N.
 	CounterAbove int
 }
 
@@ -468,24 +477,70 @@ type owner Limiter
 func (o *owner) Release(h uint64) { o.slots.release(h, &o.mu) }
 
 // Correct changes the cost recorded for the call serial, admitted at at,
-// in every cost rule still holding it.
+// in every cost rule still holding it, to to. from is the cost the
+// admission corrected knew, which a copy corrected before it made stale:
+// a log keeps each call's cost and needs no from, and a counter is given
+// the cost last recorded for the call (corrected), so that every rule
+// counts to, whichever copy corrects.
 func (o *owner) Correct(_ context.Context, serial uint64, at time.Time, from, to int) error {
 	l := (*Limiter)(o)
-	delta := to - from
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ns := int64(at.Sub(l.epoch))
 	now := l.clockLocked()
+	if c, ok := l.corrected[serial]; ok {
+		from = c.cost
+	}
 	for i, w := range l.windows {
 		if l.rules[i].Cost {
-			w.adjust(serial, ns, delta)
+			w.adjust(serial, ns, from, to)
 			l.tally.Observe(i, w.used(now))
 		}
 	}
-	if delta < 0 {
-		l.kickLocked()
-	}
+	l.rememberLocked(serial, ns, now, to)
+	// A lower cost frees room early; a log's cost lowered from more than
+	// the stale from says too, so the head is woken whatever from was.
+	l.kickLocked()
 	return nil
+}
+
+// corrected is the cost last recorded for a call corrected, and its
+// instant on the internal timeline.
+type corrected struct {
+	at   int64
+	cost int
+}
+
+// rememberLocked records that the call serial, at at, now costs cost,
+// for a counter's next correction of it; it forgets the calls every
+// counter has forgotten. Only a limiter with a cost rule kept by a
+// counter remembers: a log keeps each call's cost itself. Requires l.mu
+// held.
+func (l *Limiter) rememberLocked(serial uint64, at, now int64, cost int) {
+	var horizon int64 // how long a counter may count a call: its width and a bucket
+	for i, w := range l.windows {
+		if c, ok := w.(*slidingCounter); ok && l.rules[i].Cost {
+			horizon = max(horizon, c.w+c.g)
+		}
+	}
+	if horizon == 0 {
+		return
+	}
+	if l.corrected == nil {
+		l.corrected = make(map[uint64]corrected)
+	}
+	if len(l.corrected) >= l.forgetAt {
+		for s, c := range l.corrected {
+			if c.at <= now-horizon {
+				delete(l.corrected, s)
+			}
+		}
+		// Sweep again once the map has doubled: O(1) a correction.
+		l.forgetAt = max(64, 2*len(l.corrected))
+	}
+	if at > now-horizon {
+		l.corrected[serial] = corrected{at, cost}
+	}
 }
 
 // AllowN admits a call of the given cost at instant t if it may go now,

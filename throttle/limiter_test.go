@@ -325,6 +325,87 @@ func TestAdmissionCorrect(t *testing.T) {
 	})
 }
 
+// TestAdmissionCorrectCopies: whichever copy of an admission corrects,
+// the call counts what the last correction said, in a log and in a
+// counter (which keeps only sums, and is given the cost last recorded).
+func TestAdmissionCorrectCopies(t *testing.T) {
+	type step struct {
+		copy bool // on the copy made at admission, else on the admission
+		cost int
+	}
+	for _, kind := range []struct {
+		name         string
+		counterAbove int
+	}{{"log", 0}, {"counter", -1}} {
+		for _, tc := range []struct {
+			name  string
+			cost  int
+			steps []step
+		}{
+			// The hostile pass's sequence: 16 counted in memory, 9 in the stores.
+			{"down twice, up twice", 5, []step{{false, 1}, {true, 1}, {false, 9}, {true, 9}}},
+			{"a copy raises after a lowering", 5, []step{{false, 1}, {true, 9}}},
+			{"a copy lowers after a raise", 5, []step{{false, 9}, {true, 1}}},
+			{"a copy lowers twice", 6, []step{{false, 4}, {true, 4}, {true, 2}}},
+		} {
+			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+				l := mustNew(t, "cost:10/s", Options{CounterAbove: kind.counterAbove})
+				t0 := time.Now()
+				a, ok := l.AllowN(t0, tc.cost)
+				if !ok {
+					t.Fatalf("AllowN(t0, %d) = false", tc.cost)
+				}
+				c := a
+				for _, s := range tc.steps {
+					p := &a
+					if s.copy {
+						p = &c
+					}
+					if err := p.Correct(context.Background(), s.cost); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want := tc.steps[len(tc.steps)-1].cost
+				if got := l.Stats().Rules[0].Used; got != want {
+					t.Errorf("Used = %d, want %d (the last correction)", got, want)
+				}
+				if d := l.DelayN(t0, 10-want); d != 0 {
+					t.Errorf("DelayN(t0, %d) = %v, want 0", 10-want, d)
+				}
+				if d := l.DelayN(t0, 10-want+1); d == 0 {
+					t.Errorf("DelayN(t0, %d) = 0, want a wait: the call counts %d", 10-want+1, want)
+				}
+			})
+		}
+	}
+}
+
+// TestLimiterForgetsCorrections: a limiter with a counter remembers the
+// costs of the calls it corrected only while the counter may count them.
+func TestLimiterForgetsCorrections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, "cost:100/s", Options{CounterAbove: -1})
+		for range 2000 {
+			a, err := l.Admit(context.Background(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Correct(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // 100 calls a window: 20s in all
+		}
+		// At most the calls of a window and a bucket, twice (the map is
+		// swept when it doubles), and at least those of the last window.
+		if n := Remembered(l); n < 100 || n > 2*101+64 {
+			t.Errorf("Remembered = %d after 2000 corrections over 20 windows, want about 100-266", n)
+		}
+		if n := Remembered(mustNew(t, "cost:100/s")); n != 0 {
+			t.Errorf("a limiter with logs only remembers %d corrections, want 0", n)
+		}
+	})
+}
+
 func TestLimiterPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()

@@ -18,10 +18,12 @@ type window interface {
 	record(now int64, w int, serial uint64) int
 	// used returns the weight the window holds at now.
 	used(now int64) int
-	// adjust changes the weight of the call serial, recorded at instant
-	// at, by delta, if the window still holds it; the weight never drops
-	// below 0.
-	adjust(serial uint64, at int64, delta int)
+	// adjust makes to the weight of the call serial, recorded at instant
+	// at, if the window still holds it. from is the weight the limiter
+	// last recorded for the call: a window that keeps each call's weight
+	// (the log) does not need it, one that keeps only sums (the counter)
+	// adds to-from. A sum never drops below 0.
+	adjust(serial uint64, at int64, from, to int)
 	// setWidth changes the window's width (a margin that changed). Calls
 	// already forgotten under a narrower width stay forgotten.
 	setWidth(w int64)
@@ -152,7 +154,7 @@ func (l *slidingLog) used(now int64) int {
 	return int(l.total())
 }
 
-func (l *slidingLog) adjust(serial uint64, at int64, delta int) {
+func (l *slidingLog) adjust(serial uint64, _ int64, _, to int) {
 	// Serials grow along the ring: binary search for this one.
 	lo, hi := 0, l.size
 	for lo < hi {
@@ -170,10 +172,9 @@ func (l *slidingLog) adjust(serial uint64, at int64, delta int) {
 	if lo > 0 {
 		prev = l.at(lo - 1).cum
 	}
-	d := int64(delta)
-	if own := l.at(lo).cum - prev; own+d < 0 {
-		d = -own
-	}
+	// The log keeps the call's own weight: it becomes to, whatever the
+	// caller last knew of it.
+	d := max(int64(to), 0) - (l.at(lo).cum - prev)
 	for i := lo; i < l.size; i++ {
 		l.at(i).cum += d
 	}

@@ -93,7 +93,7 @@ func TestSlidingLogAdjust(t *testing.T) {
 	l.record(10, 3, 2)
 	l.record(20, 3, 3)
 	// The call at 10 really cost 6: 12 held, more than 10.
-	l.adjust(2, 10, 3)
+	l.adjust(2, 10, 3, 6)
 	if got := l.used(20); got != 12 {
 		t.Fatalf("used after raising a cost = %d, want 12", got)
 	}
@@ -104,22 +104,22 @@ func TestSlidingLogAdjust(t *testing.T) {
 		t.Errorf("delay(20, 2) = %d, want 90 (the call at 10 must leave too)", d)
 	}
 	// It really cost 1: room at once.
-	l.adjust(2, 10, -5)
+	l.adjust(2, 10, 6, 1)
 	if got := l.used(20); got != 7 {
 		t.Fatalf("used after lowering a cost = %d, want 7", got)
 	}
 	if d := l.delay(20, 3); d != 0 {
 		t.Errorf("delay(20, 3) = %d, want 0", d)
 	}
-	l.adjust(2, 10, -100) // never below 0
-	if got := l.used(20); got != 6 {
-		t.Errorf("used after lowering below zero = %d, want 6", got)
+	l.adjust(2, 10, 6, 2) // from is not the log's business: it keeps the call's weight
+	if got := l.used(20); got != 8 {
+		t.Errorf("used after a correction from a stale cost = %d, want 8", got)
 	}
-	l.adjust(99, 10, 5) // unknown serial: nothing
+	l.adjust(99, 10, 1, 6) // unknown serial: nothing
 	if got := l.used(150); got != 0 {
 		t.Errorf("used(150) = %d, want 0", got)
 	}
-	l.adjust(1, 0, 5) // already left: nothing
+	l.adjust(1, 0, 3, 8) // already left: nothing
 	if got := l.used(150); got != 0 {
 		t.Errorf("used(150) after adjusting a forgotten call = %d, want 0", got)
 	}
@@ -201,7 +201,7 @@ func TestSlidingCounterSteps(t *testing.T) {
 		{at: 20, w: 5, wait: 89}, // the 6 in bucket 0 must leave, at 109
 		{at: 109, w: 5},
 	})
-	w.adjust(0, 15, -4) // the call at 15 cost nothing after all
+	w.adjust(0, 15, 4, 0) // the call at 15 cost nothing after all
 	if got := w.used(109); got != 5 {
 		t.Errorf("used after adjust = %d, want 5", got)
 	}

@@ -148,13 +148,13 @@ func forEach(t *testing.T, cf config, f func(t *testing.T, b throttle.Backend)) 
 // fails for local/counter only when a correction lands in a full window,
 // in some runs; TestCorrectLastWins shows its fault every time.)
 var disagree = map[string][]string{
-	"TestCorrectLastWins/down_twice_up_twice":             {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter"},
-	"TestCorrectLastWins/copy_raises_after_a_lowering":    {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter", "redis/log", "redis/counter"},
-	"TestCorrectLastWins/copy_lowers_after_a_raise":       {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter", "redis/log", "redis/counter"},
-	"TestCorrectLastWins/copy_lowers_twice":               {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter"},
-	"TestCorrectLastWins/alternating":                     {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter", "redis/log", "redis/counter"},
+	"TestCorrectLastWins/down_twice_up_twice":             {"local/counter"},
+	"TestCorrectLastWins/copy_raises_after_a_lowering":    {"local/counter", "redis/log", "redis/counter"},
+	"TestCorrectLastWins/copy_lowers_after_a_raise":       {"local/counter", "redis/log", "redis/counter"},
+	"TestCorrectLastWins/copy_lowers_twice":               {"local/counter"},
+	"TestCorrectLastWins/alternating":                     {"local/counter", "redis/log", "redis/counter"},
 	"TestCorrectLastWins/copy_restores_the_admitted_cost": {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/log", "local/counter", "redis/log", "redis/counter"},
-	"TestRulesHold": {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/counter"},
+	"TestRulesHold": {"local/counter"},
 }
 
 // skipDisagreement skips t if its backend is listed in disagree for the
