@@ -144,17 +144,9 @@ func forEach(t *testing.T, cf config, f func(t *testing.T, b throttle.Backend)) 
 
 // disagree lists the cases each backend fails on main as this test is
 // written, by test name and backend (kind/log or kind/counter): they are
-// skipped until the commit that fixes them removes them. (TestRulesHold
-// fails for local/counter only when a correction lands in a full window,
-// in some runs; TestCorrectLastWins shows its fault every time.)
+// skipped until the commit that fixes them removes them.
 var disagree = map[string][]string{
-	"TestCorrectLastWins/down_twice_up_twice":             {"local/counter"},
-	"TestCorrectLastWins/copy_raises_after_a_lowering":    {"local/counter", "redis/log", "redis/counter"},
-	"TestCorrectLastWins/copy_lowers_after_a_raise":       {"local/counter", "redis/log", "redis/counter"},
-	"TestCorrectLastWins/copy_lowers_twice":               {"local/counter"},
-	"TestCorrectLastWins/alternating":                     {"local/counter", "redis/log", "redis/counter"},
 	"TestCorrectLastWins/copy_restores_the_admitted_cost": {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/log", "local/counter", "redis/log", "redis/counter"},
-	"TestRulesHold": {"local/counter"},
 }
 
 // skipDisagreement skips t if its backend is listed in disagree for the

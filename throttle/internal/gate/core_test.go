@@ -196,3 +196,57 @@ func TestCoreLatencyCountsTheHandOver(t *testing.T) {
 		}
 	})
 }
+
+// correctStore admits every call at once and records the corrections it
+// is asked for, as a store that keeps each call's cost would.
+type correctStore struct {
+	fakeStore
+	costs map[uint64]int
+	asks  [][2]int // from, to
+}
+
+func (s *correctStore) Admit(_ context.Context, costs []int, _ time.Duration) (gate.Decision, error) {
+	s.asked++
+	s.costs[uint64(s.asked)] = costs[0]
+	return gate.Decision{Admitted: 1, At: time.Now(), ID: uint64(s.asked), Used: []int{costs[0]}}, nil
+}
+
+func (s *correctStore) Correct(_ context.Context, id uint64, _ time.Time, from, to int, _ time.Duration) ([]int, error) {
+	s.asks = append(s.asks, [2]int{from, to})
+	if s.costs[id] == from { // as Redis does: only from the cost it holds
+		s.costs[id] = to
+	}
+	return []int{s.costs[id]}, nil
+}
+
+// TestCoreCorrectsCopies: the store is told the cost the Core recorded
+// last for the call, not a copy's stale Cost, so the call costs what the
+// last correction said, whichever copy made it; and a correction to the
+// cost recorded asks nothing.
+func TestCoreCorrectsCopies(t *testing.T) {
+	s := &correctStore{costs: map[uint64]int{}}
+	c := gate.NewCore(gate.Config{Name: "fake", Rules: []throttle.Rule{{N: 10, Window: time.Minute, Cost: true}}, Timeout: time.Second}, s)
+	a, err := c.Admit(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	for _, step := range []struct {
+		adm  *throttle.Admission
+		cost int
+	}{{&a, 1}, {&b, 9}, {&a, 9}, {&b, 1}, {&b, 1}} {
+		if err := step.adm.Correct(context.Background(), step.cost); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.costs[1]; got != step.cost {
+			t.Errorf("after Correct(%d) the store holds %d for the call, want %d", step.cost, got, step.cost)
+		}
+	}
+	want := [][2]int{{5, 1}, {1, 9}, {9, 1}}
+	if len(s.asks) != len(want) || s.asks[0] != want[0] || s.asks[1] != want[1] || s.asks[2] != want[2] {
+		t.Errorf("store asked to correct %v, want %v", s.asks, want)
+	}
+	if used := c.Stats(throttle.StoreStats{}).Rules[0].Used; used != 1 {
+		t.Errorf("Used = %d, want 1", used)
+	}
+}
