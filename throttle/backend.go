@@ -163,13 +163,12 @@ func (a *Admission) Release() {
 // costs. The past cannot be undone: a window that held more than N because
 // the estimate was low stays over, but nothing more is admitted into it
 // until it holds less than N again. A cost above MaxLimit counts as
-// MaxLimit, which fills any rule. Correct sets a.Cost: unlike Release, it
-// is not meant for copies. A copy made before the correction still has the
-// old cost, and correcting it as well may count the difference again (the
-// in-memory Limiter does: a lower cost twice leaves the call counting for
-// less than it cost); correct one admission, and copy it afterwards.
-// Correct may come before or after Release; it must not be called
-// concurrently with itself for one admission. A shared backend records the correction in its store: ctx
+// MaxLimit, which fills any rule. Correct sets a.Cost. As with Release,
+// copies are fine: whichever copy corrects, the call counts what the last
+// correction said (the backend keeps the cost it recorded, not the copy's
+// Cost, which only the copy corrected is told). Correct may come before or
+// after Release; it must not be called concurrently with itself for one
+// admission or a copy of it. A shared backend records the correction in its store: ctx
 // bounds that wait (a Redis that does not answer is retried, as for
 // Admit), and if ctx ends first Correct returns its error and a.Cost is
 // left as it was, though the store may still record the correction.
@@ -180,9 +179,8 @@ func (a *Admission) Correct(ctx context.Context, cost int) error {
 	// A cost above the largest limit fills any rule: counted as more, it
 	// would overflow the sums a window keeps.
 	cost = min(cost, MaxLimit)
-	if cost == a.Cost {
-		return nil
-	}
+	// Even a cost equal to a.Cost goes to the backend: a copy corrected
+	// meanwhile may have recorded another.
 	if a.owner != nil {
 		if err := a.owner.Correct(ctx, a.id, a.At, a.Cost, cost); err != nil {
 			return err

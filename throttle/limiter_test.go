@@ -347,6 +347,7 @@ func TestAdmissionCorrectCopies(t *testing.T) {
 			{"a copy raises after a lowering", 5, []step{{false, 1}, {true, 9}}},
 			{"a copy lowers after a raise", 5, []step{{false, 9}, {true, 1}}},
 			{"a copy lowers twice", 6, []step{{false, 4}, {true, 4}, {true, 2}}},
+			{"a copy restores the admitted cost", 5, []step{{false, 1}, {true, 5}}},
 		} {
 			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
 				l := mustNew(t, "cost:10/s", Options{CounterAbove: kind.counterAbove})

@@ -131,33 +131,12 @@ func forEach(t *testing.T, cf config, f func(t *testing.T, b throttle.Backend)) 
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				skipDisagreement(t)
 				c := cf
 				c.counters = counters
 				b := k.open(t, c)
 				t.Cleanup(func() { _ = b.Close() })
 				f(t, b)
 			})
-		}
-	}
-}
-
-// disagree lists the cases each backend fails on main as this test is
-// written, by test name and backend (kind/log or kind/counter): they are
-// skipped until the commit that fixes them removes them.
-var disagree = map[string][]string{
-	"TestCorrectLastWins/copy_restores_the_admitted_cost": {"memory/log", "memory/counter", "learn/log", "learn/counter", "local/log", "local/counter", "redis/log", "redis/counter"},
-}
-
-// skipDisagreement skips t if its backend is listed in disagree for the
-// test it belongs to.
-func skipDisagreement(t *testing.T) {
-	name := t.Name()
-	for test, backends := range disagree {
-		for _, b := range backends {
-			if name == test+"/"+b {
-				t.Skipf("known disagreement, fixed later: %s", name)
-			}
 		}
 	}
 }

@@ -24,9 +24,12 @@ type Owner interface {
 	// copy of an admission may be released, and only the first counts.
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
-	// from one cost to another (Admission.Correct has checked that to is
-	// at least 1 and differs from from). It returns ctx's error if ctx
-	// ends first.
+	// to to (Admission.Correct has checked that it is at least 1). from is
+	// the Cost of the admission corrected, which may be stale (equal to
+	// to, even): a copy of it corrected before recorded another cost. The
+	// call must count to afterwards, whichever copy corrects, so an Owner
+	// corrects from the cost it recorded last, not from from. It returns
+	// ctx's error if ctx ends first.
 	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 

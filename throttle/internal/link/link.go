@@ -22,7 +22,9 @@ type Owner interface {
 	// Release is idempotent whatever copies of an admission exist.
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
-	// from one cost to another.
+	// to to. from is the corrected admission's Cost, which a copy
+	// corrected before may have made stale: the owner corrects from the
+	// cost it recorded last.
 	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 
