@@ -399,3 +399,59 @@ func TestRulesHold(t *testing.T) {
 		}
 	})
 }
+
+// TestPause: nothing is admitted before a pause ends, and Stats say so.
+func TestPause(t *testing.T) {
+	forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
+		const pause = 400 * time.Millisecond
+		until := time.Now().Add(pause)
+		b.PauseUntil(until, "contract")
+		b.PauseUntil(until.Add(-pause/2), "shorter") // never shortens one in force
+		a := admit(t, b, 1)
+		defer a.Release()
+		if now := time.Now(); now.Before(until) {
+			t.Errorf("admitted %v before the pause ended", until.Sub(now))
+		}
+		st := b.Stats()
+		if st.Pauses != 1 || st.PauseReason != "contract" || !st.PausedUntil.Equal(until) || st.PauseWaits != 1 {
+			t.Errorf("Stats() Pauses %d, PauseReason %q, PausedUntil %v, PauseWaits %d; want 1, %q, %v, 1",
+				st.Pauses, st.PauseReason, st.PausedUntil, st.PauseWaits, "contract", until)
+		}
+	})
+}
+
+// TestBadCost: a cost that can never fit fails at once with ErrBadCost
+// and holds nothing; so does a correction to a cost below 1.
+func TestBadCost(t *testing.T) {
+	forEach(t, config{spec: "cost:10/h", inFlight: 1}, func(t *testing.T, b throttle.Backend) {
+		for _, cost := range []int{0, -1, 11} {
+			if _, err := b.Admit(context.Background(), cost); !errors.Is(err, throttle.ErrBadCost) {
+				t.Errorf("Admit(%d) = %v, want ErrBadCost", cost, err)
+			}
+		}
+		inFlight(t, b, 0)
+		a := admit(t, b, 3)
+		if err := a.Correct(context.Background(), 0); !errors.Is(err, throttle.ErrBadCost) {
+			t.Errorf("Correct(0) = %v, want ErrBadCost", err)
+		}
+		a.Release()
+		if st := b.Stats(); st.Admitted != 1 || st.InFlight != 0 {
+			t.Errorf("Stats() Admitted %d, InFlight %d; want 1, 0", st.Admitted, st.InFlight)
+		}
+		room(t, b, 3)
+	})
+}
+
+// TestSetMargin: the margin set is the margin Stats reports.
+func TestSetMargin(t *testing.T) {
+	forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
+		b.SetMargin(250 * time.Millisecond)
+		if got := b.Stats().Margin; got != 250*time.Millisecond {
+			t.Errorf("Stats().Margin = %v after SetMargin(250ms)", got)
+		}
+		b.SetMargin(-time.Second)
+		if got := b.Stats().Margin; got < 0 {
+			t.Errorf("Stats().Margin = %v after SetMargin(-1s), want at least 0", got)
+		}
+	})
+}
