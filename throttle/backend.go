@@ -86,9 +86,13 @@ func (e *MismatchError) Error() string {
 }
 
 // Admission is one admitted call. It is a small value: Admit returns it
-// without allocating. Release gives back its in-flight slot once the call
-// has ended; Correct changes the cost recorded for it when its true cost
-// is known only afterwards.
+// without allocating, but for one small cell, shared by the admission and
+// its copies, where the backend needs the cost last recorded for a
+// correction (a cost rule kept as sums: a counter, Redis). The collector
+// frees it with the last copy: a backend keeps nothing per call corrected.
+// Release gives back its in-flight slot once the call has ended; Correct
+// changes the cost recorded for it when its true cost is known only
+// afterwards.
 //
 // Every admission counts as in flight (Stats.InFlight) until it is
 // released, with or without a cap on calls in flight, so an admission
@@ -123,7 +127,20 @@ type Admission struct {
 	// (At itself in memory; for a store, Admit's return less Latency);
 	// zero where the backend did not say (see Lag).
 	local time.Time
+	// last is the cost last recorded for the call, shared by the
+	// admission and its copies, so that whichever copy corrects tells
+	// the backend the cost it replaces; nil where the backend needs none
+	// (no rule counts costs, or only logs, which keep each call's cost).
+	last *recorded
 }
+
+// recorded is the cost last recorded for a call. Admission.Correct reads
+// and sets it; a copy's Correct is not concurrent with another's.
+type recorded struct{ cost int }
+
+// newRecorded returns a cell holding cost, for an admission whose backend
+// needs the cost last recorded (see Admission.last).
+func newRecorded(cost int) *recorded { return &recorded{cost} }
 
 // Lag returns how long after the backend recorded the call the instant t
 // came, on this machine's clock: how late a call that left at t left.
@@ -141,8 +158,12 @@ func (a Admission) Lag(returned, t time.Time) time.Duration {
 }
 
 func init() {
-	link.NewAdmission = func(o link.Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration) Admission {
-		return Admission{At: at, Cost: cost, Waited: waited, Latency: latency, owner: o, handle: handle, id: id, local: time.Now().Add(-latency)}
+	link.NewAdmission = func(o link.Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration, last bool) Admission {
+		a := Admission{At: at, Cost: cost, Waited: waited, Latency: latency, owner: o, handle: handle, id: id, local: time.Now().Add(-latency)}
+		if last {
+			a.last = newRecorded(cost)
+		}
+		return a
 	}
 	link.HandleOf = func(a Admission) (link.Owner, uint64) { return a.owner, a.handle }
 	link.IdentityOf = func(a Admission) (link.Owner, uint64, uint64, time.Time) { return a.owner, a.handle, a.id, a.local }
@@ -165,13 +186,14 @@ func (a *Admission) Release() {
 // until it holds less than N again. A cost above MaxLimit counts as
 // MaxLimit, which fills any rule. Correct sets a.Cost. As with Release,
 // copies are fine: whichever copy corrects, the call counts what the last
-// correction said (the backend keeps the cost it recorded, not the copy's
-// Cost, which only the copy corrected is told). Correct may come before or
-// after Release; it must not be called concurrently with itself for one
-// admission or a copy of it. A shared backend records the correction in its store: ctx
-// bounds that wait (a Redis that does not answer is retried, as for
-// Admit), and if ctx ends first Correct returns its error and a.Cost is
-// left as it was, though the store may still record the correction.
+// correction said (only the copy corrected learns the new Cost, but the
+// backend is told the cost last recorded, which the copies share).
+// Correct may come before or after Release; it must not be called
+// concurrently with itself for one admission or a copy of it. A shared
+// backend records the correction in its store: ctx bounds that wait (a
+// Redis that does not answer is retried, as for Admit), and if ctx ends
+// first Correct returns its error and a.Cost is left as it was, though
+// the store may still record the correction.
 func (a *Admission) Correct(ctx context.Context, cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("throttle: cost %d: %w", cost, ErrBadCost)
@@ -179,12 +201,25 @@ func (a *Admission) Correct(ctx context.Context, cost int) error {
 	// A cost above the largest limit fills any rule: counted as more, it
 	// would overflow the sums a window keeps.
 	cost = min(cost, MaxLimit)
-	// Even a cost equal to a.Cost goes to the backend: a copy corrected
-	// meanwhile may have recorded another.
+	from := a.Cost
+	if a.last != nil {
+		// What the last correction recorded, whichever copy made it.
+		from = a.last.cost
+		if from == cost {
+			a.Cost = cost
+			return nil
+		}
+	}
+	// Without the cell, even a cost equal to a.Cost goes to the backend:
+	// a copy corrected meanwhile may have recorded another (a log keeps
+	// each call's cost, and needs no from).
 	if a.owner != nil {
-		if err := a.owner.Correct(ctx, a.id, a.At, a.Cost, cost); err != nil {
+		if err := a.owner.Correct(ctx, a.id, a.At, from, cost); err != nil {
 			return err
 		}
+	}
+	if a.last != nil {
+		a.last.cost = cost
 	}
 	a.Cost = cost
 	return nil

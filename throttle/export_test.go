@@ -20,10 +20,3 @@ var (
 	ScheduleCosts = scheduleCosts
 	Fastest       = fastest
 )
-
-// Remembered returns how many corrected calls l remembers the cost of.
-func Remembered(l *Limiter) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.corrected)
-}

@@ -57,14 +57,13 @@ type Limiter struct {
 	reason  string        // why the current pause was set
 	serial  uint64        // calls recorded so far, seeds included
 	tally   *tally.Tally
-	// corrected holds the cost last recorded for each call corrected
-	// that a counter of a cost rule may still count (rememberLocked), and
-	// forgetAt the size at which it is next swept.
-	corrected map[uint64]corrected
-	forgetAt  int
-	started   bool // an admission or a Seed has happened
-	closed    bool
-	done      chan struct{} // closed by Close: wakes callers waiting for a slot
+	// sums is whether a counter keeps a cost rule: its admissions carry
+	// the cost last recorded (Admission.last), which the counter's
+	// correction needs; a log keeps each call's cost itself.
+	sums    bool
+	started bool // an admission or a Seed has happened
+	closed  bool
+	done    chan struct{} // closed by Close: wakes callers waiting for a slot
 }
 
 // waiter is a caller queued for admission.
@@ -108,10 +107,10 @@ type Options struct {
 	// never more than N in any window, up to 0.1% less throughput)
 	// instead of an exact log of up to N entries. 0 means 100,000;
 	// negative, counters for every rule. A counter of a cost rule keeps
-	// only sums, so the limiter remembers the cost of each call corrected
-	// (Admission.Correct) while the counter may count it, so that a later
-	// correction, of a copy too, counts from what was recorded: memory
-	// grows with the calls corrected in a window, not with N.
+	// only sums, so a correction (Admission.Correct) must say the cost it
+	// replaces: each admission under it carries one small cell, shared
+	// with its copies, holding the cost last recorded. The limiter keeps
+	// nothing per call: memory does not grow with the calls corrected.
 	CounterAbove int
 }
 
@@ -144,6 +143,7 @@ func New(opts Options) (*Limiter, error) {
 		w := int64(r.Window + margin)
 		if r.N > counterAbove {
 			l.windows = append(l.windows, newSlidingCounter(r.N, w, counterBuckets))
+			l.sums = l.sums || r.Cost
 		} else {
 			l.windows = append(l.windows, newSlidingLog(r.N, w))
 		}
@@ -426,7 +426,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 		if err != nil {
 			return Admission{}, err
 		}
-		return Admission{At: at, Cost: cost, Waited: waited, Latency: time.Since(at), owner: (*owner)(l), handle: noSlot, id: serial, local: at}, nil
+		return Admission{At: at, Cost: cost, Waited: waited, Latency: time.Since(at), owner: (*owner)(l), handle: noSlot, id: serial, local: at, last: l.lastOf(cost)}, nil
 	}
 	if l.slots.max <= 0 {
 		// No cap: the slot is only counted, without the lock.
@@ -446,7 +446,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 				// Admitted on the caller's goroutine, which returns at
 				// once: Latency 0 (reading the clock again here cost 50ns
 				// a call under contention, BenchmarkAdmitContended).
-				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial, local: at}, nil
+				return Admission{At: at, Cost: cost, owner: (*owner)(l), handle: h, id: serial, local: at, last: l.lastOf(cost)}, nil
 			}
 		}
 		l.mu.Unlock()
@@ -467,7 +467,7 @@ func (l *Limiter) Admit(ctx context.Context, cost int) (Admission, error) {
 	}
 	// A waiter admitted by another goroutine runs when the scheduler
 	// lets it: Latency counts that too.
-	return Admission{At: at, Cost: cost, Waited: slotWait + waited, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial, local: at}, nil
+	return Admission{At: at, Cost: cost, Waited: slotWait + waited, Latency: time.Since(at), owner: (*owner)(l), handle: h, id: serial, local: at, last: l.lastOf(cost)}, nil
 }
 
 // owner is a Limiter as the owner of its admissions.
@@ -477,70 +477,37 @@ type owner Limiter
 func (o *owner) Release(h uint64) { o.slots.release(h, &o.mu) }
 
 // Correct changes the cost recorded for the call serial, admitted at at,
-// in every cost rule still holding it, to to. from is the cost the
-// admission corrected knew, which a copy corrected before it made stale:
-// a log keeps each call's cost and needs no from, and a counter is given
-// the cost last recorded for the call (corrected), so that every rule
-// counts to, whichever copy corrects.
+// in every cost rule still holding it, to to. A log keeps each call's
+// cost and needs no from; a counter adds to-from, and from is then the
+// cost last recorded for the call, which the admission and its copies
+// share (Limiter.sums), so that every rule counts to whichever copy
+// corrects.
 func (o *owner) Correct(_ context.Context, serial uint64, at time.Time, from, to int) error {
 	l := (*Limiter)(o)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ns := int64(at.Sub(l.epoch))
 	now := l.clockLocked()
-	if c, ok := l.corrected[serial]; ok {
-		from = c.cost
-	}
 	for i, w := range l.windows {
 		if l.rules[i].Cost {
 			w.adjust(serial, ns, from, to)
 			l.tally.Observe(i, w.used(now))
 		}
 	}
-	l.rememberLocked(serial, ns, now, to)
 	// A lower cost frees room early; a log's cost lowered from more than
-	// the stale from says too, so the head is woken whatever from was.
+	// a stale from says too, so the head is woken whatever from was.
 	l.kickLocked()
 	return nil
 }
 
-// corrected is the cost last recorded for a call corrected, and its
-// instant on the internal timeline.
-type corrected struct {
-	at   int64
-	cost int
-}
-
-// rememberLocked records that the call serial, at at, now costs cost,
-// for a counter's next correction of it; it forgets the calls every
-// counter has forgotten. Only a limiter with a cost rule kept by a
-// counter remembers: a log keeps each call's cost itself. Requires l.mu
-// held.
-func (l *Limiter) rememberLocked(serial uint64, at, now int64, cost int) {
-	var horizon int64 // how long a counter may count a call: its width and a bucket
-	for i, w := range l.windows {
-		if c, ok := w.(*slidingCounter); ok && l.rules[i].Cost {
-			horizon = max(horizon, c.w+c.g)
-		}
+// lastOf returns the cell an admission of a call of the given cost
+// carries: the cost last recorded, for a counter of a cost rule, or nil
+// where no counter keeps one.
+func (l *Limiter) lastOf(cost int) *recorded {
+	if !l.sums {
+		return nil
 	}
-	if horizon == 0 {
-		return
-	}
-	if l.corrected == nil {
-		l.corrected = make(map[uint64]corrected)
-	}
-	if len(l.corrected) >= l.forgetAt {
-		for s, c := range l.corrected {
-			if c.at <= now-horizon {
-				delete(l.corrected, s)
-			}
-		}
-		// Sweep again once the map has doubled: O(1) a correction.
-		l.forgetAt = max(64, 2*len(l.corrected))
-	}
-	if at > now-horizon {
-		l.corrected[serial] = corrected{at, cost}
-	}
+	return newRecorded(cost)
 }
 
 // AllowN admits a call of the given cost at instant t if it may go now,
@@ -574,7 +541,7 @@ func (l *Limiter) AllowN(t time.Time, cost int) (Admission, bool) {
 	}
 	serial := l.admitLocked(now, now, cost)
 	l.mu.Unlock()
-	return Admission{At: l.toTime(now), Cost: cost, owner: (*owner)(l), handle: h, id: serial}, true
+	return Admission{At: l.toTime(now), Cost: cost, owner: (*owner)(l), handle: h, id: serial, last: l.lastOf(cost)}, true
 }
 
 // DelayN returns how long a call of the given cost arriving at t would

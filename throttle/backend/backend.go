@@ -24,17 +24,16 @@ type Owner interface {
 	// copy of an admission may be released, and only the first counts.
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
-	// to to (Admission.Correct has checked that it is at least 1). from is
-	// the Cost of the admission corrected, which may be stale (equal to
-	// to, even): a copy of it corrected before recorded another cost. The
-	// call must count to afterwards, whichever copy corrects, so an Owner
-	// corrects from the cost it recorded last, not from from. It returns
-	// ctx's error if ctx ends first.
+	// from from to to (Admission.Correct has checked that to is at least
+	// 1 and differs from from). from is the cost last recorded for the
+	// call, whichever copy of the admission recorded it: the admission
+	// and its copies share it, so an Owner needs to keep nothing per call.
+	// It returns ctx's error if ctx ends first.
 	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 
 var (
-	newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration) throttle.Admission)
+	newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration, bool) throttle.Admission)
 	handleOf     = link.HandleOf.(func(throttle.Admission) (link.Owner, uint64))
 )
 
@@ -62,13 +61,15 @@ type Inheritable interface {
 
 // NewAdmission returns an admission of a call of the given cost, recorded
 // at at after a wait of waited, latency before Admit returns it. Its
-// Release calls o.Release(h) and its Correct o.Correct(ctx, id, at, ...). o may
-// be nil for an admission that holds nothing and cannot be corrected.
+// Release calls o.Release(h) and its Correct o.Correct(ctx, id, at, ...),
+// from the cost last recorded, which the admission and its copies share
+// (a small allocation). o may be nil for an admission that holds nothing
+// and cannot be corrected.
 func NewAdmission(o Owner, h, id uint64, at time.Time, cost int, waited, latency time.Duration) throttle.Admission {
 	if o == nil {
-		return newAdmission(nil, h, id, at, cost, waited, latency)
+		return newAdmission(nil, h, id, at, cost, waited, latency, false)
 	}
-	return newAdmission(o, h, id, at, cost, waited, latency)
+	return newAdmission(o, h, id, at, cost, waited, latency, true)
 }
 
 type queuedKey struct{}

@@ -22,16 +22,21 @@ type Owner interface {
 	// Release is idempotent whatever copies of an admission exist.
 	Release(h uint64)
 	// Correct changes the cost recorded for the call id, admitted at at,
-	// to to. from is the corrected admission's Cost, which a copy
-	// corrected before may have made stale: the owner corrects from the
-	// cost it recorded last.
+	// from from to to. For an admission made with last, from is the cost
+	// last recorded for the call, whichever copy of the admission recorded
+	// it; without, the corrected admission's Cost, which a copy corrected
+	// before may have made stale (to, even).
 	Correct(ctx context.Context, id uint64, at time.Time, from, to int) error
 }
 
 // NewAdmission is set by package throttle to a
 //
-//	func(o Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration) throttle.Admission
+//	func(o Owner, handle, id uint64, at time.Time, cost int, waited, latency time.Duration, last bool) throttle.Admission
 //
+// With last, the admission and its copies share a cell holding the cost
+// last recorded for the call (one small allocation), which their Correct
+// gives the owner as from: what an owner that keeps only sums, or
+// changes a cost only where it finds the one replaced, needs.
 // It is an any because this package cannot name throttle's types; the
 // shared backends' core (package gate) asserts it once.
 var NewAdmission any
