@@ -12,8 +12,14 @@ import (
 	"github.com/pace-cli/pace/throttle/backend"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
 	"github.com/pace-cli/pace/throttle/internal/held"
+	"github.com/pace-cli/pace/throttle/internal/link"
 	"github.com/pace-cli/pace/throttle/internal/tally"
 )
+
+// newAdmission is backend.NewAdmission with the choice of the cell that
+// holds the cost last recorded: only an admission under a cost rule needs
+// it (Core.costs), and only that one allocates.
+var newAdmission = link.NewAdmission.(func(link.Owner, uint64, uint64, time.Time, int, time.Duration, time.Duration, bool) throttle.Admission)
 
 // MaxBatch is the most calls one admission attempt asks the store for.
 const MaxBatch = 64
@@ -89,12 +95,12 @@ type Config struct {
 // of the queue, as many as fit, in one attempt; it sleeps what the store
 // says plus jitter, sleeps out a server's pause, widens windows by the
 // margin and publishes a wider one, counts admissions and what they
-// waited on, keeps the calls in flight and the slots they hold, remembers
-// the cost last recorded for each call corrected (for a copy's correction),
-// and hands out admissions. It is safe for concurrent use.
+// waited on, keeps the calls in flight and the slots they hold, and hands
+// out admissions. It is safe for concurrent use.
 type Core struct {
 	cf    Config
 	store Store
+	costs bool // a rule counts costs: admissions carry the cost last recorded (link.NewAdmission)
 
 	slotTurn fifo.Lock // one caller at a time waits for a slot
 
@@ -115,16 +121,13 @@ type Core struct {
 	sleeps       int64         // times the admitter slept (on a rule or a pause)
 	trip         time.Duration // the quickest the store answered an admission attempt; -1 before one
 	pause        Pause
-	queue        []*waiter            // callers waiting for the rates, in arrival order
-	admitting    bool                 // the admitter runs
-	cancelAsk    context.CancelFunc   // ends the attempt under way; nil if none
-	askers       int                  // callers of the attempt under way who have not left
-	handed       time.Time            // when the admitter last admitted a call
-	handedSleeps int64                // sleeps then
-	held         map[uint64]any       // admission id -> the slot it holds (nil for none)
-	costs        map[uint64]corrected // admission id -> its cost, for the calls corrected (rememberLocked)
-	forgetAt     int                  // the size of costs at which it is next swept
-	widest       time.Duration        // the widest margin in force at a correction
+	queue        []*waiter          // callers waiting for the rates, in arrival order
+	admitting    bool               // the admitter runs
+	cancelAsk    context.CancelFunc // ends the attempt under way; nil if none
+	askers       int                // callers of the attempt under way who have not left
+	handed       time.Time          // when the admitter last admitted a call
+	handedSleeps int64              // sleeps then
+	held         map[uint64]any     // admission id -> the slot it holds (nil for none)
 	inFlight     int
 	peak         int
 	slotWaits    int64
@@ -143,7 +146,7 @@ func NewCore(cf Config, store Store) *Core {
 		tally:  tally.New(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
 		held:   make(map[uint64]any),
-		costs:  make(map[uint64]corrected),
+		costs:  slices.ContainsFunc(cf.Rules, func(r throttle.Rule) bool { return r.Cost }),
 		trip:   -1,
 	}
 }
@@ -214,7 +217,7 @@ func (c *Core) Admit(ctx context.Context, cost int) (throttle.Admission, error) 
 	if !d.Decided.IsZero() {
 		latency += time.Since(d.Decided)
 	}
-	return backend.NewAdmission((*owner)(c), d.ID, d.ID, d.At, cost, time.Since(start), latency), nil
+	return newAdmission((*owner)(c), d.ID, d.ID, d.At, cost, time.Since(start), latency, c.costs), nil
 }
 
 // waiter is a caller waiting in the admission queue. Its fields after
@@ -523,19 +526,13 @@ func (o *owner) Release(id uint64) {
 }
 
 // Correct changes the cost recorded for the admission id in the cost
-// rules still holding it, to to. from is the cost the admission corrected
-// knew, which a copy corrected before it made stale: the store is told
-// the cost this process last recorded for the call (costs), so that it
-// records to whichever copy corrects. (Redis changes a cost only where it
-// finds from, so that a try of an earlier correction left behind changes
-// nothing; the local store's counters add to-from.)
+// rules still holding it, from from to to. With a cost rule the
+// admission carries the cost last recorded, whichever copy of it
+// corrected, and from is that: Redis changes a cost only where it finds
+// from (so that a try of an earlier correction left behind changes
+// nothing), and the local store's counters add to-from.
 func (o *owner) Correct(ctx context.Context, id uint64, at time.Time, from, to int) error {
 	c := (*Core)(o)
-	c.mu.Lock()
-	if k, ok := c.costs[id]; ok {
-		from = k.cost
-	}
-	c.mu.Unlock()
 	if from == to {
 		return nil
 	}
@@ -545,7 +542,6 @@ func (o *owner) Correct(ctx context.Context, id uint64, at time.Time, from, to i
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.rememberLocked(id, to)
 	for i, u := range used {
 		if u >= 0 {
 			c.used[i] = u
@@ -553,39 +549,6 @@ func (o *owner) Correct(ctx context.Context, id uint64, at time.Time, from, to i
 		}
 	}
 	return nil
-}
-
-// corrected is the cost last recorded for a call corrected, and when.
-type corrected struct {
-	cost int
-	seen time.Time
-}
-
-// rememberLocked records that the call id now costs cost, and forgets
-// the calls corrected so long ago that no rule counts them any more:
-// twice the longest window widened by the widest margin in force since
-// their correction, which came after their admission (the store's clock
-// may differ a little from this process's). Requires c.mu held.
-func (c *Core) rememberLocked(id uint64, cost int) {
-	if !slices.ContainsFunc(c.cf.Rules, func(r throttle.Rule) bool { return r.Cost }) {
-		return // no rule counts costs: nothing to correct again
-	}
-	now := time.Now()
-	var longest time.Duration
-	for _, r := range c.cf.Rules {
-		longest = max(longest, r.Window)
-	}
-	c.widest = max(c.widest, c.margin, c.fleet)
-	if len(c.costs) >= c.forgetAt {
-		for id, k := range c.costs {
-			if now.Sub(k.seen) > 2*(longest+c.widest) {
-				delete(c.costs, id)
-			}
-		}
-		// Sweep again once the map has doubled: O(1) a correction.
-		c.forgetAt = max(64, 2*len(c.costs))
-	}
-	c.costs[id] = corrected{cost, now}
 }
 
 // PauseUntil makes this process admit nothing before t, whatever the
