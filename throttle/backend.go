@@ -88,8 +88,9 @@ func (e *MismatchError) Error() string {
 // Admission is one admitted call. It is a small value: Admit returns it
 // without allocating, but for one small cell, shared by the admission and
 // its copies, where the backend needs the cost last recorded for a
-// correction (a cost rule kept as sums: a counter, Redis). The collector
-// frees it with the last copy: a backend keeps nothing per call corrected.
+// correction (a cost rule kept by a counter, or any cost rule of Redis or
+// the local store). The collector frees it with the last copy: a backend
+// keeps nothing per call corrected.
 // Release gives back its in-flight slot once the call has ended; Correct
 // changes the cost recorded for it when its true cost is known only
 // afterwards.
