@@ -263,8 +263,14 @@ func (l *Limiter) admitNowLocked(now int64, cost int) (uint64, bool) {
 }
 
 // kickLocked wakes the head of the queue, which may now fit earlier than
-// it planned. Requires l.mu held.
+// it planned. Only the head sleeps on l.wake, and it stays in the queue
+// while it sleeps: with no queue there is no one to wake, and no new
+// channel to make (a correction, on every call under
+// --cost-from-response, would allocate one). Requires l.mu held.
 func (l *Limiter) kickLocked() {
+	if len(l.queue) == 0 {
+		return
+	}
 	close(l.wake)
 	l.wake = make(chan struct{})
 }

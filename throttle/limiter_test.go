@@ -423,7 +423,9 @@ func liveHeap() uint64 {
 
 // TestAdmissionAllocs: an admission allocates one small cell, shared by
 // its copies, only under a cost rule kept by a counter (the cost last
-// recorded, which the counter's correction needs), and nothing otherwise.
+// recorded, which the counter's correction needs), and nothing otherwise;
+// a correction with no caller waiting allocates nothing (it made a new
+// channel to wake a head of the queue there was not).
 func TestAdmissionAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		spec string
@@ -441,10 +443,13 @@ func TestAdmissionAllocs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := a.Correct(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
 			a.Release()
 		})
 		if got != tc.want {
-			t.Errorf("%s: Admit and Release allocate %v times, want %v", tc.spec, got, tc.want)
+			t.Errorf("%s: Admit, Correct and Release allocate %v times, want %v", tc.spec, got, tc.want)
 		}
 	}
 }
