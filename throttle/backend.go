@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/pace-cli/pace/throttle/internal/link"
@@ -136,12 +137,17 @@ type Admission struct {
 }
 
 // recorded is the cost last recorded for a call. Admission.Correct reads
-// and sets it; a copy's Correct is not concurrent with another's.
-type recorded struct{ cost int }
+// and sets it. Corrections of copies must not be concurrent (Correct),
+// but a caller who makes them so gets a wrong count, not a data race.
+type recorded struct{ cost atomic.Int64 }
 
 // newRecorded returns a cell holding cost, for an admission whose backend
 // needs the cost last recorded (see Admission.last).
-func newRecorded(cost int) *recorded { return &recorded{cost} }
+func newRecorded(cost int) *recorded {
+	r := new(recorded)
+	r.cost.Store(int64(cost))
+	return r
+}
 
 // Lag returns how long after the backend recorded the call the instant t
 // came, on this machine's clock: how late a call that left at t left.
@@ -205,7 +211,7 @@ func (a *Admission) Correct(ctx context.Context, cost int) error {
 	from := a.Cost
 	if a.last != nil {
 		// What the last correction recorded, whichever copy made it.
-		from = a.last.cost
+		from = int(a.last.cost.Load())
 		if from == cost {
 			a.Cost = cost
 			return nil
@@ -220,7 +226,7 @@ func (a *Admission) Correct(ctx context.Context, cost int) error {
 		}
 	}
 	if a.last != nil {
-		a.last.cost = cost
+		a.last.cost.Store(int64(cost))
 	}
 	a.Cost = cost
 	return nil

@@ -192,6 +192,7 @@ func inFlight(t *testing.T, b throttle.Backend, want int) {
 // TestReleaseOnce: releasing twice, or releasing a copy too, gives back
 // one slot.
 func TestReleaseOnce(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:1000/h", inFlight: 2}, func(t *testing.T, b throttle.Backend) {
 		a := admit(t, b, 1)
 		c := a
@@ -218,6 +219,7 @@ func TestReleaseOnce(t *testing.T) {
 // TestCorrectLastWins: corrections of an admission and of copies of it,
 // up and down, leave the cost the last one said, whichever copy made it.
 func TestCorrectLastWins(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		copy bool // on the copy made right after admission, else on the admission
 		cost int
@@ -236,6 +238,7 @@ func TestCorrectLastWins(t *testing.T) {
 		{"admission only", 5, []step{{false, 2}, {false, 8}, {false, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
 				a := admit(t, b, tc.cost)
 				c := a
@@ -258,6 +261,7 @@ func TestCorrectLastWins(t *testing.T) {
 // TestClose: Admit after Close fails with ErrClosed; Close twice is fine,
 // and a release after it too.
 func TestClose(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h", inFlight: 1}, func(t *testing.T, b throttle.Backend) {
 		a := admit(t, b, 1)
 		if err := b.Close(); err != nil {
@@ -276,6 +280,7 @@ func TestClose(t *testing.T) {
 // TestCloseWakesWaiter: a caller waiting on the rules when the backend
 // closes gets ErrClosed.
 func TestCloseWakesWaiter(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
 		a := admit(t, b, 10)
 		defer a.Release()
@@ -301,6 +306,7 @@ func TestCloseWakesWaiter(t *testing.T) {
 // (for the rules, or for a slot) gets ctx's error, holds no slot, and
 // the rules count nothing for it.
 func TestCancelRecordsNothing(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h", inFlight: 2}, func(t *testing.T, b throttle.Backend) {
 		a := admit(t, b, 10)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -342,6 +348,7 @@ func TestCancelRecordsNothing(t *testing.T) {
 // twice (on the admission and on a stale copy), keep every rule when
 // checked by throttle.Check with the costs the corrections said.
 func TestRulesHold(t *testing.T) {
+	t.Parallel()
 	const spec = "4/100ms,cost:12/150ms"
 	rules := mustRules(t, spec)
 	forEach(t, config{spec: spec, inFlight: 6}, func(t *testing.T, b throttle.Backend) {
@@ -402,6 +409,7 @@ func TestRulesHold(t *testing.T) {
 
 // TestPause: nothing is admitted before a pause ends, and Stats say so.
 func TestPause(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
 		const pause = 400 * time.Millisecond
 		until := time.Now().Add(pause)
@@ -423,6 +431,7 @@ func TestPause(t *testing.T) {
 // TestBadCost: a cost that can never fit fails at once with ErrBadCost
 // and holds nothing; so does a correction to a cost below 1.
 func TestBadCost(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h", inFlight: 1}, func(t *testing.T, b throttle.Backend) {
 		for _, cost := range []int{0, -1, 11} {
 			if _, err := b.Admit(context.Background(), cost); !errors.Is(err, throttle.ErrBadCost) {
@@ -444,6 +453,7 @@ func TestBadCost(t *testing.T) {
 
 // TestSetMargin: the margin set is the margin Stats reports.
 func TestSetMargin(t *testing.T) {
+	t.Parallel()
 	forEach(t, config{spec: "cost:10/h"}, func(t *testing.T, b throttle.Backend) {
 		b.SetMargin(250 * time.Millisecond)
 		if got := b.Stats().Margin; got != 250*time.Millisecond {
