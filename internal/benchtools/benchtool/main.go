@@ -31,6 +31,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,6 +47,7 @@ import (
 	"time"
 
 	"github.com/pace-cli/pace/internal/linksim"
+	"github.com/pace-cli/pace/internal/outfile"
 
 	"github.com/pace-cli/pace/throttle"
 )
@@ -208,10 +210,7 @@ func linkSim(args []string) error {
 	}
 	defer p.Close()
 	_, port, _ := net.SplitHostPort(p.Addr())
-	if err := os.WriteFile(*portfile+".tmp", []byte(port+"\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(*portfile+".tmp", *portfile); err != nil {
+	if err := outfile.WriteFile(context.Background(), *portfile, []byte(port+"\n")); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
@@ -260,10 +259,7 @@ func upstream(args []string) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	if err := os.WriteFile(*portfile+".tmp", []byte(port+"\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(*portfile+".tmp", *portfile); err != nil {
+	if err := outfile.WriteFile(context.Background(), *portfile, []byte(port+"\n")); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)

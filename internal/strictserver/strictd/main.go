@@ -27,12 +27,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/strictserver"
 	"github.com/pace-cli/pace/throttle"
 )
@@ -169,21 +169,10 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-// writeAtomic writes data to path through a temporary file and a rename,
-// so a script polling for path never reads it half written.
+// writeAtomic writes data to path whole, through a temporary file and a
+// rename, so a script polling for path never reads it half written; onto
+// a device or a FIFO (-calls /dev/null) it writes directly, never
+// replacing it (outfile.WriteFile).
 func writeAtomic(path, data string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".strictd-port-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return outfile.WriteFile(context.Background(), path, []byte(data))
 }

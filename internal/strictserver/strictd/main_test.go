@@ -110,3 +110,29 @@ func TestCheckLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAtomicKeepsStreams: -calls or -requests onto a FIFO (or
+// /dev/null, which a test must not touch) writes into it; the old
+// rename of a temporary file over it replaced it with a regular file,
+// as a bench run with -calls /dev/null once did to the machine's
+// /dev/null (as root).
+func TestWriteAtomicKeepsStreams(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "calls")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- string(b)
+	}()
+	if err := writeAtomic(fifo, "1 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "1 1\n" {
+		t.Errorf("the FIFO's reader got %q, want %q", s, "1 1\n")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("after writeAtomic, %s is %v (%v), want the FIFO still", fifo, fi.Mode(), err)
+	}
+}
