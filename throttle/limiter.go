@@ -173,7 +173,7 @@ func (l *Limiter) SetMargin(d time.Duration) {
 	}
 }
 
-// clampMargin bounds a margin to [0, maxWindow]: a window widened by it
+// clampMargin bounds a margin to [0, maxWindow] (link.ClampMargin): a window widened by it
 // then stays within int64 nanoseconds (two centuries), where a wider one
 // would overflow into a negative width that holds no call at all.
 func clampMargin(d time.Duration) time.Duration { return min(max(d, 0), maxWindow) }

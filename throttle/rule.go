@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pace-cli/pace/throttle/internal/link"
 )
 
 // ErrBadCost is wrapped by the error of an admission whose cost is not a
@@ -17,9 +19,9 @@ var ErrBadCost = errors.New("cost cannot be admitted")
 // certainly typos, and they would overflow the counters' arithmetic.
 const MaxLimit = 1 << 40
 
-// maxWindow bounds a rule's window so that window arithmetic on
-// nanosecond offsets can never overflow int64 (about 292 years).
-const maxWindow = 100 * 365 * 24 * time.Hour
+// maxWindow is the longest window a rule may have (a century), and the
+// widest margin a backend applies (link.MaxWindow).
+const maxWindow = link.MaxWindow
 
 // A Rule allows at most N calls in any half-open window (t-Window, t].
 // A call at exactly t+Window may therefore follow the call at t.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -463,5 +464,23 @@ func TestSetMargin(t *testing.T) {
 		if got := b.Stats().Margin; got < 0 {
 			t.Errorf("Stats().Margin = %v after SetMargin(-1s), want at least 0", got)
 		}
+	})
+}
+
+// TestHugeMargin: a margin wider than any window counts as
+// a century, the longest window a rule may have; it never wraps a window
+// around to let calls
+// through at once.
+func TestHugeMargin(t *testing.T) {
+	t.Parallel()
+	forEach(t, config{spec: "1/50ms"}, func(t *testing.T, b throttle.Backend) {
+		b.SetMargin(math.MaxInt64)
+		const century = 100 * 365 * 24 * time.Hour
+		if got := b.Stats().Margin; got != century {
+			t.Errorf("Stats().Margin = %v after SetMargin(MaxInt64), want %v", got, century)
+		}
+		a := admit(t, b, 1)
+		a.Release()
+		mustWait(t, b, 1)
 	})
 }

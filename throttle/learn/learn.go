@@ -31,6 +31,7 @@ import (
 
 	"github.com/pace-cli/pace/throttle"
 	"github.com/pace-cli/pace/throttle/internal/fifo"
+	"github.com/pace-cli/pace/throttle/internal/link"
 )
 
 // Windows are the windows an inferred rule may have besides the caller's:
@@ -164,8 +165,18 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 			count = append(count, r)
 		}
 	}
+	// The learned rules start with the margin the backend's rules have.
 	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
-		closed: make(chan struct{})}
+		closed: make(chan struct{}), margin: startMargin(b)}
+}
+
+// startMargin is the margin b's rules have, which the learned rules
+// start with.
+func startMargin(b throttle.Backend) time.Duration {
+	if b == nil {
+		return 0
+	}
+	return link.ClampMargin(b.Stats().Margin)
 }
 
 // Close makes admissions waiting on the learned rules, and later ones,
@@ -340,10 +351,12 @@ func (l *Backend) insertLocked(c call) {
 	}
 }
 
-// SetMargin widens the learned rules' windows by d, as the backend's.
+// SetMargin widens the learned rules' windows by d, as the backend's: a
+// negative d counts as 0, one wider than a century (the longest window a
+// rule may have) as that.
 func (l *Backend) SetMargin(d time.Duration) {
 	l.mu.Lock()
-	l.margin = max(d, 0)
+	l.margin = link.ClampMargin(d)
 	l.mu.Unlock()
 	l.Backend.SetMargin(d)
 }

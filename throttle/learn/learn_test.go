@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -558,4 +559,38 @@ func TestLearnerProbes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The learned rules' windows are widened by the margin: the backend's at
+// New, then what SetMargin says, bounded by a century (a margin
+// near the largest Duration once wrapped the windows around, and a call
+// under a learned rule went at once).
+func TestLearnerMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := throttle.New(throttle.Options{Margin: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := New(lim, nil, Options{Adopt: true, MaxWait: time.Hour})
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 1, Window: 5 * time.Second}}, PolicyHeader: "RateLimit-Policy: 1;w=5"})
+		start := time.Now()
+		if a, err = l.Admit(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		a.Release()
+		if w := time.Since(start); w != 6*time.Second {
+			t.Errorf("admitted after %v under 1/5s with the backend's margin of 1s, want 6s", w)
+		}
+		l.SetMargin(math.MaxInt64)
+		_, err = l.Admit(context.Background(), 1)
+		var long *PolicyWaitTooLong
+		if !errors.As(err, &long) || long.Wait < 99*365*24*time.Hour {
+			t.Fatalf("Admit under 1/5s with a margin of MaxInt64 = %v, want a *PolicyWaitTooLong of about a century", err)
+		}
+	})
 }

@@ -148,7 +148,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	case cf.CounterAbove < 0:
 		cf.CounterAbove = 0
 	}
-	cf.Margin = max(cf.Margin, 0)
+	cf.Margin = link.ClampMargin(cf.Margin)
 	cf.GlobalJobs = max(cf.GlobalJobs, 0)
 	if err := checkKey(cf.Key); err != nil {
 		return nil, err

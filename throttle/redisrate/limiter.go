@@ -339,7 +339,7 @@ func newLimiter(client Client, opts Options) (*Limiter, error) {
 	case cf.CounterAbove < 0:
 		cf.CounterAbove = 0
 	}
-	cf.Margin = max(cf.Margin, 0)
+	cf.Margin = link.ClampMargin(cf.Margin)
 	cf.GlobalJobs = max(cf.GlobalJobs, 0)
 	if client == nil {
 		return nil, errors.New("redisrate: nil client")

@@ -142,7 +142,7 @@ func NewCore(cf Config, store Store) *Core {
 		store:  store,
 		closed: make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		margin: cf.Margin,
+		margin: link.ClampMargin(cf.Margin),
 		tally:  tally.New(len(cf.Rules)),
 		used:   make([]int, len(cf.Rules)),
 		held:   make(map[uint64]any),
@@ -565,9 +565,11 @@ func (c *Core) PauseUntil(t time.Time, reason string) {
 // SetMargin makes d this process's margin from the next decision on. A
 // margin wider than the fleet's is also published at once, in the
 // background, so that the other processes widen their windows before
-// this one next admits a call. A negative d is treated as 0.
+// this one next admits a call. A negative d is treated as 0, and one
+// wider than a century (link.MaxWindow) as that: window arithmetic must not
+// overflow.
 func (c *Core) SetMargin(d time.Duration) {
-	d = max(d, 0)
+	d = link.ClampMargin(d)
 	c.mu.Lock()
 	wider := d > c.margin && d > c.fleet
 	c.margin = d

@@ -10,6 +10,16 @@ import (
 	"time"
 )
 
+// MaxWindow is the longest window a rule may have, and the widest margin
+// a backend applies (ClampMargin): window arithmetic on nanosecond
+// offsets, a window widened by the widest margin included, stays well
+// inside int64 (about 292 years).
+const MaxWindow = 100 * 365 * 24 * time.Hour
+
+// ClampMargin bounds a margin to [0, MaxWindow]: a negative one counts as
+// none, a wider one as MaxWindow, so that no window wraps around.
+func ClampMargin(d time.Duration) time.Duration { return min(max(d, 0), MaxWindow) }
+
 // CounterAbove is the default size above which a rule is kept by a
 // bounded sliding window counter instead of an exact log.
 const CounterAbove = 100_000
