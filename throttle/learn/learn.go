@@ -157,7 +157,8 @@ type Backend struct {
 }
 
 // New returns a learner in front of b, for the caller's rules (of which it
-// keeps the count rules).
+// keeps the count rules). The learned rules' windows are widened by the
+// margin b reports (Stats().Margin) until SetMargin says otherwise.
 func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 	var count []throttle.Rule
 	for _, r := range user {
@@ -165,7 +166,6 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 			count = append(count, r)
 		}
 	}
-	// The learned rules start with the margin the backend's rules have.
 	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
 		closed: make(chan struct{}), margin: startMargin(b)}
 }
