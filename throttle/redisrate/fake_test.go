@@ -39,6 +39,7 @@ type fakeRedis struct {
 	getErr   func(n int) error // error for the nth GET (1-based), nil for none
 	handle   func(c fakeCall) (any, error)
 	leases   map[string]bool // fleet-wide slots held, as slotsLua keeps them
+	released map[string]bool // leases released, whose marks slotsLua keeps
 }
 
 // fakeCall is one script call the fake received.
@@ -52,7 +53,7 @@ type fakeCall struct {
 }
 
 func newFake() *fakeRedis {
-	return &fakeRedis{missing: map[string]bool{}, leases: map[string]bool{}}
+	return &fakeRedis{missing: map[string]bool{}, leases: map[string]bool{}, released: map[string]bool{}}
 }
 
 // op names the call: "admit", "correct", "margin", or the slots
@@ -270,6 +271,8 @@ func (f *fakeRedis) scriptReply(c fakeCall) any {
 		return []any{int64(0), now, int64(len(f.leases)), c.args[3].(int64)}
 	case "renew":
 		switch {
+		case f.released[id]:
+			return []any{int64(3), now}
 		case f.leases[id]:
 			return []any{int64(1), now}
 		case len(f.leases) < limit:
@@ -281,6 +284,7 @@ func (f *fakeRedis) scriptReply(c fakeCall) any {
 		held := f.leases[id]
 		delete(f.leases, id)
 		if held {
+			f.released[id] = true
 			return []any{int64(1), now}
 		}
 		return []any{int64(0), now}

@@ -146,10 +146,18 @@ func TestLiveKeysExpire(t *testing.T) {
 			}
 			a.Release()
 			time.Sleep(600 * time.Millisecond)
-			for _, key := range keys {
+			for _, key := range keys[:6] {
 				if n := do(t, srv, "EXISTS", key); n != "0" {
 					t.Errorf("EXISTS %s = %s after the window passed, want 0", key, n)
 				}
+			}
+			// The slots key holds the released lease's mark, no slot,
+			// until the lease would have run out.
+			if n := do(t, srv, "ZCOUNT", keys[6], "0", "+inf"); n != "0" {
+				t.Errorf("%s holds %s slots after the release, want 0", keys[6], n)
+			}
+			if ttl, _ := strconv.Atoi(do(t, srv, "PTTL", keys[6])); ttl > 15001 {
+				t.Errorf("%s: PTTL %d after the release, want at most the lease's 15001", keys[6], ttl)
 			}
 		})
 	}

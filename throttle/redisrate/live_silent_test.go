@@ -71,7 +71,7 @@ func TestLiveSilentRedis(t *testing.T) {
 
 	srv.Continue()
 	waitFor(t, "the slots to be free", 10*time.Second, func() bool {
-		return do(t, srv, "ZCARD", "pace:{slots}:slots") == "0"
+		return do(t, srv, "ZCOUNT", "pace:{slots}:slots", "0", "+inf") == "0"
 	})
 	for _, tt := range []struct {
 		l        *redisrate.Limiter

@@ -745,6 +745,53 @@ func TestLiveLeases(t *testing.T) {
 	}
 }
 
+// TestLiveRenewalAfterRelease: a renewal that reaches Redis after its
+// lease was released (its caller gave up waiting for the answer; the job
+// ended, or Close came, and released the slot meanwhile) does not take
+// the slot again for a holder that no longer wants it: another process
+// gets it at once, not once a lease has run out.
+func TestLiveRenewalAfterRelease(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := liveClient(t, srv.Addr())
+	o := redisrate.Options{GlobalJobs: 1}
+	const key = "pace:{late}:slots"
+	a := liveOpen(t, c, "late", "1000/s", o)
+	got, err := a.Admit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := do(t, srv, "ZRANGE", key, "0", "0")
+	got.Release()
+	reply, err := c.EvalSha(ctx, redisrate.SlotsSHA, []string{key}, "renew", id, 1, redisrate.DefaultLease.Microseconds(), time.Now().UnixMicro()).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply) == 0 || reply[0] != int64(3) {
+		t.Errorf("a renewal after the release = %v, want {3, now}: released, not taken again", reply)
+	}
+	if n := do(t, srv, "ZCOUNT", key, "0", "+inf"); n != "0" {
+		t.Errorf("%s slots held after the release and the late renewal, want 0", n)
+	}
+	b := liveOpen(t, liveClient(t, srv.Addr()), "late", "1000/s", o)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.Admit(short, 1); err != nil {
+		t.Fatalf("Admit by another process = %v, want the slot at once", err)
+	}
+	if s := b.Stats(); s.SlotWaits != 0 {
+		t.Errorf("Stats() = %+v, want no slot wait", s)
+	}
+	// The mark of the release is not a slot: the cap of 1 is b's, and a
+	// second holder waits.
+	short2, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if _, err := a.Admit(short2, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Admit while b holds the only slot = %v, want DeadlineExceeded", err)
+	}
+}
+
 func TestLiveGlobalJobsCap(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -777,7 +824,7 @@ func TestLiveGlobalJobsCap(t *testing.T) {
 	if p := peak.Load(); p != jobs {
 		t.Errorf("peak %d calls in flight, want %d (the cap, reached)", p, jobs)
 	}
-	if n := do(t, srv, "ZCARD", "pace:{cap}:slots"); n != "0" {
+	if n := do(t, srv, "ZCOUNT", "pace:{cap}:slots", "0", "+inf"); n != "0" {
 		t.Errorf("%s leases left after every release, want 0", n)
 	}
 }

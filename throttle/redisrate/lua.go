@@ -646,6 +646,13 @@ return {1, now, calls, most}
 // runs out. Time comes from TIME as in admitLua, with the same fallback on
 // ARGV[5].
 //
+// A released lease stays as a mark, scored minus the expiry it had, until
+// that expiry: a renewal sent before the release and run after it (its
+// caller gave up waiting for the answer, and Close then released the
+// slot) finds the mark and does not take the slot again for a process
+// that no longer holds it. Marks are never counted as slots held. An
+// older pace's sweep (-inf to now) drops them, which only loses the mark.
+//
 // ARGV[1]  operation: take, renew or release
 // ARGV[2]  lease id
 // ARGV[3]  the cap
@@ -657,31 +664,54 @@ return {1, now, calls, most}
 //	take:    {1, now, held} taken (or already held, then renewed), held counting it;
 //	         {0, now, held, wait} full, wait = until the earliest lease expires
 //	renew:   {1, now} renewed; {2, now} it had expired and was taken again;
-//	         {0, now} it had expired and the slots are full: lost
+//	         {0, now} it had expired and the slots are full: lost;
+//	         {3, now} it was released: not taken again
 //	release: {1, now} released; {0, now} it was not held (expired)
 const slotsLua = timeHead + "ARGV[5]" + timeTail + `
 local key, op, id = KEYS[1], ARGV[1], ARGV[2]
 local cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4])
+local function num(x)
+  return string.format('%.0f', x)
+end
 
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', key, num(-now), num(now))
+
+local function count()
+  return redis.call('ZCOUNT', key, '(' .. num(now), '+inf')
+end
+
+-- The key lives until its latest lease or mark runs out.
+local function keep(until_)
+  if redis.call('PTTL', key) < math.ceil((until_ - now) / 1000) + 1 then
+    redis.call('PEXPIRE', key, math.ceil((until_ - now) / 1000) + 1)
+  end
+end
 
 local function hold()
-  redis.call('ZADD', key, now + lease, id)
+  redis.call('ZADD', key, num(now + lease), id)
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000) + 1)
 end
 
+local held = redis.call('ZSCORE', key, id)
+if held then held = tonumber(held) end
+local released = held and held < 0
+if released then held = nil end
+
 if op == 'release' then
-  return {redis.call('ZREM', key, id), now}
+  if not held then return {0, now} end
+  redis.call('ZADD', key, num(-held), id)
+  keep(held)
+  return {1, now}
 end
 
-local held = redis.call('ZSCORE', key, id)
 if op == 'renew' then
   if held then
     hold()
     return {1, now}
   end
-  if redis.call('ZCARD', key) < cap then
+  if released then return {3, now} end
+  if count() < cap then
     hold()
     return {2, now}
   end
@@ -689,7 +719,7 @@ if op == 'renew' then
 end
 
 -- take
-local c = redis.call('ZCARD', key)
+local c = count()
 if held then
   hold()
   return {1, now, c}
@@ -698,7 +728,7 @@ if c < cap then
   hold()
   return {1, now, c + 1}
 end
-local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local first = redis.call('ZRANGEBYSCORE', key, '(' .. num(now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local wait = tonumber(first[2]) - now
 if wait < 1 then wait = 1 end
 return {0, now, c, wait}
