@@ -792,6 +792,45 @@ func TestLiveRenewalAfterRelease(t *testing.T) {
 	}
 }
 
+// TestLiveACLDocumented: a Redis user allowed only what docs/redis.md
+// lists (EVALSHA, EVAL and GET on pace:*, and the commands the scripts
+// run there) can admit, correct, hold and release fleet-wide slots,
+// inspect and reset a quota.
+func TestLiveACLDocumented(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--user", "pacer", "on", ">acl-test-pw", "~pace:*", "+@connection",
+		"+evalsha", "+eval", "+get", "+time", "+set", "+pexpire", "+del", "+exists", "+incrby", "+@sortedset", "+@hash")
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "pacer", Password: "acl-test-pw"})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	l := liveOpen(t, c, "acl", "5/s,cost:100/m", redisrate.Options{GlobalJobs: 2})
+	for range 3 {
+		a, err := l.Admit(ctx, 3)
+		if err != nil {
+			t.Fatalf("Admit as a user allowed the documented commands = %v", err)
+		}
+		if err := a.Correct(ctx, 4); err != nil {
+			t.Fatalf("Correct = %v", err)
+		}
+		a.Release()
+	}
+	if _, err := redisrate.Inspect(ctx, c, "acl"); err != nil {
+		t.Errorf("Inspect = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := l.Stats().Store; s.Failures != 0 {
+		t.Errorf("Stats().Store = %+v, want no failed calls", s)
+	}
+	if n := do(t, srv, "ZCOUNT", "pace:{acl}:slots", "0", "+inf"); n != "0" {
+		t.Errorf("%s slots held after every release, want 0", n)
+	}
+	if err := redisrate.Reset(ctx, c, "acl"); err != nil {
+		t.Errorf("Reset = %v", err)
+	}
+}
+
 func TestLiveGlobalJobsCap(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

@@ -680,17 +680,20 @@ local function count()
   return redis.call('ZCOUNT', key, '(' .. num(now), '+inf')
 end
 
--- The key lives until its latest lease or mark runs out.
-local function keep(until_)
-  if redis.call('PTTL', key) < math.ceil((until_ - now) / 1000) + 1 then
-    redis.call('PEXPIRE', key, math.ceil((until_ - now) / 1000) + 1)
-  end
+-- The key lives until its latest lease (the highest score) and its
+-- latest mark (the lowest) have run out.
+local function keep()
+  local t = now
+  local hi = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local lo = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if hi[2] and tonumber(hi[2]) > t then t = tonumber(hi[2]) end
+  if lo[2] and -tonumber(lo[2]) > t then t = -tonumber(lo[2]) end
+  redis.call('PEXPIRE', key, math.ceil((t - now) / 1000) + 1)
 end
 
 local function hold()
   redis.call('ZADD', key, num(now + lease), id)
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000) + 1)
+  keep()
 end
 
 local held = redis.call('ZSCORE', key, id)
@@ -701,7 +704,7 @@ if released then held = nil end
 if op == 'release' then
   if not held then return {0, now} end
   redis.call('ZADD', key, num(-held), id)
-  keep(held)
+  keep()
   return {1, now}
 end
 
