@@ -25,7 +25,7 @@
 //	pace:{NAME}:r<i>:<rule>        the state of rule i
 //	pace:{NAME}:r<i>:<rule>:sum    the cost a cost rule holds (a counter: the costs corrected)
 //	pace:{NAME}:margins            each process's margin, while in force
-//	pace:{NAME}:slots              the leases of the in-flight cap
+//	pace:{NAME}:slots              the leases of the in-flight cap (and marks of released ones)
 //	pace:{NAME}:reset              when pace quota reset last forgot the quota
 //
 // A process whose rules differ from the ones stored gets a
