@@ -118,7 +118,7 @@ func copyOf(a throttle.Admission) throttle.Admission {
 // are copies of one, however alike they are.
 func TestHistoryKeys(t *testing.T) {
 	adms := lookalikes(t)
-	l := New(nil, nil, Options{})
+	l := New(mem(t), nil, Options{})
 	l.mu.Lock()
 	for i, a := range adms {
 		for j, b := range adms {
@@ -198,7 +198,7 @@ func TestHistoryOwnerNotComparable(t *testing.T) {
 // A backend whose every admission has an owner of its own does not grow
 // the learner's kinds past what its history holds.
 func TestHistoryForgetsKinds(t *testing.T) {
-	l := New(nil, nil, Options{})
+	l := New(mem(t), nil, Options{})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()

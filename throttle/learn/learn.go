@@ -167,16 +167,7 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 		}
 	}
 	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
-		closed: make(chan struct{}), margin: startMargin(b)}
-}
-
-// startMargin is the margin b's rules have, which the learned rules
-// start with.
-func startMargin(b throttle.Backend) time.Duration {
-	if b == nil {
-		return 0
-	}
-	return link.ClampMargin(b.Stats().Margin)
+		closed: make(chan struct{}), margin: link.ClampMargin(b.Stats().Margin)}
 }
 
 // Close makes admissions waiting on the learned rules, and later ones,

@@ -443,7 +443,7 @@ func BenchmarkAdmitPastMaxRecent(b *testing.B) {
 // history is reallocated a few times (doubling), never past the most it
 // holds, and keeps the latest maxRecent calls in order.
 func TestRecentGrowsByDoubling(t *testing.T) {
-	l := New(nil, nil, Options{})
+	l := New(mem(t), nil, Options{})
 	t0 := instant(time.Unix(1_000_000, 0))
 	grows, last := 0, -1
 	for k := range 3 * recentCap {
