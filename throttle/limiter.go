@@ -129,7 +129,7 @@ func New(opts Options) (*Limiter, error) {
 	case counterAbove < 0:
 		counterAbove = 0
 	}
-	margin := clampMargin(opts.Margin)
+	margin := link.ClampMargin(opts.Margin)
 	l := &Limiter{
 		rules:   slices.Clone(opts.Rules),
 		margin:  margin,
@@ -159,7 +159,7 @@ func New(opts Options) (*Limiter, error) {
 // treated as 0, and one longer than the longest window a rule may have (a
 // century) as that.
 func (l *Limiter) SetMargin(d time.Duration) {
-	d = clampMargin(d)
+	d = link.ClampMargin(d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d == l.margin {
@@ -174,11 +174,6 @@ func (l *Limiter) SetMargin(d time.Duration) {
 		l.kickLocked()
 	}
 }
-
-// clampMargin bounds a margin to [0, maxWindow] (link.ClampMargin): a window widened by it
-// then stays within int64 nanoseconds (two centuries), where a wider one
-// would overflow into a negative width that holds no call at all.
-func clampMargin(d time.Duration) time.Duration { return min(max(d, 0), maxWindow) }
 
 // nowLocked maps t onto the internal timeline. An instant earlier than one
 // already seen is taken as that one, for this call only: the timeline

@@ -256,11 +256,7 @@ var (
 
 // clockLua sets now from the server's TIME in microseconds, or from the
 // caller's clock in ARGV[1] where TIME is refused (see timeHead).
-const clockLua = timeHead + "ARGV[1]" + timeTail + `
-local function num(x)
-  return string.format('%.0f', x)
-end
-`
+const clockLua = timeHead + "ARGV[1]" + timeTail + numLua
 
 // inspectLua reads a quota's load without changing anything. Keys and
 // modes as in admitLua; windows without margin.

@@ -17,7 +17,9 @@ import (
 const MaxWindow = 100 * 365 * 24 * time.Hour
 
 // ClampMargin bounds a margin to [0, MaxWindow]: a negative one counts as
-// none, a wider one as MaxWindow, so that no window wraps around.
+// none, a wider one as MaxWindow. A window widened by it then stays within
+// int64 nanoseconds (two centuries), where a wider one would overflow
+// into a negative width that holds no call at all.
 func ClampMargin(d time.Duration) time.Duration { return min(max(d, 0), MaxWindow) }
 
 // CounterAbove is the default size above which a rule is kept by a
