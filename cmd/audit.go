@@ -40,7 +40,8 @@ timestamps, one per line, as epoch seconds with an optional fraction
 (1700000000.25) or RFC 3339 (2023-11-14T22:13:20.25Z). The format is
 detected from the first non-blank line: a line with tabs is a job log.
 Every row counts as a call, failed and killed jobs included (they were
-admitted), and so does every retry (one row per attempt).
+admitted), and so does every retry (one row per attempt) and every
+redirect pace fetch followed (a row of its own, Exitval -3).
 
 For each rule the report gives the peak number of calls in any window
 (t-PERIOD, t], as a count and as a share of N, the number of calls that

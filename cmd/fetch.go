@@ -83,8 +83,8 @@ Requests:
   a Content-Type header application/x-www-form-urlencoded is sent, as curl
   does. User-Agent is pace/VERSION unless -H sets it. --timeout bounds
   each attempt, body included. Redirects are followed (at most 10, to
-  http and https only), each one a call of its own under the rules (the
-  job log keeps one row per item); credentials are not sent to another
+  http and https only), each one a call of its own under the rules (and
+  in the job log, a row of its own); credentials are not sent to another
   host. Proxies come from HTTPS_PROXY, HTTP_PROXY and NO_PROXY. HTTP/2 is
   used when the server offers it. --insecure skips certificate checks.
 

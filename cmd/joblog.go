@@ -31,7 +31,10 @@ const jobLogHelp = `Job log:
   Exitval -1 and the signal in Signal. For pace fetch, Command is
   "METHOD URL" (credentials redacted), Exitval is 0 for a 2xx, the HTTP
   status for any other response, and -1 when no whole response came
-  (network error, timeout, interrupt); Receive counts body bytes.
+  (network error, timeout, interrupt); Receive counts body bytes. A
+  redirect followed, or a request sent again, has a row before its
+  attempt's: Exitval -3, Command "# redirect followed: METHOD URL" (or
+  "# sent again: ...").
 
   The rules hold across runs that share a job log: before admitting
   anything pace counts the log's admissions that are still inside each

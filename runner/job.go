@@ -411,6 +411,22 @@ type HTTPInfo struct {
 	PolicyHeader string
 	// RetryAfter is how long a 429 or 503 asked to wait, if it said.
 	RetryAfter time.Duration
+	// Hops are the calls the attempt made besides its own, each admitted
+	// under the rules, in the order they were admitted (see Hop).
+	Hops []Hop
+}
+
+// Hop is a call an HTTP attempt made besides its own (pacehttp.Info.Hops):
+// a redirect followed, or the request sent again by the transport after
+// a kept-alive connection failed. The server counts each as a call, so a
+// job log keeps a row for each.
+type Hop struct {
+	Start   time.Time     // when the rules admitted it
+	Runtime time.Duration // from Start to its answer's headers, or to its failure
+	Cost    int           // its cost as the rules last recorded it
+	// Method and URL say what it sent; URL has its credentials redacted.
+	Method, URL string
+	Again       bool // sent again by the transport, not a redirect
 }
 
 // OK reports whether the attempt succeeded: it ran and exited with status 0.

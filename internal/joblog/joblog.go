@@ -59,8 +59,9 @@ type Entry struct {
 func (e Entry) Cost() int { return int(max(e.Send, 1)) }
 
 // Failed reports whether the row records a failure: a non-zero Exitval or
-// a Signal.
-func (e Entry) Failed() bool { return e.Exit != 0 || e.Signal != 0 }
+// a Signal, on a row that is no hop's (Entry.Hop: its attempt's own row
+// tells how it ended).
+func (e Entry) Failed() bool { return (e.Exit != 0 || e.Signal != 0) && !e.Hop() }
 
 // HeaderFor returns the header line pace writes for a run keeping rules.
 func HeaderFor(rules []throttle.Rule) string {
@@ -269,15 +270,21 @@ func (w *Writer) StandIn() (Entry, bool) {
 // Path returns the file the Writer appends to.
 func (w *Writer) Path() string { return w.path }
 
-// Write appends e as one row; see AppendEntry. Once a write has failed it
-// returns that failure, wrapping ErrWriteFailed, without writing.
-func (w *Writer) Write(e Entry) error {
+// Write appends rows, each one row (see AppendEntry), in one write: the
+// rows of one attempt (its hops, HopEntries, and its own) reach the file
+// together, and a failed write leaves none of them. Once a write has
+// failed it returns that failure, wrapping ErrWriteFailed, without
+// writing.
+func (w *Writer) Write(rows ...Entry) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.failed != nil {
 		return w.failed
 	}
-	w.buf = AppendEntry(w.buf[:0], e)
+	w.buf = w.buf[:0]
+	for _, e := range rows {
+		w.buf = AppendEntry(w.buf, e)
+	}
 	if lock(w.f) {
 		defer unlock(w.f)
 	}

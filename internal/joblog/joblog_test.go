@@ -379,8 +379,9 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// On a full disk the row that does not fit is cut off again: the log stays
-// well-formed, and every later row is refused.
+// On a full disk the rows that do not fit are cut off again: the log stays
+// well-formed, an attempt's rows (a hop's and its own, in one write) are
+// there together or not at all, and every later row is refused.
 func TestWriterFullDisk(t *testing.T) {
 	dir := smallTmpfs(t, "16k")
 	path := filepath.Join(dir, "j.log")
@@ -392,10 +393,11 @@ func TestWriterFullDisk(t *testing.T) {
 	var written int
 	var werr error
 	for i := 1; i <= 1000; i++ {
-		if werr = w.Write(Entry{Seq: i, Start: time.Unix(1700000000, 0), Command: "echo " + long}); werr != nil {
+		hop := Entry{Seq: i, Start: time.Unix(1700000000, 0), Exit: ExitHop, Command: "# redirect followed: GET " + long}
+		if werr = w.Write(hop, Entry{Seq: i, Start: time.Unix(1700000000, 0), Command: "echo " + long}); werr != nil {
 			break
 		}
-		written++
+		written += 2
 	}
 	if !errors.Is(werr, ErrWriteFailed) || !strings.Contains(werr.Error(), path) {
 		t.Fatalf("Write on a full disk = %v, want ErrWriteFailed naming %s", werr, path)

@@ -177,7 +177,7 @@ func New(entries []joblog.Entry, opts Options) *State {
 	var commands int64
 	for _, e := range entries {
 		seq := int64(e.Seq)
-		if seq < 1 || e.StandsIn() {
+		if seq < 1 || e.StandsIn() || e.Hop() {
 			continue
 		}
 		r.last[seq] = row{command: e.Command, failed: e.Failed()}

@@ -411,3 +411,36 @@ func TestResumeVerifyCutCommand(t *testing.T) {
 		t.Errorf("Verify(another long command): error of %d bytes %.400q, want a short one quoting around the difference", len(msg), msg)
 	}
 }
+
+// The rows of the calls an attempt made besides its own (a redirect, a
+// request sent again: joblog.ExitHop) are no rows of its item: their
+// Commands are not the item's and their Exitval is no outcome, so neither
+// --resume nor --resume-failed, nor the check of the input, reads them.
+func TestResumeHopRows(t *testing.T) {
+	hop := func(seq int) joblog.Entry {
+		return joblog.Entry{Seq: seq, Exit: joblog.ExitHop, Command: "# redirect followed: GET https://b.example/moved"}
+	}
+	// Item 1: a hop, then its row (ok). Item 2: a hop, its row (failed),
+	// then a hop alone (a log cut under the run: no row of 2's retry).
+	// Item 3: a hop alone.
+	rows := []joblog.Entry{hop(1), logRows("1:0")[0], hop(2), logRows("2:404")[0], hop(2), hop(3)}
+	for _, tt := range []struct {
+		mode Mode
+		want []bool // Skip(1..3)
+	}{
+		{All, []bool{true, true, false}},
+		{Failed, []bool{true, false, false}},
+	} {
+		r := New(rows, Options{Mode: tt.mode, Command: echoCommand})
+		var got []bool
+		for seq := int64(1); seq <= 3; seq++ {
+			got = append(got, r.Skip(seq))
+			if err := r.Verify(runner.Job{Seq: seq, Item: fmt.Sprintf("item%d", seq)}); err != nil {
+				t.Errorf("mode %d: Verify(item %d) = %v, want nil: a hop's Command is no item's", tt.mode, seq, err)
+			}
+		}
+		if !slices.Equal(got, tt.want) || r.MaxSeq() != 2 {
+			t.Errorf("mode %d: Skip(1..3) = %v, MaxSeq %d; want %v, 2", tt.mode, got, r.MaxSeq(), tt.want)
+		}
+	}
+}

@@ -265,12 +265,17 @@ func (j *Log) ToRun(n int64) int64 {
 	return n - j.resume.Skipping(n)
 }
 
-// Record appends r's row.
+// Record appends r's row, after the rows of the calls it made besides
+// its own (joblog.HopEntries), in one write.
 func (j *Log) Record(r *runner.Result) error {
 	if j == nil {
 		return nil
 	}
-	return j.w.Write(joblog.EntryOf(r, j.command(&r.Job), j.cost))
+	e := joblog.EntryOf(r, j.command(&r.Job), j.cost)
+	if hops := joblog.HopEntries(r, j.cost); hops != nil {
+		return j.w.Write(append(hops, e)...)
+	}
+	return j.w.Write(e)
 }
 
 // Close closes the job log, reporting a failure to flush it.

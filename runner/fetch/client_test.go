@@ -47,6 +47,10 @@ func TestFetchRedirects(t *testing.T) {
 	e := newFetch(t, Options{})
 	if res := fetchOne(t, e, srv.URL+"/hop/10"); !res.OK() || string(res.Stdout.Bytes()) != "landed\n" {
 		t.Errorf("10 redirects: %s, %q; want success", res.Status(), res.Stdout.Bytes())
+	} else if hops := res.HTTP.Hops; len(hops) != 10 || hops[0].URL != srv.URL+"/hop/9" || hops[9].URL != srv.URL+"/hop/0" ||
+		hops[9].Method != "GET" || hops[9].Again || hops[0].Start.Before(res.Start) || hops[9].Start.Before(hops[0].Start) {
+		// Each redirect followed is a call of its own, for the job log.
+		t.Errorf("10 redirects: hops %+v; want the 10 calls to /hop/9 ... /hop/0, in order, after the item's", hops)
 	}
 	u, _ := url.Parse(srv.URL + "/hop/11")
 	u.User = url.UserPassword("ann", "pw-9876")
@@ -56,6 +60,11 @@ func TestFetchRedirects(t *testing.T) {
 	}
 	if msg := res.Err.Error(); strings.Contains(msg, "pw-9876") {
 		t.Errorf("11 redirects: error %q shows the password", msg)
+	}
+	// The redirects kept the URL's user info: their URLs, which the job
+	// log writes, show it redacted.
+	if hops := res.HTTP.Hops; len(hops) != 10 || strings.Contains(hops[0].URL, "pw-9876") || !strings.Contains(hops[0].URL, "/hop/10") {
+		t.Errorf("11 redirects: hops %+v; want the 10 followed, without the password", hops)
 	}
 
 	// With MaxRedirects 2 the third fails; with -1 the 3xx itself does.

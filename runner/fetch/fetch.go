@@ -657,6 +657,9 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	}
 	info.Admission = job.Admission // if set, the pool admitted the request
 	jctx = pacehttp.WithInfo(jctx, info)
+	// Deferred before the body's Close, so run after it: a redirect's
+	// cost read from its body is then in its Hop.
+	defer func() { h.Hops = hopsOf(info.Hops, s) }()
 	req, err := e.request(jctx, s)
 	if err != nil {
 		fail(err)
@@ -736,6 +739,19 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 	res.ExitCode = 0
 	res.Cost = info.Cost // the transport corrected the admission; 0 if the response did not say
 	return res
+}
+
+// hopsOf returns the calls of hops as the job's result tells them, with
+// their URLs redacted as the job's own is; nil if there were none.
+func hopsOf(hops []pacehttp.Hop, s *spec) []runner.Hop {
+	if len(hops) == 0 {
+		return nil
+	}
+	out := make([]runner.Hop, len(hops))
+	for i, h := range hops {
+		out[i] = runner.Hop{Start: h.At, Runtime: h.Ended.Sub(h.At), Cost: h.Cost, Method: h.Method, URL: s.red.String(s.red.URL(h.URL)), Again: h.Again}
+	}
+	return out
 }
 
 // pauseTooLong returns the *pacehttp.PauseTooLong in err's chain, if any

@@ -106,6 +106,12 @@ func (p *Proxy) result(rq *request, res *runner.Result, h *runner.HTTPInfo, resp
 		PauseUntil: rq.info.PauseUntil, PauseReason: rq.info.PauseReason,
 		Policy: rq.info.Policy, PolicyHeader: rq.info.PolicyHeader, RetryAfter: rq.info.RetryAfter}
 	res.HTTP = h
+	// The upstream's calls besides the request's own: attempts the
+	// transport sent again (a proxy follows no redirect), of the same
+	// URL.
+	for _, hp := range rq.info.Hops {
+		h.Hops = append(h.Hops, runner.Hop{Start: hp.At, Runtime: hp.Ended.Sub(hp.At), Cost: hp.Cost, Method: h.Method, URL: h.URL, Again: hp.Again})
+	}
 	if resp != nil {
 		// The reason phrase is the upstream's text, printed in pace's
 		// lines: it must not drive the terminal.

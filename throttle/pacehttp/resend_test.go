@@ -66,13 +66,20 @@ func TestResentRequestIsAdmitted(t *testing.T) {
 	addr, read := hangUpServer(t)
 	lim := newLimiter(t, []throttle.Rule{{N: 5, Window: time.Minute}}, 0)
 	c := &http.Client{Transport: New(lim, Options{Base: &http.Transport{}})}
+	var infos [2]Info
 	for i := range 2 {
-		resp, err := c.Get("http://" + addr + "/")
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), &infos[i]), http.MethodGet, "http://"+addr+"/x", nil)
+		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatalf("GET %d: %v", i, err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+	// The resent attempt is in Info.Hops, so that a job log keeps it.
+	if h := infos[1].Hops; len(infos[0].Hops) != 0 || len(h) != 1 || !h[0].Again || h[0].Method != "GET" || h[0].URL.Path != "/x" ||
+		h[0].Cost != 1 || h[0].At.Before(infos[1].Admission.At) || h[0].Ended.Before(h[0].At) {
+		t.Errorf("hops %+v, then %+v; want none, then the GET /x sent again, after the request's admission", infos[0].Hops, h)
 	}
 	s := lim.Stats()
 	if got := read.Load(); got != 3 || s.Admitted != 3 {

@@ -38,6 +38,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,7 +251,8 @@ func (t *Transport) hintCost(err error) {
 // Info is what the Transport did with a request and learned from its
 // response. A caller that wants it passes one with WithInfo.
 type Info struct {
-	// Admission is the request's admission. If it is set (its At is not
+	// Admission is the request's admission: its first call's, the calls
+	// after it (redirects) are in Hops. If it is set (its At is not
 	// zero) when WithInfo is called, the request was admitted already, as
 	// Admission, through Backend: the Transport neither admits it again,
 	// nor releases or corrects it. Each redirect it follows reaches the
@@ -295,6 +297,23 @@ type Info struct {
 	// CostErr says why the response did not tell the cost, if
 	// Options.CostFrom asked for it.
 	CostErr error
+	// Hops are the calls the request made besides its first (Admission),
+	// each admitted under the rules as a call of its own, in the order
+	// they were admitted: the redirects an http.Client followed, and the
+	// attempts the base transport sent again after a kept-alive
+	// connection failed (Hop.Again). The server counts each, so a record
+	// of the calls made (a job log) needs them too.
+	Hops []Hop
+}
+
+// Hop is a call of Info.Hops.
+type Hop struct {
+	At     time.Time // when the rules admitted it
+	Cost   int       // its cost, corrected if its response told it
+	Method string
+	URL    *url.URL  // as sent, credentials included: redact before showing
+	Again  bool      // sent again by the base transport, not a redirect
+	Ended  time.Time // when its response's headers came or it failed
 }
 
 // PauseTooLong is the Info.PauseErr of a refusal whose server asked for
@@ -402,6 +421,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var returned time.Time
 	cost := info.Admission.Cost
+	hopAt := -1 // a redirect's index in info.Hops
 	if own {
 		cost = 1
 		if t.opts.Cost != nil {
@@ -425,7 +445,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.margin.Started(a.At, a.Lag(returned, returned))
 		}
 	}
-	if !redirect {
+	switch {
+	case own && st != nil && req.Response != nil:
+		info.Hops = append(info.Hops, Hop{At: a.At, Cost: a.Cost, Method: req.Method, URL: req.URL})
+		hopAt = len(info.Hops) - 1
+	case !redirect:
 		info.Admission = a
 	}
 
@@ -457,12 +481,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	arrived := time.Now()
+	if hopAt >= 0 {
+		info.Hops[hopAt].Ended = arrived
+	}
 	if err == nil && resp == nil {
 		// A RoundTripper must return one or the other; http.Client turns
 		// this into an error too.
 		err = errors.New("pacehttp: the base transport returned neither a response nor an error")
 	}
-	if ferr := guard.end(); ferr != nil {
+	if ferr := guard.end(info, req, arrived); ferr != nil {
 		if err == nil && resp.Body != nil {
 			resp.Body.Close()
 		}
@@ -512,10 +539,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.listen(a, resp, info)
 	json := t.opts.CostFrom.Kind == "json" && okStatus(resp.StatusCode)
 	if t.opts.CostFrom.Kind == "header" && okStatus(resp.StatusCode) {
-		t.correct(req.Context(), &a, own, redirect, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
+		t.correct(req.Context(), &a, own, hopAt, info, func() (int, error) { return headerCost(t.opts.CostFrom, resp.Header) })
 	}
 	if own || json {
-		b := &body{ReadCloser: resp.Body, ctx: req.Context(), t: t, a: a, info: info, own: own, hop: redirect, json: json}
+		b := &body{ReadCloser: resp.Body, ctx: req.Context(), t: t, a: a, info: info, own: own, hop: hopAt, json: json}
 		resp.Body = b
 		if rw, ok := b.ReadCloser.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 			// An upgraded connection (a websocket): its body is the
@@ -588,16 +615,19 @@ func (g *resendGuard) gotConn(c httptrace.GotConnInfo) {
 	g.extra = append(g.extra, a)
 }
 
-// end releases the attempts' admissions and returns the error of one that
-// failed, if any. A nil guard watched nothing.
-func (g *resendGuard) end() error {
+// end records the attempts after the first in info.Hops, as calls of req
+// that ended at ended, releases their admissions, and returns the error
+// of one that failed, if any. A nil guard watched nothing.
+func (g *resendGuard) end(info *Info, req *http.Request, ended time.Time) error {
 	if g == nil {
 		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range g.extra {
-		g.extra[i].Release()
+		a := &g.extra[i]
+		info.Hops = append(info.Hops, Hop{At: a.At, Cost: a.Cost, Method: req.Method, URL: req.URL, Again: true, Ended: ended})
+		a.Release()
 	}
 	return g.err
 }
@@ -634,9 +664,9 @@ func okStatus(code int) bool { return code >= 200 && code <= 299 }
 // Transport admitted the call (own), corrects a; or records why it could
 // not. ctx, the request's, bounds the wait for a shared store's answer
 // (the store still records a correction whose caller is gone). a goes
-// into info.Admission, unless it is a redirect's (hop) of a request its
-// caller admitted: Info.Admission stays the caller's.
-func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own, hop bool, info *Info, cost func() (int, error)) {
+// into info.Admission, unless it is a redirect's, info.Hops[hop] (hop is
+// -1 otherwise): its corrected cost goes there.
+func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own bool, hop int, info *Info, cost func() (int, error)) {
 	c, err := cost()
 	if err != nil {
 		info.CostErr = err
@@ -649,9 +679,11 @@ func (t *Transport) correct(ctx context.Context, a *throttle.Admission, own, hop
 			info.CostErr = err
 		}
 	}
-	if !hop {
-		info.Admission = *a
+	if hop >= 0 {
+		info.Hops[hop].Cost = a.Cost
+		return
 	}
+	info.Admission = *a
 }
 
 // listen pauses admissions when resp asks for it, learns from it, and
@@ -781,7 +813,7 @@ type body struct {
 	a         throttle.Admission
 	info      *Info
 	own, json bool
-	hop       bool       // a is a redirect's, of a request its caller admitted (Info.Admission)
+	hop       int        // a is the redirect's info.Hops[hop]; -1 if a is no redirect's
 	mu        sync.Mutex // guards kept and over: Close may come from another goroutine than Read
 	kept      []byte     // counted in t.costKept
 	over      error      // why the body is not kept: past maxCostBody, past maxCostBodies with the others, or ended

@@ -346,6 +346,12 @@ func TestTransportAdmitted(t *testing.T) {
 		if len(sent) != 2 || sent[0] != start || sent[1].Sub(start) < time.Hour {
 			t.Errorf("sent at %v from %v; want the request at once and its redirect an hour later", sent, start)
 		}
+		// The redirect's call is in Info.Hops, for a record of the calls
+		// made (a job log).
+		if h := info.Hops; len(h) != 1 || h[0].Again || h[0].Method != "GET" || h[0].URL.Path != "/to" || h[0].Cost != 1 ||
+			len(sent) != 2 || !h[0].At.Equal(sent[1]) || !h[0].Ended.Equal(sent[1]) {
+			t.Errorf("Info.Hops = %+v; want the GET /to, admitted and ended when it was sent (%v)", h, sent)
+		}
 		if st := lim.Stats(); st.InFlight != 1 {
 			t.Errorf("in flight = %d, want 1: the caller's admission is the caller's to release, the redirect held no slot", st.InFlight)
 		}
@@ -398,6 +404,9 @@ func TestTransportAdmittedRedirectKeepsCallersAdmission(t *testing.T) {
 				// The redirect's call corrected to 7, the caller's to 7.
 				if st := lim.Stats(); st.InFlight != 0 || st.Rules[0].Used != 14 {
 					t.Errorf("in flight %d, cost counted %d; want 0 and 14 (two calls of 7)", st.InFlight, st.Rules[0].Used)
+				}
+				if len(info.Hops) != 1 || info.Hops[0].Cost != 7 {
+					t.Errorf("Info.Hops = %+v; want the redirect's call, of its corrected cost 7", info.Hops)
 				}
 			})
 		})
@@ -619,6 +628,53 @@ func TestTransportMarginFromAnswersWithInfo(t *testing.T) {
 		}
 		if got := lim.Stats().Margin; got != 40*time.Millisecond {
 			t.Errorf("margin %v, want 40ms (the second answer's lag)", got)
+		}
+	})
+}
+
+// A request the transport admits itself keeps its first call in
+// Info.Admission; each redirect it follows is a call of its own, in
+// Info.Hops in order, with the cost the rules last recorded for it.
+func TestTransportRedirectHops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs, _ := ParseCostSource("header:X-Tokens")
+		lim := newLimiter(t, []throttle.Rule{{N: 100, Window: time.Hour, Cost: true}}, 0)
+		c, _ := client(lim, Options{CostFrom: cs}, func(req *http.Request) *http.Response {
+			time.Sleep(time.Second)
+			switch req.URL.Path {
+			case "/a":
+				return response(req, http.StatusFound, "Location", "/b")
+			case "/b":
+				return response(req, http.StatusMovedPermanently, "Location", "/c?token=s3cret")
+			}
+			return response(req, 200, "X-Tokens", "5")
+		})
+		start := time.Now()
+		info := &Info{}
+		req, _ := http.NewRequestWithContext(WithInfo(context.Background(), info), "GET", "http://api.example/a", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if !info.Admission.At.Equal(start) {
+			t.Errorf("Info.Admission at %v, want the first call's, at %v", info.Admission.At, start)
+		}
+		h := info.Hops
+		if len(h) != 2 || h[0].URL.Path != "/b" || h[1].URL.Path != "/c" || h[1].URL.Query().Get("token") != "s3cret" {
+			t.Fatalf("Info.Hops = %+v; want /b, then /c (as sent)", h)
+		}
+		for i, want := range []struct {
+			at   time.Duration
+			cost int
+		}{{time.Second, 1}, {2 * time.Second, 5}} {
+			if h[i].At.Sub(start) != want.at || h[i].Ended.Sub(h[i].At) != time.Second || h[i].Cost != want.cost || h[i].Again {
+				t.Errorf("hop %d: admitted at +%v, ended %v later, cost %d; want +%v, 1s, %d", i, h[i].At.Sub(start), h[i].Ended.Sub(h[i].At), h[i].Cost, want.at, want.cost)
+			}
+		}
+		if st := lim.Stats(); st.InFlight != 0 || st.Admitted != 3 || st.Rules[0].Used != 7 {
+			t.Errorf("in flight %d, admitted %d, cost counted %d; want 0, 3 and 7", st.InFlight, st.Admitted, st.Rules[0].Used)
 		}
 	})
 }

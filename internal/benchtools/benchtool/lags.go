@@ -186,7 +186,11 @@ func readAdmissions(name string) (map[string][]time.Time, error) {
 	}
 	rows := map[string][]time.Time{}
 	for _, e := range log.Entries {
-		_, raw, ok := strings.Cut(e.Command, " ")
+		command := e.Command
+		if r, ok := e.HopRequest(); ok {
+			command = r // a redirect followed, or a request sent again
+		}
+		_, raw, ok := strings.Cut(command, " ")
 		u, err := url.Parse(raw)
 		if !ok || err != nil {
 			return nil, fmt.Errorf("%s: row %d: command %q: want \"METHOD URL\" (a pace fetch job log)", name, e.Seq, e.Command)
