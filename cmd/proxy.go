@@ -532,7 +532,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	}
 	st := px.Stats()
 	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent, Connect: st.Connect,
-		Stalled: st.Stalled, DotPath: st.DotPath}
+		Stalled: st.Stalled, DotPath: st.DotPath, Asterisk: st.Asterisk}
 	rec.reportUnlogged(ios.ErrOut)
 	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err

@@ -82,6 +82,7 @@ type Proxy struct {
 	Refused  int64 // answered 503: stopping, or the quota's store down
 	Stalled  int64 // answered 408: the client stopped sending its body before the request was sent (--client-timeout)
 	DotPath  int64 // answered 400: a "." or ".." segment in the path
+	Asterisk int64 // answered 400: "*" as the target of another method than OPTIONS
 }
 
 // RuleSummary is one rule's share of a Summary.

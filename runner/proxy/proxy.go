@@ -109,6 +109,7 @@ type Stats struct {
 	Failed   int64         // admitted, then answered 502 or 504 by the proxy (the upstream down or slow), or 408 (the body stalled)
 	Stalled  int64         // answered 408 by the proxy without being admitted: the client stopped sending its body
 	DotPath  int64         // answered 400 by the proxy: a "." or ".." segment in the path, which could climb out of the upstream's path
+	Asterisk int64         // answered 400 by the proxy: "*" as the target of another method than OPTIONS (net/http answers OPTIONS * itself)
 	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
 	InFlight int64         // admitted and not yet answered in full
 	Waiting  int64         // waiting for a slot or the rules now
@@ -137,6 +138,7 @@ type Proxy struct {
 	tooLong  atomic.Int64
 	connect  atomic.Int64
 	dotPath  atomic.Int64
+	asterisk atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
 	stalled  atomic.Int64
@@ -309,7 +311,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(), DotPath: p.dotPath.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(), DotPath: p.dotPath.Load(), Asterisk: p.asterisk.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -409,6 +411,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 		plain(w, http.StatusMethodNotAllowed, "pace proxy: CONNECT is not supported: pace proxy is a reverse proxy for its --upstream; "+
 			"send requests to it as to the upstream (the client's base URL), not through HTTP_PROXY or HTTPS_PROXY")
+		return
+	}
+	if r.RequestURI == "*" {
+		// The asterisk form names the server, not a resource, and only
+		// for OPTIONS (RFC 9112, 3.2.4), which net/http answers itself:
+		// joined to the upstream's path it would reach "/base/%2A".
+		p.asterisk.Add(1)
+		plain(w, http.StatusBadRequest, fmt.Sprintf("pace proxy: the target \"*\" is for OPTIONS only, not %s: send a path", runner.Printable(r.Method, false)))
 		return
 	}
 	if seg, ok := dotSegment(r.URL.Path); ok {

@@ -563,3 +563,41 @@ func TestDotSegmentsAre400(t *testing.T) {
 		}
 	}
 }
+
+// "*" as a target names the server, for OPTIONS only: net/http answers
+// OPTIONS * itself, and any other method with it is answered 400 and sent
+// nowhere. Before, GET * reached the upstream as GET /v1/%2A, a call
+// spent on a path the client never named.
+func TestAsteriskTargetIs400(t *testing.T) {
+	var upstream atomic.Int64
+	up := okUpstream(t, func(http.ResponseWriter, *http.Request) { upstream.Add(1) })
+	tp := startProxy(t, up.URL+"/v1/", "", 0, nil)
+	for _, tt := range []struct {
+		req  string
+		code int
+	}{
+		{"GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", http.StatusBadRequest},
+		{"POST * HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi", http.StatusBadRequest},
+		{"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", http.StatusOK},
+	} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, tt.req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			t.Fatalf("%q: %v", tt.req, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		c.Close()
+		if resp.StatusCode != tt.code || (tt.code == http.StatusBadRequest && !strings.Contains(string(b), `"*" is for OPTIONS only`)) {
+			t.Errorf("%q answered %d %q, want %d", tt.req, resp.StatusCode, b, tt.code)
+		}
+	}
+	if st := tp.p.Stats(); st.Asterisk != 2 || st.DotPath != 0 || upstream.Load() != 0 {
+		t.Errorf("Asterisk %d, DotPath %d, the upstream got %d requests; want 2, 0 and none", st.Asterisk, st.DotPath, upstream.Load())
+	}
+}
