@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/pace-cli/pace/internal/joblog"
 	"github.com/pace-cli/pace/internal/outfile"
 	"github.com/pace-cli/pace/internal/plot"
+	"github.com/pace-cli/pace/internal/plot/fromlog"
 	"github.com/pace-cli/pace/throttle"
 )
 
@@ -158,7 +158,7 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if len(rules) == 0 {
 		return reportf(ios, ExitUsage, "plot: %s names no rules: give the rules to draw with -r N/PERIOD", name)
 	}
-	calls, pauses := plotCalls(plotEntries(ios, name, log))
+	calls, pauses := fromlog.Calls(plotEntries(ios, name, log))
 	title := opts.Title
 	if title == "" {
 		title = fmt.Sprintf("%s: %d %s under %s", filepath.Base(name), len(calls), plural(len(calls), "call"), throttle.FormatRules(rules))
@@ -223,46 +223,4 @@ func plotEntries(ios *IOStreams, name string, log *joblog.Log) []joblog.Entry {
 			name, p.Line, joblog.ShownRow(p.Text, redactLogged), how)
 	}
 	return entries
-}
-
-// plotCalls turns job log rows into the picture's calls, and the gaps
-// after refusals into pauses.
-func plotCalls(entries []joblog.Entry) ([]plot.Call, []plot.Pause) {
-	// A row is a retried attempt when a later row has the same Seq.
-	last := make(map[int]int, len(entries))
-	for i, e := range entries {
-		last[e.Seq] = i
-	}
-	calls := make([]plot.Call, len(entries))
-	for i, e := range entries {
-		c := plot.Call{Start: e.Start, Runtime: e.Runtime, Cost: e.Cost()}
-		switch {
-		case e.Exit == 429 || e.Exit == 503:
-			c.Outcome = plot.Refused
-		case e.Failed() && last[e.Seq] != i:
-			c.Outcome = plot.Retried
-		case e.Failed():
-			c.Outcome = plot.Failed
-		}
-		calls[i] = c
-	}
-	// After a refusal, nothing was admitted until the pause the server
-	// asked for had passed: the gap to the next admission is that pause.
-	starts := make([]time.Time, len(entries))
-	for i, e := range entries {
-		starts[i] = e.Start
-	}
-	slices.SortFunc(starts, time.Time.Compare)
-	var pauses []plot.Pause
-	for _, c := range calls {
-		if c.Outcome != plot.Refused {
-			continue
-		}
-		from := c.Start.Add(c.Runtime)
-		i, _ := slices.BinarySearchFunc(starts, from, time.Time.Compare)
-		if i < len(starts) && starts[i].After(from) {
-			pauses = append(pauses, plot.Pause{From: from, To: starts[i]})
-		}
-	}
-	return calls, pauses
 }
