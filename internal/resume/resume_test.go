@@ -94,26 +94,29 @@ func TestResumeStandIn(t *testing.T) {
 	rows := append(logRows("1:0"), cut("2\t:\t1700000000.5\t"))
 	rows = append(rows, logRows("3:1", "4:1")...)
 	rows = append(rows, cut("3\t:\t17"), cut("4\t:\t1700000000.5\t0.1\t0\t0\t0\t"), cut("5"))
-	for _, tt := range []struct {
-		mode Mode
-		want []bool // Skip(1..5)
-	}{
-		{All, []bool{true, false, true, true, false}},
-		{Failed, []bool{true, false, false, false, false}},
-	} {
-		r := New(rows, Options{Mode: tt.mode, Command: echoCommand})
+	checkSkips(t, rows, 4, map[Mode][]bool{
+		All:    {true, false, true, true, false},
+		Failed: {true, false, false, false, false},
+	})
+}
+
+// checkSkips checks, for each mode, which of items 1..len(want) a resume
+// from rows skips, that each item's command passes Verify (rows of no
+// item's command, stand-ins and hops, are not compared), and that the
+// highest Seq of an item's own row is maxSeq.
+func checkSkips(t *testing.T, rows []joblog.Entry, maxSeq int64, want map[Mode][]bool) {
+	t.Helper()
+	for _, mode := range []Mode{All, Failed} {
+		r := New(rows, Options{Mode: mode, Command: echoCommand})
 		var got []bool
-		for seq := int64(1); seq <= 5; seq++ {
+		for seq := int64(1); seq <= int64(len(want[mode])); seq++ {
 			got = append(got, r.Skip(seq))
 			if err := r.Verify(runner.Job{Seq: seq, Item: fmt.Sprintf("item%d", seq)}); err != nil {
-				t.Errorf("mode %d: Verify(item %d) = %v, want nil: a stand-in's Command is no command", tt.mode, seq, err)
+				t.Errorf("mode %d: Verify(item %d) = %v, want nil", mode, seq, err)
 			}
 		}
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("mode %d: Skip(1..5) = %v, want %v", tt.mode, got, tt.want)
-		}
-		if r.MaxSeq() != 4 {
-			t.Errorf("mode %d: MaxSeq() = %d, want 4 (the whole rows')", tt.mode, r.MaxSeq())
+		if !slices.Equal(got, want[mode]) || r.MaxSeq() != maxSeq {
+			t.Errorf("mode %d: Skip(1..%d) = %v, MaxSeq %d; want %v, %d", mode, len(got), got, r.MaxSeq(), want[mode], maxSeq)
 		}
 	}
 }
@@ -424,23 +427,8 @@ func TestResumeHopRows(t *testing.T) {
 	// then a hop alone (a log cut under the run: no row of 2's retry).
 	// Item 3: a hop alone.
 	rows := []joblog.Entry{hop(1), logRows("1:0")[0], hop(2), logRows("2:404")[0], hop(2), hop(3)}
-	for _, tt := range []struct {
-		mode Mode
-		want []bool // Skip(1..3)
-	}{
-		{All, []bool{true, true, false}},
-		{Failed, []bool{true, false, false}},
-	} {
-		r := New(rows, Options{Mode: tt.mode, Command: echoCommand})
-		var got []bool
-		for seq := int64(1); seq <= 3; seq++ {
-			got = append(got, r.Skip(seq))
-			if err := r.Verify(runner.Job{Seq: seq, Item: fmt.Sprintf("item%d", seq)}); err != nil {
-				t.Errorf("mode %d: Verify(item %d) = %v, want nil: a hop's Command is no item's", tt.mode, seq, err)
-			}
-		}
-		if !slices.Equal(got, tt.want) || r.MaxSeq() != 2 {
-			t.Errorf("mode %d: Skip(1..3) = %v, MaxSeq %d; want %v, 2", tt.mode, got, r.MaxSeq(), tt.want)
-		}
-	}
+	checkSkips(t, rows, 2, map[Mode][]bool{
+		All:    {true, true, false},
+		Failed: {true, false, false},
+	})
 }
