@@ -101,7 +101,9 @@ The server has the last word, as with pace fetch:
   A 429 or 503 with Retry-After, and rate-limit headers that say the
   quota is spent, pause every admission; the proxy learns the server's
   rule from its refusals. The upstream's answer, 429 included, goes to the
-  client as it is: the proxy never retries.
+  client as it is (but for links to the upstream in its Location,
+  Content-Location and Link headers, rewritten to the proxy, so that
+  redirects and next pages come through it too): the proxy never retries.
 
 Clients come and go:
   A client that disconnects while its request waits spends nothing; one

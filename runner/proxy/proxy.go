@@ -210,6 +210,9 @@ func New(opts Options) (*Proxy, error) {
 		ErrorHandler:  p.fail,
 		ModifyResponse: func(r *http.Response) error {
 			p.answered(r)
+			if rq := requestOf(r.Request.Context()); rq != nil {
+				p.rewriteLinks(r.Header, rq.host)
+			}
 			return nil
 		},
 	}
@@ -337,8 +340,8 @@ type request struct {
 	// another protocol (101, a websocket), if any.
 	upgraded *upgradeBody
 	// uri is the request's target as the client sent it (see
-	// redactedURL).
-	uri string
+	// redactedURL), host its Host (see rewriteLinks).
+	uri, host string
 	// bodiless is the bodiless path's state.
 	bodiless bodilessState
 	// resend is the state of the request's second attempt, if any (see
@@ -434,7 +437,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
-	rq := &request{p: p, uri: r.RequestURI}
+	rq := &request{p: p, uri: r.RequestURI, host: r.Host}
 	if r.Body != nil && r.Body != http.NoBody {
 		rq.body = &clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
 		r.Body = rq.body
