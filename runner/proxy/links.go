@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // over them unseen. A URL is the upstream's when it has its scheme and
 // host (the default port spelt or not) and a path the proxy maps onto
 // (the upstream's path, then anything): the proxy's URL for it is
-// "http://" + the Host the client sent + the rest of the path, with its
+// "http://" + the host the client addressed (clientHost) + the rest of the path, with its
 // query (less the upstream's own query, which the proxy adds back) and
 // fragment. A path-absolute reference ("/v1/x") is the upstream's path
 // too, when --upstream has one. Other URLs (another host, a relative path)
@@ -23,6 +24,18 @@ import (
 //
 // Only these headers are read: links in bodies (a JSON "next" URL) still
 // name the upstream, and a client that follows them bypasses the proxy.
+
+// clientHost returns the host the client addressed: its Host, or for a
+// request without one (HTTP/1.0), the address it connected to.
+func clientHost(r *http.Request) string {
+	if r.Host != "" {
+		return r.Host
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a.String()
+	}
+	return ""
+}
 
 // linkHeaders are the answer's fields whose URLs are rewritten.
 var linkHeaders = [...]string{"Location", "Content-Location", "Link"}

@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestToProxy(t *testing.T) {
@@ -126,6 +129,19 @@ func TestUpstreamLinksLeadThroughTheProxy(t *testing.T) {
 	resp.Body.Close()
 	if got, want := resp.Header.Get("Link"), "<http://"+host+"/new?page=2>; rel=\"next\""; got != want {
 		t.Errorf("Link = %q, want %q", got, want)
+	}
+	// An HTTP/1.0 request without a Host: the address it connected to.
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /old HTTP/1.0\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	} else if got, want := resp.Header.Get("Location"), "http://"+host+"/new"; got != want {
+		t.Errorf("HTTP/1.0 without Host: Location %q, want %q", got, want)
 	}
 	// A POST (ReverseProxy's path, not the bodiless one).
 	resp, err = noFollow.Post(tp.url+"/items", "text/plain", strings.NewReader("x"))

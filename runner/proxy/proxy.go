@@ -437,7 +437,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
-	rq := &request{p: p, uri: r.RequestURI, host: r.Host}
+	rq := &request{p: p, uri: r.RequestURI, host: clientHost(r)}
 	if r.Body != nil && r.Body != http.NoBody {
 		rq.body = &clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
 		r.Body = rq.body
