@@ -103,7 +103,9 @@ The server has the last word, as with pace fetch:
   rule from its refusals. The upstream's answer, 429 included, goes to the
   client as it is (but for links to the upstream in its Location,
   Content-Location and Link headers, rewritten to the proxy, so that
-  redirects and next pages come through it too): the proxy never retries.
+  redirects and next pages come through it too, and its cookies' Domain,
+  Path and Secure, rewritten for the proxy's plain HTTP address, so that
+  they come back): the proxy never retries.
 
 Clients come and go:
   A client that disconnects while its request waits spends nothing; one

@@ -184,6 +184,7 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	removeHopByHopHeaders(res.Header)
 	p.answered(res)
 	p.rewriteLinks(res.Header, rq.host)
+	p.rewriteCookies(res.Header)
 	copyHeader(rw.Header(), res.Header)
 	announced := len(res.Trailer)
 	if announced > 0 {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -177,6 +178,85 @@ func FuzzRewriteLinks(f *testing.F) {
 			if got[0] != v && !strings.Contains(got[0], "http://proxy.test:1/") {
 				t.Errorf("%s %q rewritten to %q, no link to the proxy", k, v, got[0])
 			}
+		}
+	})
+}
+
+func TestClientCookie(t *testing.T) {
+	for _, tt := range []struct {
+		upstream, cookie, want string // want "" for unchanged
+	}{
+		{"https://api.example.com/v1/", "sid=abc; Domain=api.example.com; Path=/v1/app; Secure; HttpOnly; SameSite=Lax", "sid=abc; Path=/app; HttpOnly; SameSite=Lax"},
+		{"https://api.example.com/v1/", "sid=abc; domain=.EXAMPLE.com; path=/v1; secure", "sid=abc; Path=/"},
+		{"https://api.example.com/v1/", "sid=abc; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT", ""},
+		{"https://api.example.com/v1/", "sid=abc; Path=/v10", ""},
+		{"https://api.example.com", "sid=abc; Path=/app; Secure", "sid=abc; Path=/app"},
+		{"https://api.example.com", "sid=abc", ""},
+		{"https://api.example.com", "sid=abc; Domain=other.example; Secure", ""},        // another domain's
+		{"https://api.example.com", "sid=abc; Domain=ample.com; Secure", ""},            // not a parent of the host
+		{"https://api.example.com", "__Host-sid=abc; Secure; Path=/", ""},               // HTTPS only, by its name
+		{"https://api.example.com", "__Secure-sid=abc; Domain=example.com; Secure", ""}, // the same
+		{"https://api.example.com", "", ""},
+		{"https://api.example.com", ";;;", ""},
+	} {
+		up, _ := url.Parse(tt.upstream)
+		p := &Proxy{opts: Options{Upstream: up}}
+		want := tt.want
+		if want == "" {
+			want = tt.cookie
+		}
+		if got := p.clientCookie(tt.cookie); got != want {
+			t.Errorf("upstream %s: %q -> %q, want %q", tt.upstream, tt.cookie, got, want)
+		}
+	}
+}
+
+// A session cookie set by the upstream through the proxy is sent back by
+// the client through the proxy: before, its Domain (the upstream's) and
+// Secure made the client drop it or keep it to itself, and every request
+// after the login failed.
+func TestUpstreamCookieComesBack(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/login":
+			w.Header().Add("Set-Cookie", "sid=s3; Domain="+r.Host[:strings.LastIndexByte(r.Host, ':')]+"; Path=/v1; Secure; HttpOnly")
+		case "/v1/me":
+			if c, err := r.Cookie("sid"); err != nil || c.Value != "s3" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			io.WriteString(w, "me")
+		}
+	})
+	tp := startProxy(t, up.URL+"/v1/", "", 0, nil)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	for _, path := range []string{"/login", "/me"} {
+		resp, err := c.Get(tp.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %q; want 200 (the session cookie sent back)", path, resp.StatusCode, b)
+		}
+	}
+}
+
+// Set-Cookie values are the upstream's, untrusted: rewriting never panics
+// and keeps the cookie's name and value as they were.
+func FuzzClientCookie(f *testing.F) {
+	for _, s := range []string{"sid=abc; Domain=api.example.com; Path=/v1/x; Secure", "a=b; path=/v1", "=;;domain=.com", ""} {
+		f.Add(s)
+	}
+	up, _ := url.Parse("https://api.example.com/v1/")
+	p := &Proxy{opts: Options{Upstream: up}}
+	f.Fuzz(func(t *testing.T, v string) {
+		got := p.clientCookie(v)
+		first, _, _ := strings.Cut(v, ";")
+		if !strings.HasPrefix(got, first) {
+			t.Errorf("%q -> %q: the name and value changed", v, got)
 		}
 	})
 }

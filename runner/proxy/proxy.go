@@ -212,6 +212,7 @@ func New(opts Options) (*Proxy, error) {
 			p.answered(r)
 			if rq := requestOf(r.Request.Context()); rq != nil {
 				p.rewriteLinks(r.Header, rq.host)
+				p.rewriteCookies(r.Header)
 			}
 			return nil
 		},
