@@ -183,8 +183,7 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	}
 	removeHopByHopHeaders(res.Header)
 	p.answered(res)
-	p.rewriteLinks(res.Header, rq.host)
-	p.rewriteCookies(res.Header)
+	p.toClient(res.Header, rq.host)
 	copyHeader(rw.Header(), res.Header)
 	announced := len(res.Trailer)
 	if announced > 0 {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net/http"
 	"strings"
 )
 
@@ -19,27 +18,6 @@ import (
 // takes only with Secure over HTTPS, and cookies for other domains are
 // left as they are; the cookies the client sends back go upstream
 // unchanged.
-
-// rewriteCookies rewrites the Set-Cookie fields of h (see above).
-func (p *Proxy) rewriteCookies(h http.Header) {
-	vv, ok := h["Set-Cookie"]
-	if !ok {
-		return
-	}
-	var out []string // copied on the first change: vv may be shared
-	for i, v := range vv {
-		nv := p.clientCookie(v)
-		if nv != v && out == nil {
-			out = append([]string(nil), vv...)
-		}
-		if out != nil {
-			out[i] = nv
-		}
-	}
-	if out != nil {
-		h["Set-Cookie"] = out
-	}
-}
 
 // clientCookie returns the Set-Cookie value v as the client of the proxy
 // must see it, or v if it is not the upstream's to rewrite.

@@ -37,38 +37,44 @@ func clientHost(r *http.Request) string {
 	return ""
 }
 
-// linkHeaders are the answer's fields whose URLs are rewritten.
-var linkHeaders = [...]string{"Location", "Content-Location", "Link"}
+// toClient rewrites the upstream's answer header h for the proxy's client
+// at host (clientHost): its links to the upstream (above) and its cookies
+// (clientCookie).
+func (p *Proxy) toClient(h http.Header, host string) {
+	if host != "" {
+		link := func(v string) string {
+			if u, ok := p.toProxy(strings.TrimSpace(v), host); ok {
+				return u
+			}
+			return v
+		}
+		rewriteField(h, "Location", link)
+		rewriteField(h, "Content-Location", link)
+		rewriteField(h, "Link", func(v string) string { return p.rewriteLinkValue(v, host) })
+	}
+	rewriteField(h, "Set-Cookie", p.clientCookie)
+}
 
-// rewriteLinks rewrites h's links to the upstream as links to the proxy
-// at host (the Host its client sent).
-func (p *Proxy) rewriteLinks(h http.Header, host string) {
-	if host == "" {
+// rewriteField replaces each value v of h's field k (canonical) by
+// rewrite(v). The values are copied on the first change, never changed
+// in place: the slice may be shared with another header.
+func rewriteField(h http.Header, k string, rewrite func(string) string) {
+	vv, ok := h[k]
+	if !ok {
 		return
 	}
-	for _, k := range linkHeaders {
-		vv, ok := h[k]
-		if !ok {
-			continue
-		}
-		var out []string // copied on the first change: vv may be shared
-		for i, v := range vv {
-			nv := v
-			if k == "Link" {
-				nv = p.rewriteLinkValue(v, host)
-			} else if u, ok := p.toProxy(strings.TrimSpace(v), host); ok {
-				nv = u
-			}
-			if nv != v && out == nil {
-				out = append([]string(nil), vv...)
-			}
-			if out != nil {
-				out[i] = nv
-			}
+	var out []string
+	for i, v := range vv {
+		nv := rewrite(v)
+		if nv != v && out == nil {
+			out = append([]string(nil), vv...)
 		}
 		if out != nil {
-			h[k] = out
+			out[i] = nv
 		}
+	}
+	if out != nil {
+		h[k] = out
 	}
 }
 
@@ -120,7 +126,7 @@ func (p *Proxy) rewriteLinkValue(v, host string) string {
 }
 
 // toProxy returns the proxy's URL, at host, for ref if ref is a URL of the
-// upstream (see rewriteLinks).
+// upstream (see toClient).
 func (p *Proxy) toProxy(ref, host string) (string, bool) {
 	up := p.opts.Upstream
 	if ref == "" || strings.HasPrefix(ref, "//") {

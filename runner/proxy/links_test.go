@@ -63,7 +63,7 @@ func TestRewriteLinks(t *testing.T) {
 			`<https://docs.github.com/x>; rel="help"; title="a <https://api.github.com/y> b, \"<q>\""`},
 		"Content-Location": {"https://other.example/x"},
 	}
-	p.rewriteLinks(h, "localhost:1234")
+	p.toClient(h, "localhost:1234")
 	want := http.Header{
 		"Location": {"http://localhost:1234/x"},
 		"Link": {`<http://localhost:1234/repositories/1/issues?page=2>; rel="next", <http://localhost:1234/repositories/1/issues?page=5>; rel="last"`,
@@ -80,7 +80,7 @@ func TestRewriteLinks(t *testing.T) {
 	}
 	for _, v := range []string{`<https://api.github.com/x`, `<>`, `"unterminated`, `\`, `<https://api.github.com/x>; rel="next"; a="\`} {
 		h := http.Header{"Link": {v}}
-		p.rewriteLinks(h, "h")
+		p.toClient(h, "h")
 		if strings.Contains(v, "api.github.com/x>") != strings.Contains(h["Link"][0], "h/x>") {
 			t.Errorf("Link %q -> %q", v, h["Link"][0])
 		}
@@ -170,7 +170,7 @@ func FuzzRewriteLinks(f *testing.F) {
 	p := &Proxy{opts: Options{Upstream: up}}
 	f.Fuzz(func(t *testing.T, v string) {
 		h := http.Header{"Link": {v}, "Location": {v}}
-		p.rewriteLinks(h, "proxy.test:1")
+		p.toClient(h, "proxy.test:1")
 		for k, got := range h {
 			if !strings.Contains(v, "api.example.com") && !strings.Contains(v, "/v1") && got[0] != v {
 				t.Errorf("%s %q rewritten to %q, naming no upstream URL", k, v, got[0])

@@ -211,8 +211,7 @@ func New(opts Options) (*Proxy, error) {
 		ModifyResponse: func(r *http.Response) error {
 			p.answered(r)
 			if rq := requestOf(r.Request.Context()); rq != nil {
-				p.rewriteLinks(r.Header, rq.host)
-				p.rewriteCookies(r.Header)
+				p.toClient(r.Header, rq.host)
 			}
 			return nil
 		},
@@ -341,7 +340,7 @@ type request struct {
 	// another protocol (101, a websocket), if any.
 	upgraded *upgradeBody
 	// uri is the request's target as the client sent it (see
-	// redactedURL), host its Host (see rewriteLinks).
+	// redactedURL), host the host it addressed (clientHost).
 	uri, host string
 	// bodiless is the bodiless path's state.
 	bodiless bodilessState
