@@ -35,7 +35,9 @@ type Calls struct {
 	// Seqs[i] names Times[i] in the report: the job log's Seq, or the
 	// position among the timestamps (from 1).
 	Seqs []int64
-	// Runtimes are the jobs' runtimes; empty for timestamps.
+	// Runtimes are the jobs' runtimes; empty for timestamps. A hop row
+	// (joblog.Entry.Hop: a redirect followed, a request sent again) is a
+	// call its job made within its own runtime, so none of its own.
 	Runtimes []time.Duration
 	Failed   int // rows with a non-zero Exitval or a Signal
 	// CutShort is a job log's last row when a pace killed as it wrote it
@@ -79,7 +81,7 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 		}
 		c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.Seqs = append(c.Seqs, int64(e.Seq))
-		if format == joblog.JobLog {
+		if format == joblog.JobLog && !e.Hop() {
 			// A negative runtime (a clock stepped back during the job)
 			// is a job of no time that can be told.
 			c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
@@ -116,7 +118,7 @@ func (c *Calls) addCut(p *joblog.Partial) {
 		c.Times = append(c.Times, throttle.Call{At: e.Start, Cost: e.Cost()})
 		c.Seqs = append(c.Seqs, int64(e.Seq))
 	}
-	if p.HasRuntime() {
+	if p.HasRuntime() && !e.Hop() {
 		c.Runtimes = append(c.Runtimes, max(e.Runtime, 0))
 	}
 	if p.HasExit() && e.Failed() {

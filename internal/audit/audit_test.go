@@ -299,3 +299,25 @@ func TestStandIns(t *testing.T) {
 		}
 	}
 }
+
+// A hop row (a redirect followed, a request sent again) is a call but no
+// job: the median job runtime, which the fastest schedule gives each
+// call, leaves its runtime out (its job's own row spans it).
+func TestReadHopRowsHaveNoRuntime(t *testing.T) {
+	log := joblog.Header + "\n" +
+		"1\t:\t1700000000.000000\t     0.010\t0\t0\t-3\t0\t# redirect followed: GET http://a.example/1\n" +
+		"1\t:\t1700000000.000000\t     1.000\t0\t0\t0\t0\tGET http://a.example/0\n" +
+		"2\t:\t1700000001.000000\t     0.010\t0\t0\t-3\t0\t# sent again: GET http://a.example/2\n" +
+		"2\t:\t1700000001.000000\t     0.010\t0\t0\t-3\t0\t# redirect followed: GET http://a.example/3\n" +
+		"2\t:\t1700000001.000000\t     3.000\t0\t0\t0\t0\tGET http://a.example/1\n"
+	c, err := Read(strings.NewReader(log), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Times) != 5 || len(c.Runtimes) != 2 || c.Failed != 0 {
+		t.Fatalf("Read = %d calls, runtimes %v, %d failed; want 5 calls, the 2 jobs' runtimes, 0 failed", len(c.Times), c.Runtimes, c.Failed)
+	}
+	if rep := New(nil, 1, c); rep.MedianRuntime != 2*time.Second {
+		t.Errorf("MedianRuntime = %v, want 2s (of the jobs 1s and 3s, not of their hops)", rep.MedianRuntime)
+	}
+}
