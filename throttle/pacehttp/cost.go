@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/pace-cli/pace/throttle"
 )
 
 // CostSource says where a response tells a call's true cost: a header,
@@ -75,13 +77,18 @@ func jsonCost(src CostSource, body []byte) (int, error) {
 	return wholeCost(n.String())
 }
 
-// wholeCost reads a cost: a whole number, at least 1 (0 counts as 1).
+// wholeCost reads a cost: a whole number, at least 1 (0 counts as 1),
+// and at most throttle.MaxLimit, as a correction counts one above it: so
+// does one too large for an int64.
 func wholeCost(raw string) (int, error) {
 	c, err := strconv.ParseInt(raw, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && c > 0 {
+		err = nil // ParseInt returns the largest int64 with it
+	}
 	if err != nil || c < 0 {
 		return 0, fmt.Errorf("%w: cost %q is not a whole number", errNoCost, raw)
 	}
-	return int(min(max(c, 1), 1<<40)), nil
+	return int(min(max(c, 1), throttle.MaxLimit)), nil
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110 5.6.2), as header

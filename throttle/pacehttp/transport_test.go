@@ -239,6 +239,14 @@ func TestTransportCostFromResponse(t *testing.T) {
 		{name: "json missing", src: "json:usage.total_tokens", body: `{"other":1}`, want: 10, wantErr: "the body has no usage.total_tokens"},
 		{name: "not json", src: "json:usage.total_tokens", body: `oops`, want: 10, wantErr: "not JSON"},
 		{name: "header missing", src: "header:X-Tokens", body: "{}", want: 10, wantErr: "no X-Tokens header"},
+		// A cost past int64 is a whole number too: it counts as
+		// throttle.MaxLimit, as one within int64 does, instead of being
+		// refused as "not a whole number" and the estimate kept.
+		{name: "header huge", src: "header:X-Tokens", header: []string{"X-Tokens", "1099511627777"}, body: "{}", want: throttle.MaxLimit},
+		{name: "header past int64", src: "header:X-Tokens", header: []string{"X-Tokens", "99999999999999999999"}, body: "{}", want: throttle.MaxLimit},
+		{name: "json past int64", src: "json:usage.total_tokens", body: `{"usage":{"total_tokens":99999999999999999999}}`, want: throttle.MaxLimit},
+		{name: "header negative", src: "header:X-Tokens", header: []string{"X-Tokens", "-3"}, body: "{}", want: 10, wantErr: "not a whole number"},
+		{name: "json fraction", src: "json:usage.total_tokens", body: `{"usage":{"total_tokens":1.5}}`, want: 10, wantErr: "not a whole number"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src, err := ParseCostSource(tt.src)
