@@ -122,8 +122,11 @@ type Options struct {
 	// Retry-After; 0 means one second.
 	Backoff time.Duration
 	// Margin is the least margin the backend keeps, adapted upwards to
-	// the lags measured; 0 means DefaultMargin. FixedMargin keeps it as
-	// it is.
+	// the lags measured; 0 means DefaultMargin. New sets the backend's
+	// margin to it, replacing any the backend was made with
+	// (throttle.Options.Margin). FixedMargin leaves the backend's margin
+	// as it is, and Margin unused: set the margin on the backend. So does
+	// a backend without rules of the caller's.
 	Margin      time.Duration
 	FixedMargin bool
 	// OnPause, if set, is told of every pause a response starts.

@@ -686,3 +686,31 @@ func TestTransportRedirectHops(t *testing.T) {
 		}
 	})
 }
+
+// New sets the backend's margin to Options.Margin (the least it keeps),
+// replacing the one the backend was made with; FixedMargin leaves the
+// backend's as it is, and Options.Margin unused. The doc said only
+// "FixedMargin keeps it as it is", which read as Options.Margin kept
+// fixed: a caller asking for 50ms that way got none.
+func TestTransportMarginOptions(t *testing.T) {
+	rules := []throttle.Rule{{N: 10, Window: time.Second}}
+	for _, tc := range []struct {
+		name          string
+		backend, want time.Duration
+		opts          Options
+	}{
+		{"default replaces the backend's", time.Second, DefaultMargin, Options{}},
+		{"Margin replaces the backend's", time.Second, 50 * time.Millisecond, Options{Margin: 50 * time.Millisecond}},
+		{"FixedMargin leaves the backend's", time.Second, time.Second, Options{Margin: 50 * time.Millisecond, FixedMargin: true}},
+		{"FixedMargin leaves none", 0, 0, Options{Margin: 50 * time.Millisecond, FixedMargin: true}},
+	} {
+		lim, err := throttle.New(throttle.Options{Rules: rules, Margin: tc.backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		New(lim, tc.opts)
+		if got := lim.Stats().Margin; got != tc.want {
+			t.Errorf("%s: margin %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
