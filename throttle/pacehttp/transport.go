@@ -88,10 +88,11 @@ type Options struct {
 	// not read.
 	CostFrom CostSource
 	// Learn infers the server's rule from its refusals and keeps it in
-	// front of the backend; Adopt also keeps the rules the server
-	// publishes (RateLimit-Policy). Hint is told, once each, things worth
-	// saying: a policy the server publishes, a cost the response did not
-	// tell.
+	// front of the backend; Adopt, with Learn, also keeps the rules the
+	// server publishes (RateLimit-Policy). Without Learn, or with
+	// IgnoreServerLimits, nothing is learned nor adopted. Hint is told,
+	// once each, things worth saying: a policy the server publishes, a
+	// cost the response did not tell.
 	Learn, Adopt bool
 	Hint         func(string)
 	// Remaining, if set, returns how many requests are still to come, or
