@@ -124,8 +124,9 @@ func (e *PolicyWaitTooLong) Error() string {
 // came. The zero value is not usable: make one with New.
 type Backend struct {
 	throttle.Backend
-	user []throttle.Rule // the caller's count rules
-	opts Options
+	user    []throttle.Rule // the caller's count rules
+	maxCost int             // the largest cost the caller's rules admit; 0 for any (throttle.MaxCost)
+	opts    Options
 
 	turn         fifo.Lock // held by the one caller that waits on the learned rules
 	mu           sync.Mutex
@@ -166,7 +167,7 @@ func New(b throttle.Backend, user []throttle.Rule, opts Options) *Backend {
 			count = append(count, r)
 		}
 	}
-	return &Backend{Backend: b, user: count, opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
+	return &Backend{Backend: b, user: count, maxCost: throttle.MaxCost(user), opts: opts, changed: make(chan struct{}), hinted: map[string]bool{}, backoff: 1,
 		closed: make(chan struct{}), margin: link.ClampMargin(b.Stats().Margin)}
 }
 
@@ -180,8 +181,19 @@ func (l *Backend) Close() error {
 // Admit waits until the learned rules allow one more call, then admits it
 // through the backend, then records it in the learned rules at that later
 // instant. Recording late is the safe side; a reservation taken at the
-// check keeps concurrent admissions from passing the same check.
+// check keeps concurrent admissions from passing the same check. A cost
+// below 1, or above the N of a cost rule of the caller's (New's user),
+// fails at once with an error wrapping throttle.ErrBadCost.
 func (l *Backend) Admit(ctx context.Context, cost int) (throttle.Admission, error) {
+	// A cost that can never fit fails at once, as the backend fails it:
+	// not after a wait on the learned rules that holds every caller
+	// behind.
+	switch {
+	case cost < 1:
+		return throttle.Admission{}, fmt.Errorf("learn: cost %d: %w", cost, throttle.ErrBadCost)
+	case l.maxCost > 0 && cost > l.maxCost:
+		return throttle.Admission{}, fmt.Errorf("learn: cost %d exceeds the smallest cost rule (%d): %w", cost, l.maxCost, throttle.ErrBadCost)
+	}
 	start := time.Now()
 	reserved := false
 	// One call at a time waits on the learned rules, in the order they

@@ -350,6 +350,29 @@ func TestLearnerCancelledWait(t *testing.T) {
 	})
 }
 
+// A cost that can never be admitted fails at once, as the backend's
+// Admit fails it: it waited on the learned rules first (a minute under a
+// published 1/m), holding every caller behind it, only to be refused.
+func TestLearnerBadCostFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 100, Window: time.Second}, {N: 10, Window: time.Second, Cost: true}}
+		b, err := throttle.New(throttle.Options{Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := New(b, rules, Options{Adopt: true})
+		a, _ := l.Admit(context.Background(), 1)
+		a.Release()
+		l.Observe(a, Outcome{Status: 200, Policy: []throttle.Rule{{N: 1, Window: time.Minute}}, PolicyHeader: "RateLimit-Policy"})
+		for _, cost := range []int{0, -1, 11} {
+			start := time.Now()
+			if _, err := l.Admit(context.Background(), cost); !errors.Is(err, throttle.ErrBadCost) || time.Since(start) != 0 {
+				t.Errorf("Admit(%d) = %v after %v, want ErrBadCost at once", cost, err, time.Since(start))
+			}
+		}
+	})
+}
+
 // Close wakes an admission waiting on a learned rule with ErrClosed (it
 // waited the rule out before), and a later one fails at once.
 func TestLearnerCloseWakesWaiters(t *testing.T) {
