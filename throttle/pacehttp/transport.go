@@ -126,8 +126,9 @@ type Options struct {
 	// the lags measured; 0 means DefaultMargin. New sets the backend's
 	// margin to it, replacing any the backend was made with
 	// (throttle.Options.Margin). FixedMargin leaves the backend's margin
-	// as it is, and Margin unused: set the margin on the backend. So does
-	// a backend without rules of the caller's.
+	// as it is, and Margin unused: set the margin on the backend. With
+	// no rules of the caller's, the margin stays Margin (for the rules
+	// learned from the server), not adapted.
 	Margin      time.Duration
 	FixedMargin bool
 	// OnPause, if set, is told of every pause a response starts.
@@ -196,8 +197,14 @@ func (t *Transport) init(b throttle.Backend, opts Options) {
 		t.learner = learn.New(b, rules, learn.Options{Adopt: opts.Adopt, Hint: opts.Hint, Remaining: opts.Remaining, MaxWait: opts.MaxServerPause})
 		t.backend = t.learner
 	}
-	if !opts.FixedMargin && len(rules) > 0 {
+	switch {
+	case opts.FixedMargin:
+	case len(rules) > 0:
 		t.margin = margin.New(t.backend, margin.Config{Floor: opts.Margin, Least: opts.Margin, Rules: rules}.ForStore(st.Store.Name))
+	default:
+		// No rule of the caller's to measure lags against: the rules
+		// learned from the server keep the least margin, not none.
+		t.backend.SetMargin(opts.Margin)
 	}
 }
 

@@ -712,5 +712,13 @@ func TestTransportMarginOptions(t *testing.T) {
 		if got := lim.Stats().Margin; got != tc.want {
 			t.Errorf("%s: margin %v, want %v", tc.name, got, tc.want)
 		}
+	} // Without rules of the caller's there are no lags to adapt to, but
+	// the rules learned from the server keep the least margin, not none.
+	for _, opts := range []Options{{Learn: true}, {Learn: true, Margin: 30 * time.Millisecond}} {
+		lim, _ := throttle.New(throttle.Options{})
+		New(lim, opts) // through the learner, which keeps it for its rules
+		if got, want := lim.Stats().Margin, max(opts.Margin, DefaultMargin); got != want {
+			t.Errorf("no rules, %+v: margin %v, want %v", opts, got, want)
+		}
 	}
 }
