@@ -20,6 +20,7 @@ import (
 	"github.com/pace-cli/pace/internal/summary"
 	"github.com/pace-cli/pace/runner"
 	"github.com/pace-cli/pace/throttle"
+	"github.com/pace-cli/pace/throttle/pacehttp"
 )
 
 // recorder handles what the pool reports: it counts (tally), prints each
@@ -53,7 +54,9 @@ type recorder struct {
 	halted    *halt.Halted
 	jobLogErr error
 	outputErr error
-	unlogged  []int64 // items that ran but have no row, after jobLogErr
+	// serverStop: a job's server asked for a pause past --max-server-pause.
+	serverStop error
+	unlogged   []int64 // items that ran but have no row, after jobLogErr
 }
 
 func newRecorder(s *session, b throttle.Backend, jl *runlog.Log, disp *display, errOut io.Writer, stop func()) *recorder {
@@ -106,7 +109,11 @@ func (r *recorder) onEvent(ev runner.Event) {
 			// Its body could not be kept (a full disk under -o DIR/):
 			// stop now, before another call spends quota in vain. The
 			// job's own failure line says why.
-			r.outputFailed(ev.Result.Err, fmt.Sprintf("job %d's output could not be written", ev.Job.Seq))
+			r.stopFor(&r.outputErr, ev.Result.Err, fmt.Sprintf("job %d's output could not be written", ev.Job.Seq))
+		}
+		if errors.As(ev.Result.Err, new(*pacehttp.PauseTooLong)) {
+			// The server's "stop": every later call would be refused alike.
+			r.stopFor(&r.serverStop, ev.Result.Err, fmt.Sprintf("the server asked job %d for a pause past --max-server-pause (a longer one waits)", ev.Job.Seq))
 		}
 		if ev.Retry {
 			r.record(ev.Result) // an attempt that is not the last: its output goes nowhere
@@ -119,7 +126,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 				fmt.Fprintf(r.errOut, "pace: stdout is not being read: giving up on job output; the jobs whose output is not written fail\n")
 			})
 		} else if outErr != nil && !errors.Is(outErr, jobout.ErrGone) {
-			r.outputFailed(outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
+			r.stopFor(&r.outputErr, outErr, fmt.Sprintf("writing job output failed (%v)", outErr))
 		}
 		r.tally.Done(res, func(res *runner.Result) summary.FailedItem {
 			return summary.FailedItem{Seq: res.Job.Seq, Item: shownItem(&res.Job, r.s.show(&res.Job)), Status: shownStatus(r.s.f.IOStreams.secrets, &res.Job, res.Status())}
@@ -250,14 +257,15 @@ func (r *recorder) halt(res *runner.Result) {
 	r.stop()
 }
 
-// outputFailed stops admissions after the first job whose output could not
-// be written (a full disk under stdout or under -o DIR/): every later job
-// would fail alike. what says so for the user.
-func (r *recorder) outputFailed(err error, what string) {
+// stopFor stops admissions after the first job whose output could not be
+// written (a full disk under stdout or under -o DIR/), or whose server
+// asked to stop, keeping its err in *first: every later job would fail
+// alike. what says so for the user.
+func (r *recorder) stopFor(dst *error, err error, what string) {
 	r.mu.Lock()
-	first := r.outputErr == nil
+	first := *dst == nil
 	if first {
-		r.outputErr = err
+		*dst = err
 	}
 	r.mu.Unlock()
 	if first {
@@ -268,10 +276,10 @@ func (r *recorder) outputFailed(err error, what string) {
 
 // failures returns the items that ran but have no row, and the first job
 // log and output failures.
-func (r *recorder) failures() (unlogged []int64, jobLogErr, outputErr error) {
+func (r *recorder) failures() (unlogged []int64, jobLogErr, outputErr, serverStop error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.unlogged), r.jobLogErr, r.outputErr
+	return slices.Clone(r.unlogged), r.jobLogErr, r.outputErr, r.serverStop
 }
 
 // haltedBy returns what halted the run, if --halt did.
@@ -285,7 +293,7 @@ func (r *recorder) haltedBy() *halt.Halted {
 // which a resumed run would run again (a proxy's requests, which have no
 // resume).
 func (r *recorder) reportUnlogged(w io.Writer) {
-	seqs, _, _ := r.failures()
+	seqs, _, _, _ := r.failures()
 	if len(seqs) == 0 {
 		return
 	}

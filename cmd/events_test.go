@@ -249,7 +249,7 @@ func TestRecorderJobLogFails(t *testing.T) {
 	if n := strings.Count(stderr.String(), ": starting no more jobs; the running ones finish\n"); n != 1 || !strings.HasPrefix(stderr.String(), "pace: write job log "+path+": job log write failed") {
 		t.Errorf("stderr = %q, want the failure reported once", stderr.String())
 	}
-	unlogged, jlErr, outErr := rec.failures()
+	unlogged, jlErr, outErr, _ := rec.failures()
 	if !errors.Is(jlErr, joblog.ErrWriteFailed) || outErr != nil || len(unlogged) != 25 {
 		t.Errorf("failures() = %v, %v, %v; want the write failure, no output failure, 25 items", jlErr, outErr, unlogged)
 	}
@@ -333,7 +333,7 @@ func TestRecorderConcurrentFailures(t *testing.T) {
 		rec.failures()
 	}
 	wg.Wait()
-	if unlogged, _, _ := rec.failures(); len(unlogged) != 50 {
+	if unlogged, _, _, _ := rec.failures(); len(unlogged) != 50 {
 		t.Errorf("%d items without a row, want 50", len(unlogged))
 	}
 }

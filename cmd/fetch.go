@@ -53,7 +53,7 @@ type FetchOptions struct {
 	// MaxBody fails an item whose body grows past it.
 	MaxBody int64
 	// MaxServerPause is the longest pause a server may ask for; past it
-	// the item fails.
+	// the item fails, and the run starts no more.
 	MaxServerPause time.Duration
 	// RedactParams are more query parameter names whose values are
 	// credentials.
@@ -110,9 +110,10 @@ The server has the last word:
   r=0, RateLimit-Remaining: 0, X-RateLimit-Remaining: 0) pause admissions
   until the reset they give (RateLimit-Reset in seconds; X-RateLimit-Reset
   in seconds, or an epoch time when it is that large).
-  --ignore-server-limits ignores those headers (never Retry-After). The
-  summary shows the pauses and what bound the run: a rule, -j, or the
-  server.
+  --ignore-server-limits ignores those headers (never Retry-After). A
+  refusal asking for a pause longer than --max-server-pause fails its item
+  and starts no more (exit 1; --resume-failed goes on later). The summary
+  shows the pauses and what bound the run: a rule, -j, or the server.
 
 Credentials never appear in output, logs, summaries or errors: URL
 passwords (and the user name when it stands alone, as a token does in
@@ -233,7 +234,7 @@ func addFetchFlags(cmd *cobra.Command, opts *FetchOptions) {
 	fl.BoolVar(&opts.RulesFromServer, "rules-from-server", false,
 		"keep the rules the server publishes (RateLimit-Policy, RateLimit-Limit with w=) as rules of the run, with -r")
 	fl.Var(sizeValue{&opts.MaxBody}, "max-body", "fail an item whose body is larger than `SIZE` (such as 64M or 2G)")
-	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "fail an item whose 429 or rate-limit headers ask to pause longer than `DURATION`, and stop the run when a rule the server publishes (--rules-from-server) would hold the next call longer")
+	fl.Var(durationValue{&opts.MaxServerPause}, "max-server-pause", "stop the run when a 429's Retry-After or rate-limit headers ask to pause longer than `DURATION` (failing its item), or a rule the server publishes (--rules-from-server) would hold the next call longer")
 	fl.StringArrayVar(&opts.RedactParams, "redact-param", nil, "hide the value of query parameter `NAME` wherever a URL is shown (repeatable)")
 	fl.Lookup("max-body").DefValue = spec.FormatSize(fetch.DefaultMaxBody)
 	fl.Lookup("max-server-pause").DefValue = fetch.DefaultMaxServerPause.String()

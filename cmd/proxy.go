@@ -530,7 +530,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if sig := sigs.Signal(); sig != nil {
 		facts.signal = interrupt.Name(sig)
 	}
-	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
+	facts.unlogged, facts.jobLogErr, facts.outputErr, facts.serverStop = rec.failures()
 	if _, l := tr.Learned(); l.Refusals > 0 || len(l.Adopted) > 0 {
 		facts.learned = &l
 	}

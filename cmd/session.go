@@ -271,11 +271,12 @@ type runFacts struct {
 	signal   string
 	pipe     bool // stdout closed by its reader
 	// jobLogErr and outputErr: the first failure to write a row or a
-	// job's output, which stopped admissions.
-	jobLogErr, outputErr error
-	unlogged             []int64 // items that ran but have no row
-	learned              *summary.Learned
-	halted               *halt.Halted // --halt stopped the run
+	// job's output, which stopped admissions; serverStop, the first job
+	// whose server asked for a pause past --max-server-pause.
+	jobLogErr, outputErr, serverStop error
+	unlogged                         []int64 // items that ran but have no row
+	learned                          *summary.Learned
+	halted                           *halt.Halted // --halt stopped the run
 	// proxy is what pace proxy did with requests it sent nowhere;
 	// command, the exit status of its -- CMD, which is pace's.
 	proxy   *ProxySummary
@@ -409,7 +410,7 @@ func (s *session) supervise(ctx context.Context, backend throttle.Backend, jl *r
 		facts.signal = interrupt.Name(sig)
 	}
 	facts.pipe = rec.out.Closed()
-	facts.unlogged, facts.jobLogErr, facts.outputErr = rec.failures()
+	facts.unlogged, facts.jobLogErr, facts.outputErr, facts.serverStop = rec.failures()
 	if tr != nil {
 		_, l := tr.Learned()
 		facts.learned = &l

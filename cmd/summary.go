@@ -75,6 +75,9 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 	case f.outputErr != nil:
 		code = ExitFailed
 		s.Stopped = "job output could not be written"
+	case f.serverStop != nil:
+		code = ExitFailed
+		s.Stopped = "the server asked for a pause longer than --max-server-pause"
 	case t.Failed > 0:
 		code = ExitFailed
 	}

@@ -690,8 +690,7 @@ func (e *Executor) Execute(ctx context.Context, job *runner.Job) *runner.Result 
 		// The refused item would wait that long: it fails instead.
 		res.ExitCode = 1
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-		fail(runner.Permanent(fmt.Errorf("the server asked for a pause of %s (%s), longer than --max-server-pause %s",
-			long.Asked.Round(time.Second), long.Reason, long.Max)))
+		fail(runner.Permanent(pauseError{long}))
 		return res
 	}
 
@@ -753,6 +752,19 @@ func hopsOf(hops []pacehttp.Hop, s *spec) []runner.Hop {
 	}
 	return out
 }
+
+// pauseError is the failure of an item whose server asked for a pause
+// longer than --max-server-pause. It unwraps to the *pacehttp.PauseTooLong,
+// which a run that sees it takes as the server's "stop": every later call
+// would be refused alike, so it starts no more jobs.
+type pauseError struct{ *pacehttp.PauseTooLong }
+
+func (e pauseError) Error() string {
+	return fmt.Sprintf("the server asked for a pause of %s (%s), longer than --max-server-pause %s",
+		e.Asked.Round(time.Second), e.Reason, e.Max)
+}
+
+func (e pauseError) Unwrap() error { return e.PauseTooLong }
 
 // pauseTooLong returns the *pacehttp.PauseTooLong in err's chain, if any
 // (apart, so that nothing is allocated for the nil error of most calls).
