@@ -263,14 +263,20 @@ func TestSummaryPausesNobodyWaitedOn(t *testing.T) {
 	}{
 		{2, "server: 429 Retry-After: 0", "paused admissions 2× (no call waited on them) (last: 429 Retry-After: 0)"},
 		{1, "", "paused admissions 1× (no call waited on it) (last: no reason given)"},
+		// Binding with no pause (a rule learned from refusals that asked
+		// for none it took): no "0×", no "last" of nothing.
+		{0, "", " no pause  binding\n"},
 	} {
 		s := testSummary(t)
 		s.HTTP = &HTTP{Status: map[string]int64{"429": 2}, Pauses: tt.pauses, PauseReason: tt.reason}
+		if tt.pauses == 0 {
+			s.Binding = Binding{Kind: BindServer}
+		}
 		var b bytes.Buffer
 		if err := s.WriteText(&b); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(b.String(), tt.want) || strings.Contains(b.String(), "for 0s") {
+		if !strings.Contains(b.String(), tt.want) || strings.Contains(b.String(), "for 0s") || strings.Contains(b.String(), " 0×") {
 			t.Errorf("summary:\n%s\nwant a line with %q and no \"for 0s\"", b.String(), tt.want)
 		}
 	}

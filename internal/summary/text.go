@@ -173,6 +173,12 @@ func (h *HTTP) writeText(tw *tabwriter.Writer, binding bool) {
 		if last == "" {
 			last = "no reason given"
 		}
+		if h.Pauses == 0 {
+			// Binding without a pause: rules learned from its refusals
+			// (the line below) held the run.
+			fmt.Fprintf(tw, "  server\tno pause%s\n", mark)
+			return
+		}
 		fmt.Fprintf(tw, "  server\tpaused admissions %d× %s (last: %s)%s\n", h.Pauses, held, last, mark)
 	}
 }
