@@ -23,6 +23,9 @@ const MaxLimit = 1 << 40
 // widest margin a backend applies (link.MaxWindow).
 const maxWindow = link.MaxWindow
 
+// periodMax is what a period past maxWindow is told it must be.
+const periodMax = "a period of at most 100 years (36500d)"
+
 // A Rule allows at most N calls in any half-open window (t-Window, t].
 // A call at exactly t+Window may therefore follow the call at t.
 //
@@ -187,7 +190,7 @@ func parseWindow(s string) (time.Duration, error) {
 		}
 		n, err := strconv.ParseInt(rest[:i], 10, 64)
 		if err != nil {
-			return 0, errors.New("a period shorter than 100 years")
+			return 0, errors.New(periodMax)
 		}
 		rest = rest[i:]
 		j := 0
@@ -200,11 +203,11 @@ func parseWindow(s string) (time.Duration, error) {
 		}
 		rest = rest[j:]
 		if n > int64(maxWindow/u) {
-			return 0, errors.New("a period shorter than 100 years")
+			return 0, errors.New(periodMax)
 		}
 		total += time.Duration(n) * u
 		if total > maxWindow {
-			return 0, errors.New("a period shorter than 100 years")
+			return 0, errors.New(periodMax)
 		}
 	}
 	if total <= 0 {
