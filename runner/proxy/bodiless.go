@@ -185,6 +185,7 @@ func (p *Proxy) serveBodiless(rw http.ResponseWriter, req *http.Request, ctx con
 	p.answered(res)
 	p.toClient(res.Header, rq.host)
 	copyHeader(rw.Header(), res.Header)
+	noSniff(rw.Header(), res.Header)
 	announced := len(res.Trailer)
 	if announced > 0 {
 		keys := make([]string, 0, announced)
@@ -231,6 +232,19 @@ func copyHeader(dst, src http.Header) {
 		for _, v := range vv {
 			dst.Add(k, v)
 		}
+	}
+}
+
+// noSniff keeps the server from sniffing a Content-Type for an answer
+// whose upstream sent none, dst being the client's header and src the
+// upstream's: a nil value is a field the server sends no line for, and
+// adds none to (net/http's and leanhttp's servers alike). The answer goes
+// to the client as it is; a type guessed from its first bytes (an HTML
+// error page, a JSON body taken for text/plain) would be the proxy's
+// word, not the upstream's.
+func noSniff(dst, src http.Header) {
+	if _, ok := src["Content-Type"]; !ok {
+		dst["Content-Type"] = nil
 	}
 }
 

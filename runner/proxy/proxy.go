@@ -212,6 +212,7 @@ func New(opts Options) (*Proxy, error) {
 			p.answered(r)
 			if rq := requestOf(r.Request.Context()); rq != nil {
 				p.toClient(r.Header, rq.host)
+				noSniff(rq.w.Header(), r.Header)
 			}
 			return nil
 		},
@@ -342,6 +343,8 @@ type request struct {
 	// uri is the request's target as the client sent it (see
 	// redactedURL), host the host it addressed (clientHost).
 	uri, host string
+	// w is the client's ResponseWriter.
+	w http.ResponseWriter
 	// bodiless is the bodiless path's state.
 	bodiless bodilessState
 	// resend is the state of the request's second attempt, if any (see
@@ -437,7 +440,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "pace proxy: stopping; not sending new requests upstream")
 		return
 	}
-	rq := &request{p: p, uri: r.RequestURI, host: clientHost(r)}
+	rq := &request{p: p, uri: r.RequestURI, host: clientHost(r), w: w}
 	if r.Body != nil && r.Body != http.NoBody {
 		rq.body = &clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
 		r.Body = rq.body
