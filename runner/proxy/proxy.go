@@ -410,6 +410,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
 	p.enter()
 	defer p.leave()
+	if r.ProtoMinor == 0 {
+		w = http10Writer{w}
+	}
 	if r.Method == http.MethodConnect {
 		// A client told to use the proxy as HTTPS_PROXY: sent upstream,
 		// the CONNECT would spend a call and fail there, obscurely.
@@ -539,6 +542,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// http10Writer is the ResponseWriter of an HTTP/1.0 request: it sends no
+// 1xx answer (103 Early Hints, an upstream's 100 Continue), which HTTP/1.0
+// does not have (RFC 9110, 15.2: a server must not send one to such a
+// client); the client would take it for the final answer, and the real
+// one for its body. net/http's server writes whatever status it is given.
+type http10Writer struct{ http.ResponseWriter }
+
+func (w http10Writer) WriteHeader(code int) {
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap gives http.ResponseController the server's writer (Flush,
+// deadlines, Hijack).
+func (w http10Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // admitted ends rq's wait, unless MaxWait's deadline ended it first; it
 // reports whether the request may go.

@@ -78,3 +78,30 @@ func TestAnswerWithoutContentTypeGetsNone(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP/1.0 client gets no 1xx answer (RFC 9110, 15.2: a server must
+// not send one to it): it would take a 103 Early Hints for the final
+// answer, and the real one for its body. An HTTP/1.1 client gets it.
+func TestNoInformationalAnswerToHTTP10(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+	tp := startProxy(t, up, "", 0, nil)
+	for _, raw := range []string{
+		"GET /a HTTP/1.0\r\n\r\n",                         // bodiless
+		"POST /a HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi", // ReverseProxy
+	} {
+		got := rawAnswer(t, tp, raw)
+		if !strings.HasPrefix(got, "HTTP/1.0 200 OK\r\n") || !strings.HasSuffix(got, "\r\n\r\nok") {
+			t.Errorf("%q: answered %q, want only the final 200", raw, got)
+		}
+	}
+	for _, raw := range []string{
+		"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"POST /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi",
+	} {
+		if got := rawAnswer(t, tp, raw); !strings.HasPrefix(got, "HTTP/1.1 103 Early Hints\r\n") {
+			t.Errorf("%q: answered %q, want the 103 first", raw, got)
+		}
+	}
+	tp.stillServes(t)
+}
