@@ -353,6 +353,10 @@ type request struct {
 	// gone is set (on the handler's goroutine) when the client went
 	// away: it gets no answer (see ServeHTTP).
 	gone bool
+	// noSlot is set (on the handler's goroutine) when the request's wait
+	// ended before it had one of the -j slots: the slots held it, not
+	// the rules.
+	noSlot bool
 	// prev and next link the request in its proxy's stopList while it
 	// is served; guarded by the list's mutex.
 	prev, next *request
@@ -722,6 +726,10 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	admitted := state == stateAdmitted
 	var long *learn.PolicyWaitTooLong
 	switch {
+	case state == stateExpired && rq.noSlot:
+		p.tooLong.Add(1)
+		p.refuseFor(w, max(p.estimate(), time.Second), fmt.Sprintf("all -j %d slots stayed busy for --max-wait %s", cap(p.slots), p.opts.MaxWait))
+		return
 	case state == stateExpired:
 		p.tooLong.Add(1)
 		p.refuse(w, max(p.estimate(), time.Second))
@@ -827,6 +835,9 @@ func (t slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			case <-ctx.Done():
 				if req.Body != nil {
 					req.Body.Close()
+				}
+				if rq := requestOf(ctx); rq != nil {
+					rq.noSlot = true
 				}
 				return nil, context.Cause(ctx)
 			}

@@ -105,3 +105,34 @@ func TestNoInformationalAnswerToHTTP10(t *testing.T) {
 	}
 	tp.stillServes(t)
 }
+
+// --max-wait's 429 to a request that waited for one of the -j slots says
+// so: the rules held nothing (none binds under 1000/s), and a message
+// blaming them sent its reader to the wrong flag.
+func TestMaxWaitOnASlotSaysTheSlots(t *testing.T) {
+	release := make(chan struct{})
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			io.WriteString(w, "start\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	})
+	tp := startProxy(t, up.URL, "1000/s", 1, nil, func(tp *testProxy) { tp.p.opts.MaxWait = 50 * time.Millisecond })
+	defer close(release)
+	resp, err := http.Get(tp.url + "/hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	code, body := tp.get(t, "/quick")
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "-j 1 slots") || strings.Contains(body, "rules") {
+		t.Errorf("waiting for the only slot past --max-wait: %d %q; want 429 naming the -j slots, not the rules", code, body)
+	}
+}
