@@ -449,6 +449,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rq := &request{p: p, uri: r.RequestURI, host: clientHost(r), w: w}
 	if r.Body != nil && r.Body != http.NoBody {
+		// The proxy's own wrappers go in a copy of the request: the
+		// server reads its request's Body, by its type, to know what is
+		// left of the body once the answer begins (net/http closes the
+		// connection behind a 100-continue body never asked for, and
+		// reads up to 256 KiB of another's for the next request). Given
+		// a body of any other type, it read on for the next request
+		// before writing the answer: a client waiting for 100 Continue
+		// got no answer until it sent the body.
+		r2 := *r
+		r = &r2
 		rq.body = &clientBody{src: r.Body, rc: http.NewResponseController(w), idle: p.opts.ClientTimeout}
 		r.Body = rq.body
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -135,4 +136,42 @@ func TestMaxWaitOnASlotSaysTheSlots(t *testing.T) {
 	if code != http.StatusTooManyRequests || !strings.Contains(body, "-j 1 slots") || strings.Contains(body, "rules") {
 		t.Errorf("waiting for the only slot past --max-wait: %d %q; want 429 naming the -j slots, not the rules", code, body)
 	}
+}
+
+// A request with Expect: 100-continue that the upstream refuses at once,
+// without asking for its body, has its answer at once: its client sends
+// no body before a 100 Continue or the answer (it need not ever). The
+// proxy's handler used to put its own wrappers in the server's request,
+// so net/http's server no longer saw a body of 100-continue unread: it
+// read the body for its next request before writing the answer, and
+// held the answer until the client gave up waiting and sent the body it
+// was told nothing about (curl: after 1s, with the whole upload).
+func TestExpectContinueRefusedIsAnsweredAtOnce(t *testing.T) {
+	up := "http://" + tcptest.Serve(t, func(c net.Conn) {
+		defer c.Close()
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		if req.URL.Path == "/ok" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbig")
+	})
+	tp := startProxy(t, up, "", 1, nil)
+	for _, length := range []int{100, 100 << 10, 10 << 20} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", length)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("Expect: 100-continue, %d bytes, refused by the upstream: %v %v; want its 413 without sending the body", length, resp, err)
+		}
+	}
+	tp.stillServes(t)
 }
