@@ -17,6 +17,7 @@ var secretParamNames = []string{
 	"oauth_consumer_key", "x-api-key", "private_token", "x-auth-token", "app_secret", "client-secret",
 	"db_password", "db-password", "oauth_signature", "x-custom-signature",
 	"REDISCLI_AUTH", "NPM_CONFIG__AUTH", "_auth", "basic-auth",
+	"authorization", // ?authorization=Bearer... (APIs that take the header's value in the query)
 }
 
 // publicParamNames must stay visible: without them, redacted URLs could
