@@ -25,7 +25,7 @@ func (r *Redactor) isSecretName(name string) bool {
 // sv, ...) stay visible, so that redacted URLs can still be told apart.
 func isBuiltinSecretParam(name string) bool {
 	switch name {
-	case "key", "apikey", "api_key", "token", "auth", "authorization", "password", "passwd", "pass",
+	case "key", "apikey", "api_key", "token", "auth", "authorization", "bearer", "password", "passwd", "pass", "pw",
 		"secret", "sig", "signature", "credential", "credentials", "session", "sessionid",
 		// pre-signed URLs
 		"x-amz-signature", "x-amz-credential", "x-amz-security-token",

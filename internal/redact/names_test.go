@@ -18,6 +18,7 @@ var secretParamNames = []string{
 	"db_password", "db-password", "oauth_signature", "x-custom-signature",
 	"REDISCLI_AUTH", "NPM_CONFIG__AUTH", "_auth", "basic-auth",
 	"authorization", // ?authorization=Bearer... (APIs that take the header's value in the query)
+	"bearer", "pw",  // ?bearer=..., ?pw=... (a password by its usual short name)
 }
 
 // publicParamNames must stay visible: without them, redacted URLs could
