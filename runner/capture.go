@@ -70,14 +70,14 @@ func (c *Capture) Write(p []byte) (int, error) {
 
 // spill moves the output kept in memory to a new temporary file.
 func (c *Capture) spill() error {
-	f, err := os.CreateTemp(c.dir, "pace-output-*")
+	// Without a name where it can be (Windows removes no open file): the
+	// space is the kernel's to free, when the Capture closes it or the
+	// process dies, however it dies.
+	f, named, err := TempFile(c.dir, "pace-output-*")
 	if err != nil {
 		return fmt.Errorf("runner: spill output: %w", err)
 	}
-	// Unlinked at once where it can be (Windows removes no open file):
-	// the space is the kernel's to free, when the Capture closes it or
-	// the process dies.
-	removed := os.Remove(f.Name()) == nil
+	removed := !named
 	if _, err := f.Write(c.mem.Bytes()); err != nil {
 		f.Close()
 		if !removed {

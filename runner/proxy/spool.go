@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"github.com/pace-cli/pace/runner"
 	"io"
 	"os"
 	"sync"
@@ -65,6 +66,7 @@ type drain struct {
 	mem      []byte   // the spool's first bytes
 	memHeld  int64    // of p.buffered, for mem
 	file     *os.File // the rest; nil until mem is full
+	named    bool     // file has a name, to remove once closed (Windows)
 	filed    int64    // bytes in file
 	reserved int64    // of p.spooled, for file
 	off      int64    // the reader's offset in mem, then file
@@ -186,12 +188,13 @@ func (d *drain) fileLocked(b []byte) bool {
 	}
 	d.reserved += n
 	if d.file == nil {
-		f, err := os.CreateTemp("", "pace-proxy-body-*")
+		// Without a name: nothing is left behind, whatever happens (a
+		// named one, where it must be, is removed once closed).
+		f, named, err := runner.TempFile("", "pace-proxy-body-*")
 		if err != nil {
 			return false
 		}
-		os.Remove(f.Name()) // unlinked: nothing is left behind, whatever happens
-		d.file = f
+		d.file, d.named = f, named
 	}
 	if _, err := d.file.WriteAt(b, d.filed); err != nil {
 		return false
@@ -283,6 +286,9 @@ func (d *drain) abort() {
 	d.closed = true
 	if d.file != nil {
 		d.file.Close()
+		if d.named {
+			os.Remove(d.file.Name())
+		}
 	}
 	d.p.spooled.Add(-d.reserved)
 	d.p.buffered.Add(-max(d.memHeld, 0))
