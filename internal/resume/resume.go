@@ -104,8 +104,9 @@ type Options struct {
 	// error (an item that cannot be prepared any more, such as a deleted
 	// data file) leaves that item unchecked.
 	Command func(job *runner.Job) (string, error)
-	// MaxSlot bounds the slots tried when a command depends on the job
-	// slot ({%}); 0 means 64.
+	// MaxSlot bounds the slots tried one by one when a command depends
+	// on the job slot ({%}); 0 means 64. A higher slot is found from the
+	// digits where the logged command first differs from slot 1's.
 	MaxSlot int
 	// MaxAhead bounds the bytes of the items without a row that ReadItems
 	// holds while it reads ahead to the log's highest Seq (see ReadItems);
@@ -248,7 +249,46 @@ func (r *State) Verify(job runner.Job) error {
 			return nil
 		}
 	}
+	// A slot past MaxSlot (a run of -j 100): the logged command holds
+	// it, as digits, where it first differs from slot 1's.
+	for _, slot := range slotsAt(first, e.command) {
+		if slot <= r.opts.MaxSlot {
+			continue
+		}
+		if c, err := command(slot); err == nil && joblog.FitCommand(c) == e.command {
+			return nil
+		}
+	}
 	return &InputChangedError{Seq: job.Seq, Command: first, Logged: e.command}
+}
+
+// slotsAt returns the numbers of up to 9 digits that logged holds about
+// where it first differs from first (the command in slot 1): the slots
+// that may have given logged.
+func slotsAt(first, logged string) []int {
+	i := 0
+	for i < len(first) && i < len(logged) && first[i] == logged[i] {
+		i++
+	}
+	digit := func(j int) bool { return j >= 0 && j < len(logged) && logged[j] >= '0' && logged[j] <= '9' }
+	start, end := i, i
+	for start > i-9 && digit(start-1) {
+		start--
+	}
+	for end < i+9 && digit(end) {
+		end++
+	}
+	var slots []int
+	for a := start; a < end; a++ {
+		n := 0
+		for b := a; b < end && b < a+9; b++ {
+			n = n*10 + int(logged[b]-'0')
+			if n > 0 {
+				slots = append(slots, n)
+			}
+		}
+	}
+	return slots
 }
 
 // ReadItems reads items from rd as items.Read does, and sends them on

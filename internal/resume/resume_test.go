@@ -432,3 +432,25 @@ func TestResumeHopRows(t *testing.T) {
 		Failed: {true, false, false},
 	})
 }
+
+// A run of -j 100 writes commands of slots past 64: a resume finds them
+// from the digits of the logged command, wherever the slot stands.
+func TestResumeVerifyHighSlot(t *testing.T) {
+	for _, format := range []string{"run %s in slot %d", "run %s in slot 5%d", "run %s in slot %d7 and %[2]d"} {
+		command := func(j *runner.Job) (string, error) {
+			return fmt.Sprintf(format, strings.TrimPrefix(j.Item, "item"), j.Slot), nil
+		}
+		var rows []joblog.Entry
+		for _, slot := range []int{65, 100, 1000, 123456} {
+			logged, _ := command(&runner.Job{Item: "item1", Slot: slot})
+			rows = append(rows, logRows("1:0:"+logged)...)
+			r := New(rows[len(rows)-1:], Options{Command: command})
+			if err := r.Verify(runner.Job{Seq: 1, Item: "item1"}); err != nil {
+				t.Errorf("%q: Verify(row of slot %d) = %v, want nil", format, slot, err)
+			}
+			if err := r.Verify(runner.Job{Seq: 1, Item: "item2"}); err == nil {
+				t.Errorf("%q: Verify(another item, row of slot %d) = nil, want an error", format, slot)
+			}
+		}
+	}
+}
