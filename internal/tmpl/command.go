@@ -148,6 +148,11 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: %s is in the command of an ssh the script runs, which the remote shell reads as code: quoted for this shell only, the remote one would run the item as code; "+
 			"run ssh as the command itself (pace run -- ssh HOST 'cmd {} | wc -l'), where pace quotes the item for the remote shell", src, ph)
 	}
+	if ph, name, ok := evalScriptPlaceholder(src); ok {
+		sig := map[string]string{"trap": " EXIT"}[name]
+		return nil, templateErrorf("shell command %q: %s is in what %s reads again as code: quoted for the shell's first reading only, it would run the item as code there; "+
+			"pass it as an argument and quote it where %s reads it, as in sh -c '%s \"echo \\\"\\$1\\\"\"%s' sh {}", src, ph, name, name, name, sig)
+	}
 	l := newLexer()
 	for i := range script {
 		f := &script[i]
@@ -312,6 +317,47 @@ func remoteScriptPlaceholder(src string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// evalScriptPlaceholder finds, in src (a shell script), a placeholder
+// that the shell reads twice: in the arguments of eval (eval echo {}),
+// which it joins and reads again as code, or in the action of trap (trap
+// 'echo {}' EXIT), which it reads as code when the signal comes. A
+// placeholder alone (eval {}) runs the item as code, as asked. It returns
+// the placeholder as written and the builtin's name.
+func evalScriptPlaceholder(src string) (string, string, bool) {
+	words := scriptWords(src)
+	for w := 0; w+1 < len(words); w++ {
+		name := commandWord(words[w])
+		k := w + 1
+		var code string
+		switch name {
+		case "eval":
+			at := wordOffset(src, words, k)
+			if at < 0 {
+				continue
+			}
+			code = strings.TrimRight(localCommandRest(src[at:]), " \t")
+		case "trap":
+			if words[k] == "--" {
+				k++
+			}
+			if k >= len(words) || strings.HasPrefix(words[k], "-") {
+				continue // trap -p, trap -l: no action
+			}
+			at := wordOffset(src, words, k)
+			if at < 0 {
+				continue
+			}
+			code = src[at:shellWordEnd(src, at)]
+		default:
+			continue
+		}
+		if ph, ok := codePlaceholder(parse(code)); ok {
+			return ph, name, true
+		}
+	}
+	return "", "", false
 }
 
 // scriptWords splits src, a shell script, at blanks (a first cut at its

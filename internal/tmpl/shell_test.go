@@ -242,6 +242,13 @@ var refused = []struct {
 	{"(timeout 5 ssh h ls {}x)", "{} is in the command of an ssh"},
 	{"x=$(ssh h cat $(echo {.}))", "{.} is in the command of an ssh"},
 	{"ssh h echo >out {}", "{} is in the command of an ssh"},
+	// eval and trap read their arguments again as code: quoted for the
+	// first reading only, an item there would run.
+	{"eval echo {}", `{} is in what eval reads again as code`},
+	{`eval "echo {}"`, `{} is in what eval reads again as code`},
+	{"x=$(command eval 'cat {/}')", `{/} is in what eval reads again as code`},
+	{"trap 'rm {}' EXIT; sleep 1", `{} is in what trap reads again as code`},
+	{`trap -- "echo {.}" INT`, `{.} is in what trap reads again as code`},
 	{`echo "{}`, `unterminated double quote: close it with "`},
 	{`echo '{}`, "unterminated single quote: close it with '"},
 	{`echo "oops`, `unterminated double quote: close it with "`},
@@ -298,6 +305,8 @@ var accepted = []string{
 	`case {} in ({}) echo "{}";; esac`,         // case outside $(...)
 	"echo x{a,{}} {1..2}{} *{} ~{} a=~{}",      // braces, globs and tildes
 	`echo $( case_x=1; echo {} )`,              // case only as a word
+	"eval {}; trap {} EXIT; eval echo {#}",     // eval or trap of the item alone: code, as asked
+	"eval echo hi; trap - EXIT; echo {}",       // a placeholder after them
 	"ssh {} uptime > out/{}.txt",               // ssh's host, and a file of this shell
 	"ssh h uptime; echo {} | ssh h cat",        // after its command, and ssh's stdin
 	"ssh h echo {#} {%}",                       // numbers are safe anywhere
