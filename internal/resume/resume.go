@@ -345,7 +345,7 @@ func (r *State) ReadItems(ctx context.Context, rd io.Reader, opts items.ReadOpti
 			return send(it)
 		}
 		if it.Err == nil {
-			if err := r.Verify(runner.Job{Seq: seq, Item: it.Text}); err != nil {
+			if err := r.Verify(runner.Job{Seq: seq, Item: it.Text, Cols: it.Cols}); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -452,5 +453,27 @@ func TestResumeVerifyHighSlot(t *testing.T) {
 				t.Errorf("%q: Verify(another item, row of slot %d) = nil, want an error", format, slot)
 			}
 		}
+	}
+}
+
+// An input split into columns is checked by its columns: a command of
+// {2} {1} is not the one a log of {1} {2} ran.
+func TestResumeReadItemsColumns(t *testing.T) {
+	colsCommand := func(j *runner.Job) (string, error) {
+		if len(j.Cols) < 2 {
+			return "", errors.New("item has no column 2")
+		}
+		return "echo " + j.Cols[1] + " " + j.Cols[0], nil
+	}
+	opts := items.ReadOptions{ColSep: regexp.MustCompile(",")}
+	r := New(logRows("1:0:echo 1 a", "2:0:echo 2 b"), Options{Command: colsCommand})
+	out := make(chan runner.Item, 10)
+	if err := r.ReadItems(context.Background(), strings.NewReader("a,1\nb,2\nc,3\n"), opts, out); err != nil {
+		t.Errorf("ReadItems(the log's input) = %v, want nil", err)
+	}
+	r = New(logRows("1:0:echo 1 a", "2:0:echo 1 b"), Options{Command: colsCommand})
+	err := r.ReadItems(context.Background(), strings.NewReader("a,1\nb,2\nc,3\n"), opts, make(chan runner.Item, 10))
+	if !errors.Is(err, ErrInputChanged) {
+		t.Errorf("ReadItems(another input's columns) = %v, want ErrInputChanged", err)
 	}
 }
