@@ -57,6 +57,10 @@ type Log struct {
 	// (joblog.Log.CutShort), and cutCall its call as Seed counted it.
 	cut     *joblog.Partial
 	cutCall *throttle.Call
+	// future is how many earlier rows Seed found stamped after now, the
+	// furthest ahead by ahead; it counted their calls at now.
+	future int
+	ahead  time.Duration
 }
 
 // Open reads the job log o names, if it exists, and opens it for
@@ -143,8 +147,22 @@ func (j *Log) Seed(b throttle.Backend, rules []throttle.Rule, now time.Time) (in
 	if j == nil {
 		return 0, nil
 	}
+	// A row stamped after now (a clock set back since, another host's
+	// clock) records a call made before now: it counts from now, the
+	// latest it can have come, as the limiter counts it, and so for the
+	// progress's ETA (EarlierCalls), which waited for its stamp.
+	for i := range j.earlier.Entries {
+		if e := &j.earlier.Entries[i]; e.Start.After(now) {
+			j.future, j.ahead = j.future+1, max(j.ahead, e.Start.Sub(now))
+			e.Start = now
+		}
+	}
 	if j.cut != nil {
 		c := j.cut.Call(now)
+		if c.At.After(now) {
+			j.future, j.ahead = j.future+1, max(j.ahead, c.At.Sub(now))
+			c.At = now
+		}
 		j.cutCall = &c
 	}
 	calls := j.EarlierCalls()
@@ -220,6 +238,10 @@ func (j *Log) Announce(w io.Writer, recent int, verbose bool) {
 			fmt.Fprintf(w, "; replaced by a whole row that keeps its call for later runs and pace audit (Exitval %d), and is no row of %s for --resume", joblog.ExitCutShort, what)
 		}
 		fmt.Fprintln(w)
+	}
+	if j.future > 0 {
+		fmt.Fprintf(w, "pace: job log %s has %d %s stamped after this host's clock (by up to %s: a clock set back, or another host's): "+
+			"their calls count against the rules from now, the latest they can have come\n", j.path, j.future, human.Plural(j.future, "row"), human.Duration(j.ahead))
 	}
 	if j.resume != nil {
 		// The counts are the log's: an input shorter than the log has

@@ -94,6 +94,42 @@ func TestJobLogSeedsTheLimiter(t *testing.T) {
 	})
 }
 
+// TestSeedFutureRows: a row stamped after now (a clock set back since
+// the log was written) records a call made before now. It counts from
+// now, the latest it can have come, not until its stamp's window ends:
+// a log stamped a year ahead held -r 1/min back for a year. The run says
+// so.
+func TestSeedFutureRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		rules, _ := throttle.ParseRules("1/min")
+		path := writeJobLog(t, rules,
+			joblog.Entry{Seq: 1, Start: now.Add(-30 * time.Second), Command: "echo a"},
+			joblog.Entry{Seq: 2, Start: now.Add(365 * 24 * time.Hour), Command: "echo b"})
+		jl, err := Open(opts(path, 0), rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer jl.Close()
+		lim, _ := throttle.New(throttle.Options{Rules: rules})
+		if recent, err := jl.Seed(lim, rules, now); err != nil || recent != 2 {
+			t.Fatalf("seed = %d, %v; want 2 earlier calls within 1m", recent, err)
+		}
+		// The progress's ETA counts the earlier calls too (EarlierCalls):
+		// it said 8761h for a wait of a minute.
+		for _, c := range jl.EarlierCalls() {
+			if c.At.After(now) {
+				t.Errorf("EarlierCalls holds a call at %v, after now (%v)", c.At, now)
+			}
+		}
+		var b strings.Builder
+		jl.Announce(&b, 2, false)
+		if !strings.Contains(b.String(), "1 row stamped after this host's clock (by up to 8760h0m0s") {
+			t.Errorf("Announce said %q, want it to tell of the row stamped a year ahead", b.String())
+		}
+	})
+}
+
 // TestSeedCountsRowCutShort: the call of a row a killed pace left cut
 // short at the end of the log was made, and counts against the rules: at
 // its Starttime, or at now when the row lacks it, of its cost, or of one
