@@ -22,6 +22,8 @@ import (
 //     and --cert (user:password; user: with an empty password, an API
 //     key, is hidden whole), and the credentials of a proxy given to -x,
 //     --proxy, --preproxy and --socks4/5 without a scheme (user:pw@host);
+//   - the cookies' values given to curl's -b or --cookie (name=value;
+//     a file's name is kept);
 //   - the value of --oauth2-bearer and of any flag whose name is secret
 //     as a parameter's is (--password, --token, --api-key, -pass,
 //     --client-secret, ...; not --no-password or --ask-password), given
@@ -119,6 +121,7 @@ const (
 	userRule                    // user:password
 	proxyRule                   // user:password@host, with or without a scheme
 	wholeRule                   // the whole value is a secret
+	cookieRule                  // "name=value; name2=value2", or a cookie file's name
 )
 
 // flagRules are the flags of curl, wget and the like whose values hold
@@ -129,7 +132,7 @@ var flagRules = map[string]valueRule{
 	"--auth": userRule, "--cert": userRule, "--proxy-cert": userRule,
 	"-x": proxyRule, "--proxy": proxyRule, "--preproxy": proxyRule,
 	"--socks4": proxyRule, "--socks4a": proxyRule, "--socks5": proxyRule, "--socks5-hostname": proxyRule,
-	"--oauth2-bearer": wholeRule,
+	"--oauth2-bearer": wholeRule, "--cookie": cookieRule,
 }
 
 // programFlag is a flag that holds a credential for one program only;
@@ -143,7 +146,7 @@ type programFlag struct {
 // programFlags are the password flags of a few programs, by the
 // program's base name.
 var programFlags = map[string]map[string]programFlag{
-	"curl":         {"-E": {rule: userRule}}, // --cert's short form: cert[:password]
+	"curl":         {"-E": {rule: userRule}, "-b": {rule: cookieRule}}, // --cert's and --cookie's short forms
 	"http":         {"-a": {rule: userRule}},
 	"https":        {"-a": {rule: userRule}},
 	"xh":           {"-a": {rule: userRule}},
@@ -275,6 +278,18 @@ func (r *Redactor) value(rule valueRule, v string, seen func(string)) string {
 		return r.rawURL(v, 0, seen)
 	case wholeRule:
 		hide(&b, v, seen)
+	case cookieRule:
+		if !strings.Contains(v, "=") {
+			return v // a file to read cookies from
+		}
+		for i, c := range strings.Split(v, ";") {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			name, val, _ := strings.Cut(c, "=")
+			b.WriteString(name + "=")
+			hide(&b, val, seen)
+		}
 	default:
 		return v
 	}

@@ -73,6 +73,10 @@ func TestArgvUserAndTokens(t *testing.T) {
 		// A user name alone: curl asks for the password.
 		{argv("curl -u alice https://h/"), argv("curl -u alice https://h/")},
 		{argv("curl --oauth2-bearer ya29.tok https://h/"), argv("curl --oauth2-bearer REDACTED https://h/")},
+		{argv("curl -b sid=abc123 https://h/"), argv("curl -b sid=REDACTED https://h/")},
+		{argv("curl --cookie=sid=abc123;lang=en -bcookies.txt https://h/"), argv("curl --cookie=sid=REDACTED;lang=REDACTED -bcookies.txt https://h/")},
+		{[]string{"curl", "--cookie", "sid=abc123; csrf=x9", "https://h/"}, []string{"curl", "--cookie", "sid=REDACTED; csrf=REDACTED", "https://h/"}},
+		{argv("git checkout -b feature=x"), argv("git checkout -b feature=x")}, // -b is curl's only
 		{argv("curl --oauth2-bearer=ya29.tok https://h/"), argv("curl --oauth2-bearer=REDACTED https://h/")},
 		// A proxy with credentials and no scheme.
 		{argv("curl -x bob:pw3@proxy:3128 https://h/"), argv("curl -x bob:REDACTED@proxy:3128 https://h/")},
