@@ -156,7 +156,7 @@ func addCommonFlags(cmd *cobra.Command, o *CommonOptions, margin, least time.Dur
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each wait (rule, duration) and each job's start and end to stderr")
 	addReportFlags(cmd, o)
 	fl.Var(durationValue{&o.Grace}, "grace", "after the first interrupt, let running jobs finish for up to `DURATION`, then kill them")
-	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's")
+	fl.Var(haltValue{&o.Halt}, "halt", "stop early, as GNU parallel's --halt: `WHEN,COND=N`, such as now,fail=1 (kill the\nrunning jobs at the first failure), soon,fail=3 (start no more after 3), now,fail=10%,\nnow,success=1; the exit code is the halting job's, never 0 with an item failed but for success=")
 	fl.Lookup("margin").DefValue = "" // adaptive: the usage says how
 	fl.Lookup("grace").DefValue = defaultGrace.String()
 	addJobLogFlags(cmd, &o.JobLogOptions)

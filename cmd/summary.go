@@ -58,7 +58,7 @@ func summarize(f *runFacts) (*summary.Summary, int) {
 		s.Interrupted = "SIGPIPE"
 		code = ExitBrokenPipe
 	case f.halted != nil:
-		code = f.halted.Code
+		code = f.halted.ExitCode(t.Failed)
 		s.Stopped = fmt.Sprintf("--halt %s after job %d", f.halted.Spec, f.halted.Seq)
 	case f.readErr != nil:
 		code = ExitFailed

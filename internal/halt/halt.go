@@ -93,8 +93,24 @@ type Halted struct {
 	Now  bool   // the running jobs are killed
 	Seq  int64  // the item that halted the run
 	// Code is the exit code the run ends with: the halting job's, as GNU
-	// parallel does (1 for a job that failed without one), or 0.
+	// parallel does (1 for a job that failed without one), or 0. See
+	// ExitCode.
 	Code int
+	// success says the run halted on success= items.
+	success bool
+}
+
+// ExitCode returns the exit code of the run h halted, in which failed
+// items failed: Code, but never 0 with items failed unless the run halted
+// on success= (it reached what it was run for, as GNU parallel's
+// --halt success= ends 0): a done= halt on a job that succeeded after
+// others failed, or a job that failed while the run wound down, is a
+// failure (GNU parallel's done= ends with the count of failed jobs).
+func (h *Halted) ExitCode(failed int64) int {
+	if h.Code == 0 && failed > 0 && !h.success {
+		return 1
+	}
+	return h.Code
 }
 
 // HaltedBy returns how the run ends when r made h halt it.
@@ -112,7 +128,7 @@ func (h *Policy) HaltedBy(r *runner.Result) *Halted {
 			code = 128 + r.Signal
 		}
 	}
-	return &Halted{Spec: h.spec, Now: h.now, Seq: r.Job.Seq, Code: code}
+	return &Halted{Spec: h.spec, Now: h.now, Seq: r.Job.Seq, Code: code, success: h.what == "success"}
 }
 
 // String returns the --halt value the policy was read from, or "never".

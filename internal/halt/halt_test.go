@@ -69,3 +69,33 @@ func TestHaltedBy(t *testing.T) {
 		t.Errorf("HaltedBy(success) = %+v, want code 0, soon", got)
 	}
 }
+
+// A run halted by done= or fail= never ends 0 with an item failed: not on
+// a done= job that succeeded after one failed, nor on a job that failed
+// while a soon halt let the running ones finish. success= does.
+func TestHaltedExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		spec   string
+		ok     bool
+		failed int64
+		want   int
+	}{
+		{"now,done=2", true, 1, 1},
+		{"now,done=2", true, 0, 0},
+		{"soon,done=1", true, 1, 1},
+		{"now,success=1", true, 3, 0},
+		{"now,fail=1", false, 1, 1},
+	} {
+		h, err := Parse(tt.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &runner.Result{}
+		if !tt.ok {
+			r.ExitCode = 1
+		}
+		if got := h.HaltedBy(r).ExitCode(tt.failed); got != tt.want {
+			t.Errorf("%s, halting job ok %v, %d failed: ExitCode = %d, want %d", tt.spec, tt.ok, tt.failed, got, tt.want)
+		}
+	}
+}
