@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pace-cli/pace/internal/costexpr"
+	"github.com/pace-cli/pace/internal/foreground"
 	"github.com/pace-cli/pace/internal/interrupt"
 	"github.com/pace-cli/pace/internal/items"
 	"github.com/pace-cli/pace/internal/jobout"
@@ -291,11 +292,11 @@ func checkCommand(c *tmpl.Command, args []string, shell, dryRun bool) error {
 	if !plain || dryRun {
 		return nil // the program comes from the item, or the shell
 	}
-	_, err := exec.LookPath(prog)
+	path, err := exec.LookPath(prog)
 	switch {
 	case err == nil:
-		return nil
-	case isDir(prog):
+		return foreground.CheckInterpreter(prog, path)
+	case foreground.IsDir(prog):
 		return fmt.Errorf("command %q is a directory, not a program", prog)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("command %q is not executable: chmod +x it, or run it with its interpreter (pace run -- sh %s ...)", prog, prog)
@@ -303,12 +304,6 @@ func checkCommand(c *tmpl.Command, args []string, shell, dryRun bool) error {
 		return fmt.Errorf("command %q not found; %s", prog, hint)
 	}
 	return fmt.Errorf("command %q not found", prog)
-}
-
-// isDir reports whether name is a directory.
-func isDir(name string) bool {
-	fi, err := os.Stat(name)
-	return err == nil && fi.IsDir()
 }
 
 // isCommentOrBlank reports whether a command line has nothing to run.

@@ -94,6 +94,36 @@ func MissingPart(err error) string {
 	return "a file it needs was not found (its interpreter, or the loader a program names)"
 }
 
+// IsDir reports whether name is a directory.
+func IsDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
+}
+
+// CheckInterpreter returns an error when path, where the command name was
+// found, is a script whose #! line names an interpreter that does not
+// exist, so that starting it must fail (`command "./x.py" cannot run: its
+// interpreter /usr/bin/python9 (its #! line) was not found`); else nil.
+func CheckInterpreter(name, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // not ours to tell: starting it will say
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := f.Read(b)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	interp := strings.Fields(rest)
+	if !ok || len(interp) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(interp[0]); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("command %q cannot run: its interpreter %s (its #! line) was not found", name, interp[0])
+}
+
 // Command is a command to run in the foreground.
 type Command struct {
 	Path string   // found (Look)
