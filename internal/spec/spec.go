@@ -119,8 +119,15 @@ func Duration(s string) (time.Duration, error) {
 	if strings.Contains(s, "/") {
 		return 0, errors.New("want a duration such as 5s, 500ms or 1m30s (this flag takes a duration, not a rule)")
 	}
+	if durationSyntax.MatchString(s) {
+		return 0, fmt.Errorf("want a duration of at most %v (about 292 years)", time.Duration(math.MaxInt64).Truncate(time.Second))
+	}
 	return 0, errors.New("want a duration such as 5s, 500ms or 1m30s")
 }
+
+// durationSyntax matches what time.ParseDuration reads: one it refuses
+// all the same is too long.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // sizeUnits are the units Size reads, lower case.
 var sizeUnits = map[string]int64{

@@ -32,6 +32,8 @@ func TestParseDuration(t *testing.T) {
 		{"5/s", "want a duration such as 5s, 500ms or 1m30s (this flag takes a duration, not a rule)"},
 		{"soon", "want a duration such as 5s, 500ms or 1m30s"},
 		{"", "want a duration such as 5s, 500ms or 1m30s"},
+		{"9999999h", "want a duration of at most 2562047h47m16s (about 292 years)"},
+		{"1e9h", "want a duration such as 5s, 500ms or 1m30s"},
 	} {
 		_, err := Duration(tt.in)
 		if err == nil || err.Error() != tt.want {
