@@ -151,7 +151,7 @@ func runAudit(_ context.Context, opts *AuditOptions) error {
 			rules = calls.Rules
 		}
 		if len(rules) == 0 {
-			return audited{noRules: true}
+			return audited{err: calls.RulesErr, noRules: calls.RulesErr == nil}
 		}
 		return audited{rep: audit.New(rules, opts.Jobs, calls)}
 	}, nil)

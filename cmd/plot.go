@@ -151,9 +151,9 @@ func runPlot(ctx context.Context, opts *PlotOptions) error {
 	if res.err != nil {
 		return reportf(ios, ExitUsage, "plot: %s: %v", name, res.err)
 	}
-	rules := opts.Rules
-	if len(rules) == 0 {
-		rules = log.Rules
+	rules, err := log.RulesOr(opts.Rules)
+	if err != nil {
+		return reportf(ios, ExitUsage, "plot: %s: %v", name, err)
 	}
 	if len(rules) == 0 {
 		return reportf(ios, ExitUsage, "plot: %s names no rules: give the rules to draw with -r N/PERIOD", name)

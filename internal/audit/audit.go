@@ -31,7 +31,10 @@ const (
 type Calls struct {
 	Format string          // FormatJobLog or FormatTimestamps
 	Rules  []throttle.Rule // the rules a job log's header names
-	Times  []throttle.Call
+	// RulesErr is the error of a header naming rules this pace cannot
+	// read (joblog.Scanned.RulesErr): for a caller without rules of its own.
+	RulesErr error
+	Times    []throttle.Call
 	// Seqs[i] names Times[i] in the report: the job log's Seq, or the
 	// position among the timestamps (from 1).
 	Seqs []int64
@@ -100,7 +103,7 @@ func Read(r io.Reader, maxCalls int) (*Calls, error) {
 	}
 	c.Format, c.Rules = FormatTimestamps, nil
 	if sc.Format == joblog.JobLog {
-		c.Format, c.Rules = FormatJobLog, sc.Rules
+		c.Format, c.Rules, c.RulesErr = FormatJobLog, sc.Rules, sc.RulesErr
 	}
 	if p := sc.CutShort; p != nil {
 		c.CutShort = p

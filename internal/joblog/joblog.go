@@ -377,6 +377,11 @@ func (e *LineError) Unwrap() error { return ErrSyntax }
 type Log struct {
 	Rules   []throttle.Rule
 	Entries []Entry
+	// RulesErr is the *LineError of a header that names rules this pace
+	// cannot read (a newer pace's, a header edited by hand); Rules is nil
+	// then. Only a reader that takes its rules from the header fails on
+	// it (RulesOr): a run's own rules, or -r, need none of the header's.
+	RulesErr error
 	// CutShort is the last line when it is a row that a pace killed as
 	// it wrote it left cut short (see cutShort), or nil; Open cuts it off.
 	// It is not in Entries: what it holds may be short of a call. Its
@@ -464,12 +469,8 @@ func ReadAtMost(r io.Reader, maxRows int) (*Log, error) {
 			return nil
 		}
 		if strings.HasPrefix(line, "Seq\tHost\t") {
-			if log.Rules == nil {
-				rules, err := headerRules(line)
-				if err != nil {
-					return &LineError{Kind: "job log", Line: n, Text: line, Msg: err.Error()}
-				}
-				log.Rules = rules
+			if log.Rules == nil && log.RulesErr == nil {
+				log.Rules, log.RulesErr = lineRules(n, line)
 			}
 			return nil
 		}
@@ -496,6 +497,24 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// RulesOr returns given if it holds rules, else the rules the header
+// names (none for GNU parallel's), or RulesErr.
+func (l *Log) RulesOr(given []throttle.Rule) ([]throttle.Rule, error) {
+	if len(given) > 0 {
+		return given, nil
+	}
+	return l.Rules, l.RulesErr
+}
+
+// lineRules is headerRules for line n, with a *LineError quoting it.
+func lineRules(n int, line string) ([]throttle.Rule, error) {
+	rules, err := headerRules(line)
+	if err != nil {
+		return nil, &LineError{Kind: "job log", Line: n, Text: line, Msg: err.Error()}
+	}
+	return rules, nil
 }
 
 // headerRules returns the rules a header written by pace names, or nil.

@@ -355,12 +355,23 @@ func TestHeaderRules(t *testing.T) {
 	if throttle.FormatRules(log.Rules) != "5/s,12/3s,cost:100/s" || len(log.Entries) != 1 || log.Entries[0].Cost() != 7 {
 		t.Errorf("Read = rules %v, entries %+v", log.Rules, log.Entries)
 	}
-	// GNU parallel's header names no rules; a header that names bad ones is refused.
+	// GNU parallel's header names no rules; a header that names bad ones
+	// (a newer pace's) is read, its error kept for a reader that takes
+	// its rules from it: rules given win.
 	if log, err := Read(strings.NewReader(Header + "\n")); err != nil || log.Rules != nil {
 		t.Errorf("Read(parallel's header) = %v, %v; want no rules", log.Rules, err)
 	}
-	if _, err := Read(strings.NewReader(Header + " (pace rules: 5/x)\n")); err == nil || !strings.Contains(err.Error(), `"5/x"`) {
-		t.Errorf("Read(bad rules in header) = %v, want an error quoting them", err)
+	log, err = Read(strings.NewReader(Header + " (pace rules: 5/x)\n1\t:\t1700000000\t0.1\t0\t0\t0\t0\techo 1\n"))
+	if err != nil || len(log.Entries) != 1 {
+		t.Fatalf("Read(bad rules in header) = %+v, %v; want its row", log, err)
+	}
+	if _, err := log.RulesOr(nil); err == nil || !strings.Contains(err.Error(), `"5/x"`) {
+		t.Errorf("RulesOr(nil) of bad rules in header = %v, want an error quoting them", err)
+	}
+	if given, _ := throttle.ParseRules("2/s"); true {
+		if rules, err := log.RulesOr(given); err != nil || throttle.FormatRules(rules) != "2/s" {
+			t.Errorf("RulesOr(2/s) of bad rules in header = %v, %v; want 2/s", rules, err)
+		}
 	}
 }
 

@@ -24,6 +24,9 @@ type Scanned struct {
 	Format Format
 	// Rules are the rules a job log's header names, or nil.
 	Rules []throttle.Rule
+	// RulesErr is the *LineError of a header that names rules this pace
+	// cannot read (see Log.RulesErr); Rules is nil then.
+	RulesErr error
 	// CutShort is a job log's last line when it is a row that a pace
 	// killed as it wrote it left cut short (see Log.CutShort), or nil.
 	// It is not passed to row: what it holds may be short of a call.
@@ -71,12 +74,8 @@ func Scan(r io.Reader, row func(f Format, e Entry) error) (Scanned, error) {
 			return nil
 		}
 		if strings.HasPrefix(line, "Seq\tHost\t") {
-			if sc.Rules == nil {
-				hr, err := headerRules(line)
-				if err != nil {
-					return &LineError{Kind: "job log", Line: n, Text: line, Msg: err.Error()}
-				}
-				sc.Rules = hr
+			if sc.Rules == nil && sc.RulesErr == nil {
+				sc.Rules, sc.RulesErr = lineRules(n, line)
 			}
 			return nil
 		}
