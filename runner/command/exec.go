@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pace-cli/pace/internal/foreground"
@@ -217,8 +219,26 @@ func (e *Executor) Prepare(job *runner.Job) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return fmt.Errorf("job %d: %w: empty command", job.Seq, errBadLine)
 	}
+	if limit := maxArg(); limit > 0 {
+		for i, a := range argv {
+			if len(a) >= limit {
+				return runner.Permanent(fmt.Errorf("job %d: argument %d of %s is %d bytes: the system takes at most %d in one argument",
+					job.Seq, i, argv[0], len(a), limit-1))
+			}
+		}
+	}
 	job.Argv = argv
 	return nil
+}
+
+// maxArg returns the length of one argument, with its NUL, past which
+// execve refuses it (E2BIG): Linux's MAX_ARG_STRLEN, 32 pages; 0 where
+// none is known.
+func maxArg() int {
+	if runtime.GOOS != "linux" {
+		return 0
+	}
+	return 32 * os.Getpagesize()
 }
 
 // Close stops the threads children are started from and releases what
@@ -278,6 +298,9 @@ func startError(job *runner.Job, err error) error {
 		return runner.Permanent(fmt.Errorf("job %d: start %s: permission denied", job.Seq, prog))
 	case errors.Is(err, exec.ErrDot):
 		return runner.Permanent(fmt.Errorf("job %d: start %s: %w", job.Seq, prog, err))
+	case errors.Is(err, syscall.E2BIG):
+		// As long again on a retry: no attempt can start.
+		return runner.Permanent(fmt.Errorf("job %d: start %s: its arguments are too long for the system: %w", job.Seq, prog, err))
 	}
 	return fmt.Errorf("job %d: start %s: %w", job.Seq, prog, err)
 }

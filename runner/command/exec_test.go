@@ -434,6 +434,30 @@ func TestPrepareRejectsBadLines(t *testing.T) {
 	}
 }
 
+// An argument longer than execve takes (Linux: 128 KiB) fails its job
+// before it is admitted, spending no call; arguments too long in all
+// fail the attempt for good: a retry, admitted again, fails the same.
+func TestArgumentsTooLong(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the limit of one argument is Linux's")
+	}
+	e := &Executor{Builder: Lines{}}
+	job := &runner.Job{Seq: 4, Item: "echo " + strings.Repeat("a", maxArg())}
+	err := e.Prepare(job)
+	if !errors.Is(err, runner.ErrPermanent) || !strings.Contains(err.Error(), "job 4: argument 1 of echo is ") {
+		t.Errorf("Prepare(an argument of %d bytes) = %v, want a permanent error naming it", maxArg(), err)
+	}
+	job = &runner.Job{Seq: 5, Item: "echo " + strings.Repeat("a", maxArg()-1)}
+	if err := e.Prepare(job); err != nil {
+		t.Errorf("Prepare(an argument of %d bytes) = %v, want nil", maxArg()-1, err)
+	}
+	argv := append([]string{"true"}, strings.Fields(strings.Repeat("a ", 1<<20))...)
+	res := e.Execute(context.Background(), &runner.Job{Seq: 6, Argv: argv})
+	if !errors.Is(res.Err, runner.ErrPermanent) || !strings.Contains(res.Status(), "too long") {
+		t.Errorf("Status() = %q (permanent %v), want a permanent 'too long'", res.Status(), errors.Is(res.Err, runner.ErrPermanent))
+	}
+}
+
 func TestExecuteNotExecutable(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "job.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
