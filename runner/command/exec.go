@@ -298,6 +298,8 @@ func startError(job *runner.Job, err error) error {
 		return runner.Permanent(fmt.Errorf("job %d: start %s: permission denied", job.Seq, prog))
 	case errors.Is(err, exec.ErrDot):
 		return runner.Permanent(fmt.Errorf("job %d: start %s: %w", job.Seq, prog, err))
+	case errors.Is(err, syscall.ENOEXEC):
+		return runner.Permanent(fmt.Errorf("job %d: start %s: not a program this system runs (a script needs a first line such as #!/bin/sh)", job.Seq, prog))
 	case errors.Is(err, syscall.E2BIG):
 		// As long again on a retry: no attempt can start.
 		return runner.Permanent(fmt.Errorf("job %d: start %s: its arguments are too long for the system: %w", job.Seq, prog, err))

@@ -470,6 +470,21 @@ func TestExecuteNotExecutable(t *testing.T) {
 	}
 }
 
+// A script without a #! line is no program: its job fails for good (a
+// retry fails the same), saying so rather than "exec format error".
+func TestExecuteNoShebang(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte("echo hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Builder: Lines{}}
+	res := e.Execute(context.Background(), &runner.Job{Seq: 5, Argv: []string{script}})
+	want := "not a program this system runs (a script needs a first line such as #!/bin/sh)"
+	if !errors.Is(res.Err, runner.ErrPermanent) || !strings.Contains(res.Status(), want) {
+		t.Errorf("Status() = %q (permanent %v), want a permanent %q", res.Status(), errors.Is(res.Err, runner.ErrPermanent), want)
+	}
+}
+
 // A script whose #! interpreter is missing is there: the job's failure
 // names the interpreter, not the script, as not found.
 func TestExecuteMissingInterpreter(t *testing.T) {
