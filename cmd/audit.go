@@ -49,11 +49,11 @@ broke it, and the first of them (its Seq in a job log, its position among
 the timestamps otherwise). Overall it gives the calls, the makespan (first
 to last call), the fastest makespan the rules allow for as many calls
 (with --jobs N also at most N in flight, each lasting the log's median
-job runtime) and the efficiency: fastest / makespan. An efficiency near
-100% means the run went as fast as the rules let it; above 100% means it
-went faster, which only a broken rule allows. When the rules allow every
-call at once (a short log under 10000/day), they never held the run back
-and the efficiency is n/a (null in JSON).
+job runtime) and the efficiency: fastest / makespan. Near 100%, the run
+went as fast as the rules let it; above 100%, faster: a broken rule, or
+with --jobs uneven runtimes (the median overstates them). When the rules
+allow every call at once (a short log under 10000/day), they never held
+the run back and the efficiency is n/a (null in JSON).
 
 A job log whose last row is cut short (a pace killed as it wrote it; a
 row cut short anywhere else is an error) is audited with the rows before
