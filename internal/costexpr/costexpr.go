@@ -111,10 +111,13 @@ func parseArith(s string) (int64, error) {
 // evalCost evaluates a cost's arithmetic: a positive whole number.
 func evalCost(s string) (int, error) {
 	v, err := parseArith(s)
-	if err != nil {
+	if err != nil && !errors.Is(err, errTooLarge) {
 		return 0, fmt.Errorf("cost %q: want a whole number or arithmetic such as 1200/4 (%v)", s, err)
 	}
-	if v < 1 || v > throttle.MaxLimit {
+	if err != nil || v > throttle.MaxLimit {
+		return 0, fmt.Errorf("cost %q is too large: want a whole number from 1 to %d", s, int64(throttle.MaxLimit))
+	}
+	if v < 1 {
 		return 0, fmt.Errorf("cost %q is %d: want a whole number from 1 to %d", s, v, int64(throttle.MaxLimit))
 	}
 	return int(v), nil
@@ -201,13 +204,21 @@ func (p *costParser) factor() (int64, error) {
 		}
 		return 0, errors.New("a number is missing")
 	}
-	return strconv.ParseInt(p.s[start:p.i], 10, 64)
+	v, err := strconv.ParseInt(p.s[start:p.i], 10, 64)
+	if err != nil {
+		return 0, errTooLarge // only digits: past an int64
+	}
+	return v, nil
 }
+
+// errTooLarge is a cost past throttle.MaxLimit, or a number in it past
+// what an int64 holds.
+var errTooLarge = errors.New("too large")
 
 // checked returns v if it fits a cost, else an error.
 func checked(v float64) (int64, error) {
 	if v > throttle.MaxLimit {
-		return 0, errors.New("too large")
+		return 0, errTooLarge
 	}
 	return int64(v), nil
 }

@@ -22,6 +22,9 @@ func TestCost(t *testing.T) {
 		{expr: "(1+2)*3", want: 9},
 		{expr: "{}", item: "lots", wantErr: `cost "lots": want a whole number`},
 		{expr: "{}", item: "0", wantErr: `cost "0" is 0: want a whole number from 1`},
+		{expr: "{}", item: "99999999999999999999", wantErr: `cost "99999999999999999999" is too large: want a whole number from 1 to 1099511627776`},
+		{expr: "{}*{}", item: "4000000000", wantErr: `cost "4000000000*4000000000" is too large: want a whole number from 1 to 1099511627776`},
+		{expr: "{}", item: "1099511627777", wantErr: `cost "1099511627777" is too large: want a whole number from 1 to 1099511627776`},
 		{expr: "{}-5", item: "3", wantErr: "is -2"},
 	} {
 		c, err := Parse(tt.expr)
