@@ -307,6 +307,9 @@ func (l *Limiter) wait(ctx context.Context, cost int) (time.Time, uint64, time.D
 			l.mu.Lock()
 			l.leaveLocked(w)
 			admitted := w.admitted
+			if !admitted {
+				l.tally.GaveUp(time.Duration(l.clockLocked() - w.arrived))
+			}
 			l.mu.Unlock()
 			if !admitted {
 				return time.Time{}, 0, 0, ctx.Err()
@@ -383,6 +386,7 @@ func (l *Limiter) waitAsHead(ctx context.Context, w *waiter, cost int) (time.Tim
 			t.Stop()
 			l.mu.Lock()
 			l.leaveLocked(w)
+			l.tally.GaveUp(time.Duration(l.clockLocked() - w.arrived))
 			l.mu.Unlock()
 			return time.Time{}, 0, 0, ctx.Err()
 		}

@@ -698,3 +698,37 @@ func TestLimiterCloseWakesSlotWaiters(t *testing.T) {
 		}
 	})
 }
+
+// A wait its caller gives up (a run interrupted while a call waits on a
+// rule) counts as a wait of that rule, for as long as it lasted, and
+// admits nothing: the summary of a run cut short mid-wait said it had
+// waited 0s on the rule that held it.
+func TestGivenUpWaitCounts(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			l, err := New(Options{Rules: []Rule{{N: 1, Window: time.Minute}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Admit(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			if queued {
+				// Another caller at the head: the one given up waits behind it.
+				go l.Admit(context.Background(), 1)
+				synctest.Wait()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := l.Admit(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Admit = %v, want the deadline", err)
+			}
+			st := l.Stats()
+			if st.Admitted != 1 || st.Waits != 1 || st.WaitTime != 10*time.Second || st.Rules[0].Waits != 1 || st.Rules[0].WaitTime != 10*time.Second {
+				t.Errorf("queued %v: admitted %d, waits %d for %v, the rule's %d for %v; want 1 admitted, one wait of 10s on the rule",
+					queued, st.Admitted, st.Waits, st.WaitTime, st.Rules[0].Waits, st.Rules[0].WaitTime)
+			}
+			l.Close()
+		})
+	}
+}

@@ -8,13 +8,14 @@ import (
 
 // Stats is a snapshot of a backend's diagnostics. Every wait is counted
 // as a pair: how many admissions waited (Waits) and how long in all
-// (WaitTime).
+// (WaitTime). A wait for the rules that its caller gave up (its context
+// ended) counts as one too, for as long as it lasted.
 type Stats struct {
 	// Rules holds one entry per rule, in the order the rules were given.
 	Rules []RuleStats
 
 	Admitted int64         // calls admitted
-	Waits    int64         // admissions that had to wait for the rates or a pause
+	Waits    int64         // admissions that had to wait for the rates or a pause (and waits given up)
 	WaitTime time.Duration // time those admissions waited, in all
 
 	InFlight     int           // slots held now (admitted and not released)

@@ -285,6 +285,14 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 	default:
 	}
 	w.gone = true
+	// A wait given up counts as the admitter would count it admitted.
+	since, slept := w.arrived, w.sleeps
+	if c.handed.After(since) {
+		since, slept = c.handed, c.handedSleeps
+	}
+	if c.sleeps != slept {
+		c.tally.GaveUp(max(time.Since(since), 1))
+	}
 	if w.asked {
 		// The attempt under way carries its call; the admitter drops it
 		// when the answer comes (admitted: spent quota, on the safe

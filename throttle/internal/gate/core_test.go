@@ -300,3 +300,32 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// closedStore never has room: every attempt is told to wait a minute on
+// rule 0.
+type closedStore struct{ fakeStore }
+
+func (f *closedStore) Admit(context.Context, []int, time.Duration) (gate.Decision, error) {
+	return gate.Decision{Wait: time.Minute, Rule: 0, Used: []int{10, 0}}, nil
+}
+
+// A wait its caller gives up (a run interrupted while a call waits)
+// counts as a wait on the rule it slept on, for as long as it lasted,
+// and admits nothing.
+func TestCoreGivenUpWaitCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rules := []throttle.Rule{{N: 10, Window: time.Minute}, {N: 100, Window: time.Minute}}
+		c := gate.NewCore(gate.Config{Name: "fake", Rules: rules, Timeout: time.Second}, &closedStore{})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Admit(ctx, 1); err == nil {
+			t.Fatal("Admit succeeded in a store without room")
+		}
+		s := c.Stats(throttle.StoreStats{})
+		if s.Admitted != 0 || s.Waits != 1 || s.WaitTime != 10*time.Second || s.Rules[0].Waits != 1 || s.Rules[0].WaitTime != 10*time.Second {
+			t.Errorf("admitted %d, waits %d for %v, rule 0's %d for %v; want none admitted, one wait of 10s on rule 0",
+				s.Admitted, s.Waits, s.WaitTime, s.Rules[0].Waits, s.Rules[0].WaitTime)
+		}
+		c.Shutdown()
+	})
+}

@@ -54,6 +54,13 @@ func (t *Tally) Observe(i, used int) { t.Rules[i].PeakUsed = max(t.Rules[i].Peak
 // head of the queue last slept on.
 func (t *Tally) Admit(wait time.Duration) {
 	t.Admitted++
+	t.GaveUp(wait)
+}
+
+// GaveUp counts a wait of wait that ended without an admission (its
+// caller's context ended, as when a run is interrupted), charged as Admit
+// charges one: a run cut short mid-wait still shows what it waited on.
+func (t *Tally) GaveUp(wait time.Duration) {
 	if wait <= 0 {
 		return
 	}
