@@ -83,6 +83,21 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 			if hasPlaceholder(c.args[j]) {
 				continue
 			}
+			if k, opt := envSplitArg(args[j:end]); k >= 0 {
+				f := c.args[j+k]
+				if opt > 0 && f[0].kind == literal && len(f[0].text) >= opt { // the option's text starts the first field
+					first := f[0]
+					first.text = first.text[opt:]
+					f = append([]field{first}, f[1:]...)
+					if first.text == "" {
+						f = f[1:]
+					}
+				}
+				if ph, ok := codePlaceholder(f); ok {
+					return nil, templateErrorf("command %q: %s is in the string env -S splits into words (and runs: as a shell's script, if it names one), where no quoting of the item holds; "+
+						"give the item as an argument of its own, after the string", strings.Join(args, " "), ph)
+				}
+			}
 			i, opt := scriptArg(args[j:end])
 			if i < 0 {
 				continue
@@ -148,7 +163,10 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: %s is in the command of an ssh the script runs, which the remote shell reads as code: quoted for this shell only, the remote one would run the item as code; "+
 			"run ssh as the command itself (pace run -- ssh HOST 'cmd {} | wc -l'), where pace quotes the item for the remote shell", src, ph)
 	}
-	if ph, name, ok := evalScriptPlaceholder(src); ok {
+	if ph, name, ok := evalScriptPlaceholder(src); ok && name == "env -S" {
+		return nil, templateErrorf("shell command %q: %s is in the string env -S splits into words (and runs: as a shell's script, if it names one), where no quoting of the item holds; "+
+			"give the item as an argument of its own, after the string", src, ph)
+	} else if ok {
 		sig := map[string]string{"trap": " EXIT"}[name]
 		return nil, templateErrorf("shell command %q: %s is in what %s reads again as code: quoted for the shell's first reading only, it would run the item as code there; "+
 			"pass it as an argument and quote it where %s reads it, as in sh -c '%s \"echo \\\"\\$1\\\"\"%s' sh {}", src, ph, name, name, name, sig)
@@ -323,8 +341,9 @@ func remoteScriptPlaceholder(src string) (string, bool) {
 // that the shell reads twice: in the arguments of eval (eval echo {}),
 // which it joins and reads again as code, or in the action of trap (trap
 // 'echo {}' EXIT), which it reads as code when the signal comes. A
-// placeholder alone (eval {}) runs the item as code, as asked. It returns
-// the placeholder as written and the builtin's name.
+// placeholder alone (eval {}) runs the item as code, as asked. So does
+// the string of env -S, which env splits into words and runs (name "env
+// -S"). It returns the placeholder as written and the builtin's name.
 func evalScriptPlaceholder(src string) (string, string, bool) {
 	words := scriptWords(src)
 	for w := 0; w+1 < len(words); w++ {
@@ -351,7 +370,22 @@ func evalScriptPlaceholder(src string) (string, string, bool) {
 			}
 			code = src[at:shellWordEnd(src, at)]
 		default:
-			continue
+			e, opt := envSplitArg(append([]string{name}, words[w+1:]...))
+			if e < 0 {
+				continue
+			}
+			at := wordOffset(src, words, w+e)
+			if at < 0 {
+				continue
+			}
+			end := shellWordEnd(src, at)
+			if end < at {
+				continue
+			}
+			if at+opt > end {
+				opt = 0 // the word ends within the option as written: all of it
+			}
+			name, code = "env -S", src[at+opt:end]
 		}
 		if ph, ok := codePlaceholder(parse(code)); ok {
 			return ph, name, true
@@ -534,6 +568,49 @@ func commandScriptArg(args []string) (i, opt int) {
 				}
 				return -1, 0
 			}
+		}
+	}
+	return -1, 0
+}
+
+// envSplitArg returns the index in args of the string that env -S (or
+// --split-string) splits into words, or -1: args[0] is plain and names
+// env, and an option before its first NAME=VALUE or command is -S. opt is
+// the length of the option's text before the string in its argument (0
+// for a string given apart).
+func envSplitArg(args []string) (i, opt int) {
+	if path.Base(args[0]) != "env" {
+		return -1, 0
+	}
+	for i = 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-S" || a == "--split-string":
+			if i+1 < len(args) {
+				return i + 1, 0
+			}
+			return -1, 0
+		case strings.HasPrefix(a, "--split-string="):
+			return i, len("--split-string=")
+		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+			i++ // its value
+		case strings.HasPrefix(a, "--") && a != "--":
+		case len(a) > 1 && a[0] == '-':
+			// A cluster: -iS STRING, -iSSTRING; -u and -C take the rest.
+			for k := 1; k < len(a) && a[k] != 'u' && a[k] != 'C'; k++ {
+				if a[k] != 'S' {
+					continue
+				}
+				if k+1 < len(a) {
+					return i, k + 1
+				}
+				if i+1 < len(args) {
+					return i + 1, 0
+				}
+				return -1, 0
+			}
+		default:
+			return -1, 0 // "--", "-", NAME=VALUE or the command: no more options
 		}
 	}
 	return -1, 0

@@ -196,7 +196,7 @@ func TestShapesParse(t *testing.T) {
 // ErrTemplate, and never panics, with or without a shell (the scans for
 // a shell's script behind a wrapper and within a script included).
 func FuzzParseCommand(f *testing.F) {
-	for _, s := range []string{"sh -c 'echo {}'", `timeout 5 bash --rcfile x -ec "sh -c \"{}\""`, "env sh -c", "sh -c '", `x "sh -c '{}`} {
+	for _, s := range []string{"sh -c 'echo {}'", `timeout 5 bash --rcfile x -ec "sh -c \"{}\""`, "env sh -c", "sh -c '", `x "sh -c '{}`, "env -iSecho {}", "env -{}S{} x", `env --split-string="ls {}"`} {
 		f.Add(s, true)
 		f.Add(s, false)
 	}

@@ -249,6 +249,10 @@ var refused = []struct {
 	{"x=$(command eval 'cat {/}')", `{/} is in what eval reads again as code`},
 	{"trap 'rm {}' EXIT; sleep 1", `{} is in what trap reads again as code`},
 	{`trap -- "echo {.}" INT`, `{.} is in what trap reads again as code`},
+	// env -S splits its string into words and runs them: no quoting of
+	// the item holds there.
+	{`env -S 'echo {}'`, `{} is in the string env -S splits into words`},
+	{`x=$(env -i --split-string="ls {/}")`, `{/} is in the string env -S splits into words`},
 	{`echo "{}`, `unterminated double quote: close it with "`},
 	{`echo '{}`, "unterminated single quote: close it with '"},
 	{`echo "oops`, `unterminated double quote: close it with "`},
@@ -334,5 +338,34 @@ func TestShellJoin(t *testing.T) {
 	}
 	if _, err := ParseCommand([]string{"echo", `"`, "{}"}, true); err == nil {
 		t.Errorf(`ParseCommand(["echo" "\"" "{}"], true) = nil error, want unterminated double quote`)
+	}
+}
+
+// In a command run without a shell, a placeholder in the string env -S
+// splits into words (and runs, as a shell's script if it names one) is
+// refused: env's splitting would take the item's quotes and blanks as its
+// own. The string alone, or an item after it, is fine.
+func TestEnvSplitString(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		refused bool
+	}{
+		{[]string{"env", "-S", "sh -c 'echo {}'"}, true},
+		{[]string{"env", "-iS", "echo {.}"}, true},
+		{[]string{"env", "-iSecho {}"}, true},
+		{[]string{"env", "-u", "X", "--split-string", "echo {}"}, true},
+		{[]string{"env", "--split-string=echo {}"}, true},
+		{[]string{"nice", "env", "-S", "echo x{}"}, true},
+		{[]string{"env", "-S", "{}"}, false},                           // the item as a command line, as asked
+		{[]string{"env", "-S", "sh -c 'echo \"$1\"' sh", "{}"}, false}, // the item as an argument
+		{[]string{"env", "-uS", "echo {}"}, false},                     // -u's value is S
+		{[]string{"env", "A=1", "-S", "echo {}"}, false},               // -S is the command here
+		{[]string{"env", "-S"}, false},
+		{[]string{"env", "-{}S{}", "echo"}, true}, // the string's start after a placeholder among env's options
+	} {
+		_, err := ParseCommand(tt.args, false)
+		if refused := err != nil; refused != tt.refused || refused && (!errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "is in the string env -S splits into words")) {
+			t.Errorf("ParseCommand(%q) = %v; want refused %v", tt.args, err, tt.refused)
+		}
 	}
 }
