@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -236,8 +238,7 @@ func (r *State) Verify(job runner.Job) error {
 		return r.opts.Command(&j)
 	}
 	first, err := command(1)
-	// A command too long for a row is compared as the row holds it: cut.
-	if err != nil || joblog.FitCommand(first) == e.command {
+	if err != nil || sameCommand(first, e.command) {
 		return nil
 	}
 	for slot := 2; slot <= r.opts.MaxSlot; slot++ {
@@ -245,7 +246,7 @@ func (r *State) Verify(job runner.Job) error {
 		if err != nil || c == first {
 			break // the slot plays no part
 		}
-		if joblog.FitCommand(c) == e.command {
+		if sameCommand(c, e.command) {
 			return nil
 		}
 	}
@@ -255,11 +256,93 @@ func (r *State) Verify(job runner.Job) error {
 		if slot <= r.opts.MaxSlot {
 			continue
 		}
-		if c, err := command(slot); err == nil && joblog.FitCommand(c) == e.command {
+		if c, err := command(slot); err == nil && sameCommand(c, e.command) {
 			return nil
 		}
 	}
 	return &InputChangedError{Seq: job.Seq, Command: first, Logged: e.command}
+}
+
+// sameCommand reports whether the job log row's command logged is c: the
+// same text (a command too long for a row compared as the row holds it,
+// cut), or the same words quoted another way, as GNU parallel quotes an
+// item with a ' in it ('it'"'"'s' where pace writes "it's").
+func sameCommand(c, logged string) bool {
+	fit := joblog.FitCommand(c)
+	if fit == logged {
+		return true
+	}
+	if fit != c {
+		return false // cut: only its text can be compared
+	}
+	a, ok := plainWords(c)
+	if !ok {
+		return false
+	}
+	b, ok := plainWords(logged)
+	return ok && slices.Equal(a, b)
+}
+
+// plainWords splits s, a command line as pace or GNU parallel writes one,
+// into its words, undoing their quoting: '...', "..." (where \ escapes $,
+// `, ", \ and a newline) and \ outside quotes. ok is false where s holds
+// anything a shell reads as more than words (an operator, an expansion, a
+// glob, a comment, an assignment, a line break, unquoted), or a quote left
+// open: such commands are compared by their text only.
+func plainWords(s string) (words []string, ok bool) {
+	var w strings.Builder
+	in := false // a word is under way
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t':
+			if in {
+				words, in = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			w.WriteString(s[i+1 : i+1+j])
+			i, in = i+1+j, true
+		case c == '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				switch s[i] {
+				case '$', '`':
+					return nil, false
+				case '\\':
+					if i+1 < len(s) && s[i+1] == '\n' {
+						return nil, false // a line continued
+					}
+					if i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
+						i++
+					}
+				}
+				w.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+			in = true
+		case c == '\\':
+			if i+1 >= len(s) || s[i+1] == '\n' {
+				return nil, false
+			}
+			i++
+			w.WriteByte(s[i])
+			in = true
+		case strings.IndexByte(";&|<>()$`*?[]~#{}=!\n\r", c) >= 0:
+			return nil, false
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, true
 }
 
 // slotsAt returns the numbers of up to 9 digits that logged holds about

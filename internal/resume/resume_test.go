@@ -477,3 +477,55 @@ func TestResumeReadItemsColumns(t *testing.T) {
 		t.Errorf("ReadItems(another input's columns) = %v, want ErrInputChanged", err)
 	}
 }
+
+// A command logged with other quoting than pace's (GNU parallel writes
+// 'it'"'"'s' where pace writes "it's") is the same command when its words
+// are; one whose words differ, or that a shell reads as more than words,
+// is compared by its text.
+func TestSameCommand(t *testing.T) {
+	for _, tt := range []struct {
+		c, logged string
+		same      bool
+	}{
+		{`echo "it's"`, `echo 'it'"'"'s'`, true},
+		{`echo "it's"`, `echo it\'s`, true},
+		{`printf '%s\n' 'a b'`, `printf '%s\n' a\ b`, true},
+		{`echo '$HOME'`, `echo \$HOME`, true},
+		{`echo 'a"b'`, `echo "a\"b"`, true},
+		{`echo ''`, `echo ""`, true},
+		{`echo 'a b'`, `echo a b`, false},
+		{`echo 'a;b'`, `echo a;b`, false},
+		{`echo "$HOME"`, `echo '$HOME'`, false},
+		{`echo 'x'`, `echo 'x`, false},
+		{`echo a*`, `echo 'a*'`, false},
+		{`A=1 env`, `'A=1' env`, false},
+		{"echo \"a\\\nb\"", "echo ab", false},
+		{`echo x`, `echo y`, false},
+	} {
+		if got := sameCommand(tt.c, tt.logged); got != tt.same {
+			t.Errorf("sameCommand(%q, %q) = %v, want %v", tt.c, tt.logged, got, tt.same)
+		}
+	}
+}
+
+// FuzzPlainWords: plainWords never panics, and words it gives back, each
+// quoted in single quotes, read back as the same words.
+func FuzzPlainWords(f *testing.F) {
+	for _, s := range []string{`echo 'it'"'"'s'`, `echo "a\"b" c\ d`, `echo 'x`, `a;b`, `"\`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, ok := plainWords(s)
+		if !ok {
+			return
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		again, ok := plainWords(strings.Join(quoted, " "))
+		if !ok || !slices.Equal(again, words) {
+			t.Errorf("plainWords(%q) = %q; quoted again, it reads %q, %v", s, words, again, ok)
+		}
+	})
+}
