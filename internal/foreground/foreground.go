@@ -105,6 +105,9 @@ func IsDir(name string) bool {
 // exist, so that starting it must fail (`command "./x.py" cannot run: its
 // interpreter /usr/bin/python9 (its #! line) was not found`); else nil.
 func CheckInterpreter(name, path string) error {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil // not ours to tell (and a FIFO would block the open)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // not ours to tell: starting it will say
