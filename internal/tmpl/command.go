@@ -556,21 +556,34 @@ func commandScriptArg(args []string) (i, opt int) {
 			return i, len("--session-command=")
 		case len(a) > 2 && a[0] == '-' && a[1] != '-':
 			// A cluster: -lc SCRIPT, -cSCRIPT, -lcSCRIPT.
-			for k := 1; k < len(a) && strings.IndexByte(commandArgLetters, a[k]) < 0; k++ {
-				if a[k] != 'c' {
-					continue
-				}
-				if k+1 < len(a) {
-					return i, k + 1
-				}
-				if i+1 < len(args) {
-					return i + 1, 0
-				}
-				return -1, 0
+			if j, o, ok := clusterValue(args, i, 'c', commandArgLetters); ok {
+				return j, o
 			}
 		}
 	}
 	return -1, 0
+}
+
+// clusterValue finds the value of option letter in the option cluster
+// args[i] (-lc VALUE, -lcVALUE), scanning its letters up to one of stop
+// (letters whose value is the rest of the cluster): the index of the
+// argument holding the value and the length of the option text before it
+// there (0 for a value given apart), or -1 when the letter has none. ok
+// is false when the cluster does not hold the letter.
+func clusterValue(args []string, i int, letter byte, stop string) (at, opt int, ok bool) {
+	a := args[i]
+	for k := 1; k < len(a) && strings.IndexByte(stop, a[k]) < 0; k++ {
+		switch {
+		case a[k] != letter:
+		case k+1 < len(a):
+			return i, k + 1, true
+		case i+1 < len(args):
+			return i + 1, 0, true
+		default:
+			return -1, 0, true
+		}
+	}
+	return 0, 0, false
 }
 
 // envSplitArg returns the index in args of the string that env -S (or
@@ -597,17 +610,8 @@ func envSplitArg(args []string) (i, opt int) {
 		case strings.HasPrefix(a, "--") && a != "--":
 		case len(a) > 1 && a[0] == '-':
 			// A cluster: -iS STRING, -iSSTRING; -u and -C take the rest.
-			for k := 1; k < len(a) && a[k] != 'u' && a[k] != 'C'; k++ {
-				if a[k] != 'S' {
-					continue
-				}
-				if k+1 < len(a) {
-					return i, k + 1
-				}
-				if i+1 < len(args) {
-					return i + 1, 0
-				}
-				return -1, 0
+			if j, o, ok := clusterValue(args, i, 'S', "uC"); ok {
+				return j, o
 			}
 		default:
 			return -1, 0 // "--", "-", NAME=VALUE or the command: no more options

@@ -396,6 +396,19 @@ func TestEndlessBodyStreamsAndAClientGoneFreesItsSlot(t *testing.T) {
 // returns the status line of the answer, or the read's error.
 func rawRequest(t *testing.T, tp *testProxy, raw string) (string, error) {
 	t.Helper()
+	var line string
+	err := withRawConn(t, tp, raw, func(c net.Conn) (err error) {
+		line, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	return strings.TrimSpace(line), err
+}
+
+// withRawConn writes raw to the proxy on a connection of its own, with 10s
+// to answer, then lets read read the answer; it returns the write's error
+// or read's.
+func withRawConn(t *testing.T, tp *testProxy, raw string, read func(c net.Conn) error) error {
+	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -403,10 +416,9 @@ func rawRequest(t *testing.T, tp *testProxy, raw string) (string, error) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
-		return "", err
+		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	return read(c)
 }
 
 func TestHugeHeadersAre431(t *testing.T) {

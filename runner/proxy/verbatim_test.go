@@ -38,16 +38,10 @@ func rawUpstream(t *testing.T, raw string) string {
 // Connection: close, or are HTTP/1.0).
 func rawAnswer(t *testing.T, tp *testProxy, raw string) string {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(tp.url, "http://"))
-	if err != nil {
+	var b []byte
+	if err := withRawConn(t, tp, raw, func(c net.Conn) error { b, _ = io.ReadAll(c); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(c)
 	return string(b)
 }
 
