@@ -130,8 +130,10 @@ type Options struct {
 	// refusals, and keep the rules it publishes (see package learn).
 	Learn, Adopt bool
 	// MaxServerPause is the longest pause a server may ask for: a longer
-	// one fails the item instead of pausing; 0 means
-	// DefaultMaxServerPause.
+	// one fails the item instead of pausing, with an error holding a
+	// *pacehttp.PauseTooLong, on which a pool's user stops admissions (it
+	// is the server's "stop": every later call would be refused alike); 0
+	// means DefaultMaxServerPause.
 	MaxServerPause time.Duration
 	// OnPause, if set, is told of every pause a response starts, with its
 	// length and reason, so that a long one can be announced.
