@@ -116,8 +116,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if p := s.Proxy; p != nil {
 		p.writeText(tw)
 	}
-	if s.JobLog != "" {
-		// The job log's header keeps the rules: plot needs no -r.
+	if s.JobLog != "" && len(s.Rules) > 0 {
+		// The job log's header keeps the rules: plot needs no -r. A run
+		// without rules wrote none there, and plot would refuse the log.
 		svg := strings.TrimSuffix(s.JobLog, filepath.Ext(s.JobLog)) + ".svg"
 		fmt.Fprintf(tw, "  picture\tpace plot -o %s %s\n", runner.Quote(svg), runner.Quote(s.JobLog))
 	}
