@@ -113,7 +113,7 @@ func (r *recorder) onEvent(ev runner.Event) {
 		}
 		if errors.As(ev.Result.Err, new(*pacehttp.PauseTooLong)) {
 			// The server's "stop": every later call would be refused alike.
-			r.stopFor(&r.serverStop, ev.Result.Err, fmt.Sprintf("the server asked job %d for a pause past --max-server-pause (a longer one waits)", ev.Job.Seq))
+			r.stopFor(&r.serverStop, ev.Result.Err, fmt.Sprintf("the server asked for a pause longer than --max-server-pause (job %d; a longer --max-server-pause waits)", ev.Job.Seq))
 		}
 		if ev.Retry {
 			r.record(ev.Result) // an attempt that is not the last: its output goes nowhere
