@@ -211,7 +211,8 @@ type headerTemplate struct {
 }
 
 // New checks opts and returns an executor. Its errors are the user's: a
-// bad header line or method, or a URL template that cannot make a URL (no
+// bad header line or method, a header without placeholders whose value
+// holds a line break, or a URL template that cannot make a URL (no
 // scheme or host) or that no placeholder makes differ from item to item.
 func New(opts Options) (*Executor, error) {
 	if opts.Client == nil {
@@ -286,9 +287,12 @@ func New(opts Options) (*Executor, error) {
 		}
 	}
 	if !slices.ContainsFunc(e.headers, func(h headerTemplate) bool { return h.value.HasPlaceholder() }) {
-		// The same for every job: expanded once (a line break fails
-		// each job, as it would one by one).
-		e.fixed, _ = e.expandHeaders(&runner.Job{})
+		// The same for every job: expanded once, and a line break in
+		// one is refused before anything runs, not job after job.
+		var err error
+		if e.fixed, err = e.expandHeaders(&runner.Job{}); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }

@@ -474,6 +474,9 @@ func TestNewRejects(t *testing.T) {
 		{"method", Options{Client: client, Method: "GE T"}, `bad method "GE T"`},
 		{"fixed template", Options{Client: client, URL: "https://u:pw123@api.example/x"}, "no placeholder"},
 		{"data from stdin", Options{Client: client, Data: "@-", HasData: true}, "stdin"},
+		// A line break in a header the same for every job is refused
+		// before anything runs, not job after job (pw123 never shown).
+		{"header line break", Options{Client: client, Headers: []string{"Authorization: pw123\r\nX-Evil: 1"}}, "header Authorization: value holds a line break or NUL"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.opts)
@@ -674,12 +677,9 @@ func TestFetchFixedHeaders(t *testing.T) {
 		t.Errorf("the server saw %q, want %q", got, want)
 	}
 
-	bad := newFetch(t, Options{Headers: []string{"X-A: a\rb"}})
-	for seq := int64(1); seq <= 2; seq++ {
-		job := runner.Job{Seq: seq, Item: srv.URL + "/x", Attempt: 1}
-		if err := bad.Prepare(&job); err == nil || !strings.Contains(err.Error(), "line break") {
-			t.Errorf("job %d with a header holding a line break: Prepare error %v, want one saying so", seq, err)
-		}
+	// A fixed header holding a line break is refused before any job.
+	if _, err := New(Options{Client: NewClient(ClientOptions{}), Headers: []string{"X-A: a\rb"}}); err == nil || !strings.Contains(err.Error(), "line break") {
+		t.Errorf("New with a fixed header holding a line break = %v, want an error saying so", err)
 	}
 }
 
