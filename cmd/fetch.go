@@ -270,8 +270,8 @@ func runFetch(ctx context.Context, opts *FetchOptions) error {
 	ios := opts.IO
 	if opts.HasData && !opts.Common.DryRun {
 		if name, ok := strings.CutPrefix(opts.Data, "@"); ok && !strings.Contains(name, "{") {
-			if _, err := os.Stat(name); err != nil {
-				return reportf(ios, ExitUsage, "data file: %v", err)
+			if fi, err := os.Stat(name); err != nil || fi.IsDir() {
+				return reportf(ios, ExitUsage, "data file: %v", cmp.Or(err, fmt.Errorf("%s is a directory: give a file (-d @FILE)", name)))
 			}
 		}
 	}
