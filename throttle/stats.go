@@ -50,7 +50,9 @@ type StoreStats struct {
 	// Failures counts calls that got no usable answer.
 	Failures int64
 	// LeasesLost counts fleet-wide slots whose lease expired before it
-	// could be renewed while the slots were all taken.
+	// could be renewed (each once), whether the renewal found the slots
+	// all taken or took the slot again: while it had run out, another
+	// process could hold it.
 	LeasesLost int64
 	// ClientTime counts admissions decided on this process's clock
 	// because the store could not give its own (Redis refusing TIME).

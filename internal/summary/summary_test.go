@@ -117,7 +117,7 @@ func TestSummaryTextEverything(t *testing.T) {
   fleet slots  3  waited 3s (4 waits)
   margin       50ms (fixed)
   job time     p50 120ms  p95 340ms  max 1.2s
-  redis        206 round trips (2.00 per start), 1 failed, 2 fleet-wide slots lost (a job ran on after another process took its slot: the fleet may have gone over --global-jobs 3)
+  redis        206 round trips (2.00 per start), 1 failed, 2 fleet-wide slots lost (a job ran on after its lease ran out, and another process could take its slot: the fleet may have gone over --global-jobs 3)
   responses    200 ×98, 429 ×3, 500 ×2, no response ×3 (refused ×2, reset ×1); 3.0 MiB kept
   server       paused admissions 3× for 4.5s (last: 429 Retry-After: 1)  binding
   learned      server allowed about 5/s; pace slowed to it after 3 refusals, then went back to its own rules; kept the server's 100/m (--rules-from-server)

@@ -100,9 +100,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 		// words do not widen the job-time columns.
 		lost := ""
 		if st.LeasesLost > 0 {
-			// A job ran on without its slot while another process held
-			// it: the cap may have been broken, which must not go unsaid.
-			lost = fmt.Sprintf(", %d fleet-wide %s lost (a job ran on after another process took its slot: the fleet may have gone over --global-jobs %d)",
+			// A job ran on after its lease ran out, while another process
+			// could hold its slot: the cap may have been broken, which must
+			// not go unsaid.
+			lost = fmt.Sprintf(", %d fleet-wide %s lost (a job ran on after its lease ran out, and another process could take its slot: the fleet may have gone over --global-jobs %d)",
 				st.LeasesLost, human.Plural(int(st.LeasesLost), "slot"), s.GlobalJobs)
 		}
 		fmt.Fprintf(tw, "  %s\t%d round %s (%.2f per start), %d failed%s\n", st.Name, st.RoundTrips, human.Plural(int(st.RoundTrips), "trip"), per, st.Failures, lost)

@@ -71,9 +71,11 @@ func (rs *redisSide) ReleaseSlot(ctx context.Context, slot any) {
 
 // renew extends ls every Lease/3 until it is released or the limiter
 // closed. A renewal that fails is tried again at the next tick; a lease
-// found expired is taken again if a slot is free, else counted as lost.
-// A renewal still unanswered once Close has given the slots back is left
-// behind.
+// found expired is taken again if a slot is free. Either way an expired
+// lease is counted as lost, once: while it had run out, any process could
+// take its slot (and may have given it back before this renewal), so the
+// fleet may have run more jobs than the cap. A renewal still unanswered
+// once Close has given the slots back is left behind.
 func (l *Limiter) renew(ls *lease) {
 	defer l.renewers.Done()
 	defer close(ls.done)
@@ -81,6 +83,7 @@ func (l *Limiter) renew(ls *lease) {
 	keys := []string{l.slotKey}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	lost := false
 	for {
 		select {
 		case <-t.C:
@@ -99,7 +102,8 @@ func (l *Limiter) renew(ls *lease) {
 			l.failures.Add(1)
 			continue
 		}
-		if a, ok := reply.([]any); ok && len(a) > 0 && a[0] == int64(0) {
+		if a, ok := reply.([]any); ok && len(a) > 0 && (a[0] == int64(0) || a[0] == int64(2)) && !lost {
+			lost = true
 			l.leasesLost.Add(1)
 		}
 	}

@@ -168,9 +168,10 @@ func TestLeaseLost(t *testing.T) {
 		}{
 			{nil, 1, 0},                       // no answer: try again at the next tick
 			{[]any{int64(1), int64(0)}, 1, 0}, // renewed
-			{[]any{int64(2), int64(0)}, 1, 0}, // expired, taken again
+			{[]any{int64(1), int64(0)}, 1, 0}, // renewed
 			{[]any{int64(0), int64(0)}, 1, 1}, // expired, slots full: lost
-			{[]any{int64(0), int64(0)}, 1, 2}, // still lost
+			{[]any{int64(0), int64(0)}, 1, 1}, // still lost: one slot, counted once
+			{[]any{int64(2), int64(0)}, 1, 1}, // taken again: still that one slot
 		} {
 			renewAnswers(tt.reply)
 			time.Sleep(time.Second)
@@ -179,6 +180,33 @@ func TestLeaseLost(t *testing.T) {
 				t.Errorf("after renewal answered %v: Stats().Store = %+v, want %d failures, %d leases lost",
 					tt.reply, s, tt.failures, tt.lost)
 			}
+		}
+	})
+}
+
+// A lease that ran out and was taken again at the next renewal is lost
+// too: while it had run out another process could take the slot and give
+// it back before the renewal, and the fleet then ran more jobs than the cap
+// without any process knowing it.
+func TestLeaseExpiredTakenAgainIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.setHandle(func(c fakeCall) (any, error) {
+			if c.op() == "renew" {
+				return []any{int64(2), int64(0)}, nil // expired, taken again
+			}
+			return f.scriptReply(c), nil
+		})
+		l := openFake(t, f, "10/s", redisrate.Options{GlobalJobs: 1, Lease: 3 * time.Second})
+		a, err := l.Admit(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release()
+		time.Sleep(3500 * time.Millisecond) // three renewals, each answered 2
+		synctest.Wait()
+		if s := l.Stats().Store; s.LeasesLost != 1 {
+			t.Errorf("after renewals found the lease expired and took it again: Stats().Store = %+v, want 1 lease lost", s)
 		}
 	})
 }
