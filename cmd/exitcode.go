@@ -37,7 +37,8 @@ const exitCodesHelp = `Exit codes:
   0    every job succeeded
   1    one or more jobs failed (after retries)
   2    usage, rule or input error found before anything ran
-       (bad -r, unknown flag, unreadable input file, command not found)
+       (bad -r, unknown flag, unreadable input file, command not found),
+       or a shared quota's rules that another process changed mid-run
   3    the limiter's backend failed
   129  stopped by SIGHUP (its terminal closed)
   130  interrupted by SIGINT (Ctrl-C): pace dies of SIGINT, so that a
