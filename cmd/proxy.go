@@ -536,7 +536,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	}
 	st := px.Stats()
 	facts.proxy = &ProxySummary{Requests: st.Requests, MaxWait: st.TooLong, Gone: st.Gone, Refused: st.Unsent, Connect: st.Connect,
-		Stalled: st.Stalled, DotPath: st.DotPath, Asterisk: st.Asterisk}
+		Stalled: st.Stalled, DotPath: st.DotPath, Asterisk: st.Asterisk, BadBody: st.BadBody}
 	rec.reportUnlogged(ios.ErrOut)
 	if err := jl.Close(); err != nil && facts.jobLogErr == nil {
 		facts.jobLogErr = err

@@ -49,6 +49,7 @@ type (
 		Stalled  int64 `json:"stalled_408"`
 		DotPath  int64 `json:"dot_path_400"`
 		Asterisk int64 `json:"asterisk_400"`
+		BadBody  int64 `json:"bad_body_400"`
 	}
 	learnedJSONForm struct {
 		Refusals int      `json:"refusals"`
@@ -171,7 +172,7 @@ func (s *Summary) jsonForm() summaryJSONForm {
 		j.Learned = lj
 	}
 	if p := s.Proxy; p != nil {
-		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect, Stalled: p.Stalled, DotPath: p.DotPath, Asterisk: p.Asterisk}
+		j.Proxy = &proxyJSONForm{Requests: p.Requests, MaxWait: p.MaxWait, Gone: p.Gone, Refused: p.Refused, Connect: p.Connect, Stalled: p.Stalled, DotPath: p.DotPath, Asterisk: p.Asterisk, BadBody: p.BadBody}
 	}
 	if st := s.Store; st != nil {
 		j.Store = &storeJSONForm{Name: st.Name, RoundTrips: st.RoundTrips, Failures: st.Failures, LeasesLost: st.LeasesLost}

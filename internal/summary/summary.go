@@ -83,6 +83,7 @@ type Proxy struct {
 	Stalled  int64 // answered 408: the client stopped sending its body before the request was sent (--client-timeout)
 	DotPath  int64 // answered 400: a "." or ".." segment in the path
 	Asterisk int64 // answered 400: "*" as the target of another method than OPTIONS
+	BadBody  int64 // answered 400: a malformed body, read before the wait
 }
 
 // RuleSummary is one rule's share of a Summary.

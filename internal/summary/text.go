@@ -194,7 +194,8 @@ func (p *Proxy) writeText(tw *tabwriter.Writer) {
 		what string
 	}{{p.MaxWait, "answered 429 (the wait too long)"}, {p.Gone, "gone while waiting"}, {p.Refused, "answered 503 (stopping, or the store down)"},
 		{p.Connect, "answered 405 (CONNECT: not a forward proxy)"}, {p.Stalled, "answered 408 (the body stalled)"},
-		{p.DotPath, "answered 400 (a . or .. segment in the path)"}, {p.Asterisk, "answered 400 (* as the target of another method than OPTIONS)"}} {
+		{p.DotPath, "answered 400 (a . or .. segment in the path)"}, {p.Asterisk, "answered 400 (* as the target of another method than OPTIONS)"},
+		{p.BadBody, "answered 400 (a malformed body)"}} {
 		if n.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
 		}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pace-cli/pace/runner/internal/leanhttp"
@@ -158,4 +160,13 @@ func expectsContinue(r *http.Request) bool {
 type prefixedBody struct {
 	io.Reader
 	io.Closer
+}
+
+// clientGone reports whether err, from reading a request's body, says the
+// client went away (the connection closed or reset mid-body), not that
+// it sent a malformed one.
+func clientGone(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
 }

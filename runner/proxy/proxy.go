@@ -110,6 +110,7 @@ type Stats struct {
 	Stalled  int64         // answered 408 by the proxy without being admitted: the client stopped sending its body
 	DotPath  int64         // answered 400 by the proxy: a "." or ".." segment in the path, which could climb out of the upstream's path
 	Asterisk int64         // answered 400 by the proxy: "*" as the target of another method than OPTIONS (net/http answers OPTIONS * itself)
+	BadBody  int64         // answered 400 by the proxy: a malformed body (chunked encoding), read before the wait
 	Unsent   int64         // answered 503 by the proxy without being admitted: stopping, or the quota's store down
 	InFlight int64         // admitted and not yet answered in full
 	Waiting  int64         // waiting for a slot or the rules now
@@ -139,6 +140,7 @@ type Proxy struct {
 	connect  atomic.Int64
 	dotPath  atomic.Int64
 	asterisk atomic.Int64
+	badBody  atomic.Int64
 	gone     atomic.Int64
 	failed   atomic.Int64
 	stalled  atomic.Int64
@@ -315,7 +317,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{
 		Requests: p.requests.Load(), Status: status, Refused: p.refused.Load(),
 		Waits: p.waits.Load(), WaitTime: time.Duration(p.waitTime.Load()),
-		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(), DotPath: p.dotPath.Load(), Asterisk: p.asterisk.Load(),
+		TooLong: p.tooLong.Load(), Gone: p.gone.Load(), Failed: p.failed.Load(), Unsent: p.unsent.Load(), Connect: p.connect.Load(), Stalled: p.stalled.Load(), DotPath: p.dotPath.Load(), Asterisk: p.asterisk.Load(), BadBody: p.badBody.Load(),
 		InFlight: p.inFlight.Load(), Waiting: p.waitingN.Load(),
 	}
 }
@@ -473,7 +475,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The client closed its connection or sent a malformed body: net/http
 		// closes the connection once the handler returns, so the request
 		// has nobody to answer. The 400 goes out if the client still reads.
-		p.gone.Add(1)
+		if clientGone(err) {
+			p.gone.Add(1)
+		} else {
+			p.badBody.Add(1)
+		}
 		plain(w, http.StatusBadRequest, "pace proxy: reading the request body: "+err.Error())
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,30 @@ func TestExpectContinueRefusedIsAnsweredAtOnce(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("Expect: 100-continue, %d bytes, refused by the upstream: %v %v; want its 413 without sending the body", length, resp, err)
 		}
+	}
+	tp.stillServes(t)
+}
+
+// A malformed body (a broken chunked encoding), read before the wait, is
+// answered 400 and counted as such, not as a client gone while waiting:
+// the summary says what the proxy answered itself.
+func TestMalformedBodyIsCountedAsSuch(t *testing.T) {
+	up := okUpstream(t, func(w http.ResponseWriter, r *http.Request) { t.Error("a malformed body reached the upstream") })
+	tp := startProxy(t, up.URL, "", 0, nil)
+	line, err := rawRequest(t, tp, "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nhello\r\n0\r\n\r\n")
+	if !strings.HasPrefix(line, "HTTP/1.1 400 ") {
+		t.Errorf("malformed chunked body: %q, %v; want 400", line, err)
+	}
+	if st := tp.p.Stats(); st.BadBody != 1 || st.Gone != 0 {
+		t.Errorf("bad body %d, gone %d; want 1 and 0", st.BadBody, st.Gone)
+	}
+	// A client that leaves mid-body is gone, not malformed.
+	withRawConn(t, tp, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nonly ten b", func(net.Conn) error { return nil })
+	for deadline := time.Now().Add(10 * time.Second); tp.p.Stats().Gone == 0 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if st := tp.p.Stats(); st.BadBody != 1 || st.Gone != 1 {
+		t.Errorf("after a client gone mid-body: bad body %d, gone %d; want 1 and 1", st.BadBody, st.Gone)
 	}
 	tp.stillServes(t)
 }
