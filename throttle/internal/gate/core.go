@@ -234,6 +234,23 @@ type waiter struct {
 	gone    bool // its caller left before a decision
 }
 
+// waitedLocked returns how long w's wait counts for, admitted now: from
+// when it came or, if later, from when the caller before it was admitted,
+// and only if the admitter slept while w was first in line (0 otherwise).
+// Callers admitted together are one wait, and a pool that keeps its
+// callers queued here counts as one that asks once the admission before
+// has come. Requires c.mu held.
+func (c *Core) waitedLocked(w *waiter) time.Duration {
+	since, slept := w.arrived, w.sleeps
+	if c.handed.After(since) {
+		since, slept = c.handed, c.handedSleeps
+	}
+	if c.sleeps == slept {
+		return 0
+	}
+	return max(time.Since(since), 1)
+}
+
 // wait waits until the store admits a call of the given cost and returns
 // the decision that did. The caller joins the queue and the admitter
 // decides for it; once it holds its place it tells a caller that keeps
@@ -285,14 +302,8 @@ func (c *Core) wait(ctx context.Context, cost int) (Decision, error) {
 	default:
 	}
 	w.gone = true
-	// A wait given up counts as the admitter would count it admitted.
-	since, slept := w.arrived, w.sleeps
-	if c.handed.After(since) {
-		since, slept = c.handed, c.handedSleeps
-	}
-	if c.sleeps != slept {
-		c.tally.GaveUp(max(time.Since(since), 1))
-	}
+	// A wait given up counts as it would have, admitted now.
+	c.tally.GaveUp(c.waitedLocked(w))
 	if w.asked {
 		// The attempt under way carries its call; the admitter drops it
 		// when the answer comes (admitted: spent quota, on the safe
@@ -402,23 +413,10 @@ func (c *Core) admit() {
 				}
 			}
 			for i, w := range batch[:n] {
-				// A caller's wait runs from when it came or, if later,
-				// from when the caller before it was admitted: it counts
-				// only if the admitter slept while this caller was first
-				// in line. Callers admitted together are one wait, and a
-				// pool that keeps its callers queued here counts as one
-				// that asks once the admission before has come.
-				since, slept := w.arrived, w.sleeps
-				if c.handed.After(since) {
-					since, slept = c.handed, c.handedSleeps
-				}
+				waited := c.waitedLocked(w)
 				c.handed, c.handedSleeps = time.Now(), c.sleeps
 				if w.gone {
 					continue // recorded, its caller gone: spent quota, on the safe side
-				}
-				var waited time.Duration
-				if c.sleeps != slept {
-					waited = max(time.Since(since), 1)
 				}
 				c.tally.Admit(waited)
 				w.d = d
