@@ -259,8 +259,8 @@ func (r *recorder) halt(res *runner.Result) {
 
 // stopFor stops admissions after the first job whose output could not be
 // written (a full disk under stdout or under -o DIR/), or whose server
-// asked to stop, keeping its err in *first: every later job would fail
-// alike. what says so for the user.
+// asked to stop, keeping the first err in *dst: every later job would
+// fail alike. what says so for the user.
 func (r *recorder) stopFor(dst *error, err error, what string) {
 	r.mu.Lock()
 	first := *dst == nil

@@ -94,8 +94,7 @@ func ParseCommand(args []string, shell bool) (*Command, error) {
 					}
 				}
 				if ph, ok := codePlaceholder(f); ok {
-					return nil, templateErrorf("command %q: %s is in the string env -S splits into words (and runs: as a shell's script, if it names one), where no quoting of the item holds; "+
-						"give the item as an argument of its own, after the string", strings.Join(args, " "), ph)
+					return nil, templateErrorf("command %q: %s "+envSplitWhy, strings.Join(args, " "), ph)
 				}
 			}
 			i, opt := scriptArg(args[j:end])
@@ -163,10 +162,10 @@ func shellScript(args []string, fields [][]field, appendItem bool) ([]field, err
 		return nil, templateErrorf("shell command %q: %s is in the command of an ssh the script runs, which the remote shell reads as code: quoted for this shell only, the remote one would run the item as code; "+
 			"run ssh as the command itself (pace run -- ssh HOST 'cmd {} | wc -l'), where pace quotes the item for the remote shell", src, ph)
 	}
-	if ph, name, ok := evalScriptPlaceholder(src); ok && name == "env -S" {
-		return nil, templateErrorf("shell command %q: %s is in the string env -S splits into words (and runs: as a shell's script, if it names one), where no quoting of the item holds; "+
-			"give the item as an argument of its own, after the string", src, ph)
-	} else if ok {
+	if ph, name, ok := evalScriptPlaceholder(src); ok {
+		if name == "env -S" {
+			return nil, templateErrorf("shell command %q: %s "+envSplitWhy, src, ph)
+		}
 		sig := map[string]string{"trap": " EXIT"}[name]
 		return nil, templateErrorf("shell command %q: %s is in what %s reads again as code: quoted for the shell's first reading only, it would run the item as code there; "+
 			"pass it as an argument and quote it where %s reads it, as in sh -c '%s \"echo \\\"\\$1\\\"\"%s' sh {}", src, ph, name, name, name, sig)
@@ -585,6 +584,11 @@ func clusterValue(args []string, i int, letter byte, stop string) (at, opt int, 
 	}
 	return 0, 0, false
 }
+
+// envSplitWhy says why a placeholder in env -S's string is refused, and
+// what to do instead.
+const envSplitWhy = "is in the string env -S splits into words (and runs: as a shell's script, if it names one), where no quoting of the item holds; " +
+	"give the item as an argument of its own, after the string"
 
 // envSplitArg returns the index in args of the string that env -S (or
 // --split-string) splits into words, or -1: args[0] is plain and names

@@ -2,11 +2,12 @@ package proxy
 
 import (
 	"errors"
-	"github.com/pace-cli/pace/runner"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pace-cli/pace/runner"
 )
 
 // Draining a long body while its request waits.
